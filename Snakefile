@@ -1,0 +1,26 @@
+# citeguard: audit and guard citation faithfulness.
+#   snakemake --cores all                                   # lite experiment on CPU
+#   snakemake --cores all --config experiment=paper          # GPU reproduction
+#   snakemake --cores all --config overrides='["verifier_panel=[lexical,embedding]"]'
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/generate.smk"
+include: "workflow/rules/verify.smk"
+include: "workflow/rules/validate.smk"
+include: "workflow/rules/rates.smk"
+include: "workflow/rules/agreement.smk"
+include: "workflow/rules/conformal.smk"
+include: "workflow/rules/reattribution.smk"
+include: "workflow/rules/scope.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

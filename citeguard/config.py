@@ -1,0 +1,108 @@
+"""Hydra config composition for the workflow and the CLI.
+
+The root config names lists of group choices (``datasets``, ``sources``,
+``verifier_panel``, ``generation.models``/``pipelines``); :func:`compose_config`
+composes once to read those lists, then again with one ``+group@key=choice``
+override per choice so each selected group file sits under its own key. An
+unknown choice fails here, before any DAG is built, listing the valid names.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
+
+
+class ConfigError(ValueError):
+    """A wrong config choice or value; the message lists valid choices."""
+
+
+def source_key(name: str) -> str:
+    """Config key for a source name: ``released/nora`` -> ``released__nora``."""
+    return name.replace("/", "__").replace(".", "_").replace("-", "_")
+
+
+def available(group: str, config_dir: Path = CONFIG_DIR) -> list[str]:
+    """Names of the options of a config group (``verifier``, ``source/released``)."""
+    return sorted(p.stem for p in (config_dir / group).glob("*.yaml"))
+
+
+def _compose(config_dir: Path, overrides: Sequence[str]) -> DictConfig:
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+            return compose(config_name="config", overrides=list(overrides))
+    except HydraException as e:
+        raise ConfigError(f"config error: {e}") from None
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def _check_choices(kind: str, group: str, names: Sequence[str], config_dir: Path) -> None:
+    valid = available(group, config_dir)
+    bad = [n for n in names if n not in valid]
+    if bad:
+        raise ConfigError(f"unknown {kind} {bad}; valid choices: {valid}")
+
+
+def compose_config(overrides: Sequence[str] = (), config_dir: Path = CONFIG_DIR) -> DictConfig:
+    """Compose the root config plus every selected group file.
+
+    Returns a resolved config with ``verifiers.<name>``, ``dataset_cfg.<name>``,
+    ``source_cfg.<key>``, ``generators.<name>`` and ``pipelines.<name>``.
+    """
+    config_dir = Path(config_dir).resolve()
+    base = _compose(config_dir, overrides)
+    extra: list[str] = []
+    panel = list(base.verifier_panel)
+    _check_choices("verifier", "verifier", panel, config_dir)
+    needed = list(panel)
+    for name in panel:  # stacked verifiers pull in their feature verifiers' configs
+        for feat in OmegaConf.load(config_dir / "verifier" / f"{name}.yaml").get("features", []) or []:
+            if feat not in needed:
+                needed.append(feat)
+    _check_choices("verifier (feature)", "verifier", needed, config_dir)
+    extra += [f"+verifier@verifiers.{n}={n}" for n in needed]
+    _check_choices("dataset", "dataset", list(base.datasets), config_dir)
+    extra += [f"+dataset@dataset_cfg.{n}={n}" for n in base.datasets]
+    for src in base.sources:
+        family, _, option = str(src).partition("/")
+        if family != "released" or not option:
+            raise ConfigError(
+                f"unknown source {src!r}: list released/<system> here "
+                f"({available('source/released', config_dir)}); vllm/<model>/<pipeline> sources "
+                "come from generation.models x generation.pipelines"
+            )
+        _check_choices("source", "source/released", [option], config_dir)
+        extra.append(f"+source/released@source_cfg.{source_key(src)}={option}")
+    _check_choices("generator", "generator", list(base.generation.models), config_dir)
+    _check_choices("pipeline", "pipeline", list(base.generation.pipelines), config_dir)
+    extra += [f"+generator@generators.{source_key(m)}={m}" for m in base.generation.models]
+    extra += [f"+pipeline@pipelines.{p}={p}" for p in base.generation.pipelines]
+    cfg = _compose(config_dir, list(overrides) + extra)
+    OmegaConf.resolve(cfg)
+    return cfg
+
+
+def to_plain(node: Any) -> Any:
+    """Plain dict/list for a config node; other values unchanged."""
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+
+def config_json(node: Any) -> str:
+    """Canonical JSON of a config slice (sorted keys): what rules get as params."""
+    return json.dumps(to_plain(node), sort_keys=True)
+
+
+def config_hash(node: Any) -> str:
+    """Short stable hash of a config slice (keys sorted)."""
+    text = node if isinstance(node, str) else config_json(node)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,114 @@
+# Helpers shared by every rule file: config composition, set lists, input
+# functions, the final-target list and wildcard constraints.
+import json
+import os
+import re
+from pathlib import Path
+
+from citeguard.config import compose_config, config_json, source_key, to_plain
+
+ROOT = Path(workflow.basedir)
+
+
+def _user_overrides():
+    ov = config.get("overrides", [])
+    if isinstance(ov, str):
+        ov = json.loads(ov) if ov.strip().startswith("[") else [ov]
+    ov = list(ov)
+    if "experiment" in config:
+        ov.append(f"experiment={config['experiment']}")
+    return ov
+
+
+CFG = compose_config(_user_overrides(), config_dir=ROOT / "config")
+RAW = CFG.raw_dir
+RES = CFG.results_dir
+FIG = CFG.figures_dir
+PANEL = list(CFG.verifier_panel)
+STACKED = [v for v in CFG.verifiers if CFG.verifiers[v].kind == "fitted"]
+BASE_VERIFIERS = [v for v in CFG.verifiers if v not in STACKED]
+
+
+def _set_configs():
+    sets = {}
+    for name, d in CFG.dataset_cfg.items():
+        sets[f"gold/{name}"] = to_plain(d)
+    for d in CFG.source_cfg.values():
+        sets[d.name] = to_plain(d)
+    for m in CFG.generation.models:
+        for p in CFG.generation.pipelines:
+            sets[f"vllm/{m}/{p}"] = {"name": f"vllm/{m}/{p}", "kind": "ctxs_answers",
+                                     "citation_base": 1, "files": {}}
+    return sets
+
+
+SET_CFG = _set_configs()
+GOLD_SETS = [f"gold/{d}" for d in CFG.datasets]
+SOURCE_SETS = [s for s in SET_CFG if not s.startswith("gold/")]
+FROZEN_SETS = [s for s, c in SET_CFG.items() if c["kind"] == "frozen_scores"]
+SCORED_SETS = [s for s in SET_CFG if s not in FROZEN_SETS]
+
+RAW_FILES = {f["path"]: f for c in SET_CFG.values() for f in c["files"].values()}
+
+
+def _alt(names):
+    return "|".join(re.escape(n) for n in names) if names else "$^"
+
+
+wildcard_constraints:
+    set=_alt(SET_CFG),
+    raw_path=_alt(RAW_FILES),
+    model=_alt(CFG.generation.models),
+    pipeline=_alt(CFG.generation.pipelines),
+
+
+def set_json(w):
+    return config_json(SET_CFG[w.set])
+
+
+def raw_inputs(w):
+    """Raw files of a set (downloaded or mirrored), or its generation output."""
+    if w.set.startswith("vllm/"):
+        _, m, p = w.set.split("/")
+        return {"answers": f"{RES}/generations/{m}/{p}.jsonl"}
+    return {k: f"{RAW}/{f['path']}" for k, f in SET_CFG[w.set]["files"].items()}
+
+
+def verifier_json(w):
+    return config_json(CFG.verifiers[w.verifier])
+
+
+def verifier_resources(name, key, default):
+    return CFG.verifiers[name].get("resources", {}).get(key, default)
+
+
+def scores(sets, verifiers=None):
+    verifiers = PANEL if verifiers is None else verifiers
+    return [f"{RES}/scores/{s}/{v}.parquet" for s in sets for v in verifiers]
+
+
+def pairs(sets):
+    return [f"{RES}/data/{s}/pairs.parquet" for s in sets]
+
+
+def slice_json(*keys):
+    node = CFG
+    for k in keys:
+        node = node[k]
+    return config_json(node)
+
+
+def analysis_targets():
+    return [
+        f"{RES}/tables/validation.csv",
+        f"{RES}/tables/unsupported_rates.csv",
+        f"{RES}/tables/agreement.csv",
+        f"{RES}/tables/conformal_coverage.csv",
+        f"{RES}/tables/reattribution.csv",
+        f"{RES}/tables/scope.csv",
+        f"{RES}/tables/worked_examples.csv",
+    ]
+
+
+def all_targets():
+    return [f"{RES}/tables/data_summary.csv"]

@@ -1,0 +1,52 @@
+# Data stage: download (or mirror) -> prepare pair tables -> data summary.
+
+
+rule download:
+    """Fetch one raw file from upstream, or copy it from $CITEGUARD_DATA_MIRROR; verify sha256."""
+    output:
+        f"{RAW}/{{raw_path}}",
+    params:
+        spec=lambda w: config_json(RAW_FILES[w.raw_path]),
+        mirror=os.environ.get("CITEGUARD_DATA_MIRROR", ""),
+    log:
+        f"{RES}/logs/download/{{raw_path}}.log",
+    benchmark:
+        f"{RES}/benchmarks/download/{{raw_path}}.tsv"
+    script:
+        "../../scripts/download.py"
+
+
+rule prepare:
+    """Normalise one gold set or deployment source into the pair-table schema."""
+    input:
+        unpack(raw_inputs),
+    output:
+        pairs=f"{RES}/data/{{set}}/pairs.parquet",
+        skipped=f"{RES}/data/{{set}}/skipped.csv",
+        stats=f"{RES}/data/{{set}}/stats.json",
+    params:
+        set_cfg=set_json,
+        claim_cap=CFG.windowing.claim_cap,
+        max_items=CFG.max_items,
+    log:
+        f"{RES}/logs/prepare/{{set}}.log",
+    benchmark:
+        f"{RES}/benchmarks/prepare/{{set}}.tsv"
+    script:
+        "../../scripts/prepare_set.py"
+
+
+rule data_summary:
+    """Per dataset/source: items, sentences, cited sentences, pairs and every skip by reason."""
+    input:
+        [f"{RES}/data/{s}/stats.json" for s in SET_CFG],
+    output:
+        report(
+            f"{RES}/tables/data_summary.csv",
+            caption="../report/data_summary.rst",
+            category="Data",
+        ),
+    log:
+        f"{RES}/logs/data_summary.log",
+    script:
+        "../../scripts/data_summary.py"

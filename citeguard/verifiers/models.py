@@ -1,0 +1,117 @@
+"""Model-based verifiers loaded through ``transformers``: AttrScore (seq2seq) and NLI."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+from transformers import AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoTokenizer
+
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def pick_device(requested: str) -> torch.device:
+    """The configured device, falling back to CPU (with float32) when CUDA is absent."""
+    if requested.startswith("cuda") and not torch.cuda.is_available():
+        return torch.device("cpu")
+    return torch.device(requested)
+
+
+def pick_dtype(name: str | None, device: torch.device) -> torch.dtype:
+    if device.type == "cpu":
+        return torch.float32
+    return _DTYPES[name or "float32"]
+
+
+class AttrScoreVerifier:
+    """AttrScore validator; P(support) = softmax over label log-likelihoods.
+
+    For each input the encoder runs once; the decoder is teacher-forced on each
+    label string (its tokens plus EOS) reusing the encoder states, and the
+    total log-likelihoods of the labels are soft-maxed.
+    """
+
+    binary = False
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        self.name = cfg.get("name", "attrscore")
+        self.batch_size = int(cfg.get("batch_size", 16))
+        self.max_input_tokens = int(cfg.get("max_input_tokens", 1024))
+        prompts = cfg["prompts"]
+        if cfg["prompt"] not in prompts:
+            raise ValueError(f"attrscore prompt {cfg['prompt']!r} not in {sorted(prompts)}")
+        self.template = prompts[cfg["prompt"]]
+        self.labels = list(cfg["labels"])
+        self.pos = self.labels.index(cfg.get("positive_label", self.labels[0]))
+        self.device = pick_device(str(cfg.get("device", "cpu")))
+        dtype = pick_dtype(cfg.get("dtype"), self.device)
+        rev = cfg.get("revision") or None
+        self.tokenizer = AutoTokenizer.from_pretrained(cfg["model"], revision=rev)
+        self.model = AutoModelForSeq2SeqLM.from_pretrained(cfg["model"], revision=rev, dtype=dtype)
+        self.model.to(self.device).eval()
+        self.label_ids = [torch.tensor(self.tokenizer(lab).input_ids, device=self.device) for lab in self.labels]
+
+    def prompt(self, claim: str, window: str) -> str:
+        return self.template.format(claim=claim, reference=window)
+
+    @torch.inference_mode()
+    def label_loglik(self, claims: Sequence[str], windows: Sequence[str]) -> np.ndarray:
+        """(n, n_labels) total teacher-forced log-likelihood of each label string."""
+        out = []
+        for i in range(0, len(claims), self.batch_size):
+            texts = [self.prompt(c, w) for c, w in zip(claims[i:i + self.batch_size], windows[i:i + self.batch_size])]
+            enc = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_input_tokens,
+                                 return_tensors="pt").to(self.device)
+            enc_out = self.model.get_encoder()(input_ids=enc.input_ids, attention_mask=enc.attention_mask)
+            b = enc.input_ids.shape[0]
+            cols = []
+            for ids in self.label_ids:
+                labels = ids.unsqueeze(0).expand(b, -1)
+                logits = self.model(encoder_outputs=enc_out, attention_mask=enc.attention_mask,
+                                    labels=labels).logits.float()
+                logp = torch.log_softmax(logits, dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+                cols.append(logp.sum(-1))
+            out.append(torch.stack(cols, dim=1).cpu().numpy())
+        return np.concatenate(out, axis=0) if out else np.zeros((0, len(self.labels)))
+
+    def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        ll = self.label_loglik(claims, windows)
+        p = np.exp(ll - ll.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        return p[:, self.pos], p.argmax(axis=1) == self.pos
+
+
+class NLIVerifier:
+    """Sequence-pair NLI classifier; P(support) = P(entailment | window, claim)."""
+
+    binary = False
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        self.name = cfg.get("name", "deberta_nli")
+        self.batch_size = int(cfg.get("batch_size", 32))
+        self.max_length = int(cfg.get("max_length", 512))
+        self.device = pick_device(str(cfg.get("device", "cpu")))
+        dtype = pick_dtype(cfg.get("dtype"), self.device)
+        rev = cfg.get("revision") or None
+        self.tokenizer = AutoTokenizer.from_pretrained(cfg["model"], revision=rev)
+        self.model = AutoModelForSequenceClassification.from_pretrained(cfg["model"], revision=rev, dtype=dtype)
+        self.model.to(self.device).eval()
+        want = str(cfg.get("entailment_label", "entailment")).lower()
+        labels = {str(v).lower(): int(k) for k, v in self.model.config.id2label.items()}
+        if want not in labels:
+            raise ValueError(f"{cfg['model']}: no label {want!r} in id2label {self.model.config.id2label}")
+        self.entail = labels[want]
+
+    @torch.inference_mode()
+    def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        ps, vs = [], []
+        for i in range(0, len(claims), self.batch_size):
+            enc = self.tokenizer(list(windows[i:i + self.batch_size]), list(claims[i:i + self.batch_size]),
+                                 padding=True, truncation="only_first", max_length=self.max_length,
+                                 return_tensors="pt").to(self.device)
+            probs = torch.softmax(self.model(**enc).logits.float(), dim=-1)
+            ps.append(probs[:, self.entail].cpu().numpy())
+            vs.append((probs.argmax(-1) == self.entail).cpu().numpy())
+        if not ps:
+            return np.zeros(0), np.zeros(0, dtype=bool)
+        return np.concatenate(ps), np.concatenate(vs)

@@ -22,3 +22,20 @@ def start(snakemake: Any) -> logging.Logger:
 def param_json(snakemake: Any, name: str) -> Any:
     """A JSON-serialised config slice passed as a rule param."""
     return json.loads(getattr(snakemake.params, name))
+
+
+def scored_sets(snakemake: Any, name: str) -> dict[str, "Any"]:
+    """{set name: pairs + score_/verdict_ columns} from ``<name>_pairs``/``<name>_scores`` inputs."""
+    from .scores import load_scored
+
+    out = {}
+    score_files = list(getattr(snakemake.input, f"{name}_scores"))
+    for p in getattr(snakemake.input, f"{name}_pairs"):
+        set_dir = p.rsplit("/data/", 1)[1].rsplit("/pairs.parquet", 1)[0]
+        mine = [s for s in score_files if f"/scores/{set_dir}/" in s]
+        out[set_dir] = load_scored(p, mine)
+    return out
+
+
+def panel(snakemake: Any) -> list[str]:
+    return json.loads(snakemake.params.panel)

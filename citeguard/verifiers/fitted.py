@@ -15,7 +15,7 @@ def fit_stacked(features: np.ndarray, labels: np.ndarray, names: Sequence[str], 
     ok = np.all(np.isfinite(features), axis=1) & np.isfinite(labels)
     if ok.sum() < 10 or len(np.unique(labels[ok])) < 2:
         raise ValueError(f"need >= 10 labelled pairs of both classes to fit, got {int(ok.sum())}")
-    lr = LogisticRegression(C=C, max_iter=1000).fit(features[ok], labels[ok].astype(int))
+    lr = LogisticRegression(C=C, max_iter=1000, class_weight="balanced").fit(features[ok], labels[ok].astype(int))
     return {"features": list(names), "coef": lr.coef_[0].tolist(), "intercept": float(lr.intercept_[0]),
             "n_train": int(ok.sum()), "n_train_supported": int(labels[ok].sum())}
 

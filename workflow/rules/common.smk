@@ -111,4 +111,26 @@ def analysis_targets():
 
 
 def all_targets():
-    return [f"{RES}/tables/data_summary.csv"] + scores(SCORED_SETS)
+    return [f"{RES}/tables/data_summary.csv"] + scores(SCORED_SETS) + analysis_targets()
+
+
+# ---- analysis inputs --------------------------------------------------------------
+A = CFG.analysis
+VAL_SET, CAL_SET, HARD_SET, SCOPE_SET, FROZEN_SET = (
+    A.validation_set, A.calibration_set, A.hard_negative_set, A.scope_set, A.frozen_scores_set)
+
+
+def scored_inputs(name, sets, verifiers=None):
+    """Named input lists: <name>_pairs and <name>_scores (per set, panel order)."""
+    return {f"{name}_pairs": pairs(sets), f"{name}_scores": scores(sets, verifiers)}
+
+
+def analysis_params():
+    return {"panel": json.dumps(PANEL), "analysis": slice_json("analysis"), "conformal": slice_json("conformal"),
+            "sources": json.dumps(SOURCE_SETS)}
+
+
+def verifier_bundle(name):
+    """JSON of one verifier's config plus those of its feature verifiers (stacked)."""
+    names = [name] + list(CFG.verifiers[name].get("features", []) or [])
+    return json.dumps({n: to_plain(CFG.verifiers[n]) for n in names}, sort_keys=True)

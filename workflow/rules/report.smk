@@ -1,0 +1,20 @@
+# Worked examples: the guard run on real released answers (re-attributed and flagged).
+
+
+rule worked_examples:
+    input:
+        **scored_inputs("cal", [CAL_SET]),
+        answers=f"{RAW}/{SET_CFG['released/expert']['files']['answers']['path']}" if "released/expert" in SET_CFG else [],
+        models=[f"{RES}/models/{v}.json" for v in STACKED],
+    output:
+        table=report(f"{RES}/tables/worked_examples.csv", caption="../report/examples.rst", category="9 Worked examples"),
+    params:
+        **analysis_params(),
+        verifiers=verifier_bundle(PANEL[-1]) if PANEL else "{}",
+        windowing=slice_json("windowing"),
+        cache_dir=CFG.cache_dir,
+        guard_verifier=PANEL[-1] if PANEL else "",
+    log:
+        f"{RES}/logs/worked_examples.log",
+    script:
+        "../../scripts/worked_examples.py"

@@ -1,0 +1,19 @@
+# Verifier validation on SciFact gold: recall, specificity, kappa, AUC, frontier.
+
+
+rule validate:
+    input:
+        **scored_inputs("val", [VAL_SET]),
+    output:
+        table=report(f"{RES}/tables/validation.csv", caption="../report/validation.rst", category="1 Validation"),
+        frontier=report(f"{RES}/tables/frontier.csv", caption="../report/validation.rst", category="1 Validation"),
+        png=report(f"{FIG}/validation.png", caption="../report/validation.rst", category="1 Validation"),
+        pdf=f"{FIG}/validation.pdf",
+    params:
+        **analysis_params(),
+    log:
+        f"{RES}/logs/validate.log",
+    benchmark:
+        f"{RES}/benchmarks/validate.tsv"
+    script:
+        "../../scripts/validate.py"

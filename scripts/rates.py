@@ -1,0 +1,15 @@
+"""Rule rates: unsupported-citation rate per verifier x source (item bootstrap)."""
+import pandas as pd
+
+from citeguard import analysis, figures
+from citeguard.rulekit import panel, param_json, scored_sets, start
+
+sm = snakemake  # noqa: F821
+log = start(sm)
+cfg = param_json(sm, "analysis")
+verifiers = panel(sm)
+rates = analysis.unsupported_rates(scored_sets(sm, "src"), verifiers, cfg["n_bootstrap"], cfg["seed"])
+rates.to_csv(sm.output.table, index=False)
+order = pd.read_csv(sm.input.validation).sort_values("recall_supported")["verifier"].tolist()
+figures.save(figures.rates_figure(rates, [v for v in order if v in verifiers]), sm.output.png, sm.output.pdf)
+log.info("\n%s", rates.round(3).to_string())

@@ -1,0 +1,26 @@
+"""Rule reattribution: recall@k of the human-labelled passage per ranker."""
+import json
+
+from citeguard import analysis, figures
+from citeguard.rulekit import panel, param_json, scored_sets, start
+
+sm = snakemake  # noqa: F821
+log = start(sm)
+acfg, rcfg = param_json(sm, "analysis"), param_json(sm, "reattributor")
+verifiers = panel(sm)
+(df,) = scored_sets(sm, "cal").values()
+df = df[df["split"] == "eval"] if (df["split"] == "eval").any() else df
+df = df.copy()
+df["score_bm25"] = 0.0
+for sid, g in df.groupby("sentence_id"):
+    df.loc[g.index, "score_bm25"] = analysis.bm25_scores(g["claim"].iloc[0], g["passage"].tolist(),
+                                                         k1=rcfg.get("k1", 1.5), b=rcfg.get("b", 0.75))
+rankers = {"bm25": "score_bm25"} | {v: f"score_{v}" for v in verifiers}
+out = analysis.reattribution_tables(df, rankers, [1, 3, 5], acfg["seed"])
+out["recall"].to_csv(sm.output.table, index=False)
+out["mcnemar"].to_csv(sm.output.mcnemar, index=False)
+out["strata"].to_csv(sm.output.strata, index=False)
+(val,) = scored_sets(sm, "val").values()
+analysis.lexical_overlap_by_label(val).to_csv(sm.output.overlap, index=False)
+figures.save(figures.reattribution_figure(out["recall"]), sm.output.png)
+log.info("\n%s\n%s", out["recall"].round(3).to_string(), out["mcnemar"].to_string())

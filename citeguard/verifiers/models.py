@@ -66,9 +66,10 @@ class AttrScoreVerifier:
             b = enc.input_ids.shape[0]
             cols = []
             for ids in self.label_ids:
-                labels = ids.unsqueeze(0).expand(b, -1)
+                labels = ids.unsqueeze(0).expand(b, -1).contiguous()
+                dec_in = self.model.prepare_decoder_input_ids_from_labels(labels=labels)
                 logits = self.model(encoder_outputs=enc_out, attention_mask=enc.attention_mask,
-                                    labels=labels).logits.float()
+                                    decoder_input_ids=dec_in).logits.float()
                 logp = torch.log_softmax(logits, dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
                 cols.append(logp.sum(-1))
             out.append(torch.stack(cols, dim=1).cpu().numpy())

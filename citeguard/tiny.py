@@ -1,0 +1,102 @@
+"""Tiny random-weight models built locally (tests, benchmarks, offline demos).
+
+They go through ``save_pretrained`` and are loaded back through the same
+``from_pretrained`` path users hit with real model ids. Their outputs are
+meaningless; they exercise code paths, batching and numerics.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable
+
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+
+BASE_WORDS = """the a of and to in is was for on with as by that this it are be from at or an not
+attributable extrapolatory contradictory claim reference answer verify whether supports question passage
+yes no supported unsupported cells protein gene cancer model data results study show increase decrease
+mitochondria atp nanoparticles corona serum lipid""".split()
+
+
+def _vocab(texts: Iterable[str], specials: list[str]) -> dict[str, int]:
+    words = list(dict.fromkeys(BASE_WORDS + [w for t in texts for w in re.findall(r"\w+|[^\w\s]", t.lower())]))
+    return {tok: i for i, tok in enumerate(specials + words)}
+
+
+def _word_tokenizer(vocab: dict[str, int], unk: str) -> Tokenizer:
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=unk))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return tok
+
+
+def build_tiny_t5(out_dir: str | Path, texts: Iterable[str] = (), seed: int = 0) -> Path:
+    """Random flan-T5-shaped seq2seq model + tokenizer that appends </s>."""
+    import torch
+    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
+
+    out = Path(out_dir)
+    vocab = _vocab(texts, ["<pad>", "</s>", "<unk>"])
+    tok = _word_tokenizer(vocab, "<unk>")
+    tok.post_processor = processors.TemplateProcessing(single="$A </s>", pair="$A </s> $B </s>",
+                                                       special_tokens=[("</s>", 1)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
+    torch.manual_seed(seed)
+    cfg = T5Config(vocab_size=len(vocab), d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
+                   num_heads=4, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
+                   feed_forward_proj="gated-gelu", tie_word_embeddings=False)
+    T5ForConditionalGeneration(cfg).eval().save_pretrained(out)
+    fast.save_pretrained(out)
+    return out
+
+
+def build_tiny_deberta_nli(out_dir: str | Path, texts: Iterable[str] = (), seed: int = 0) -> Path:
+    """Random DeBERTa-v2 sequence-pair classifier with entailment/neutral/contradiction labels."""
+    import torch
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification, PreTrainedTokenizerFast
+
+    out = Path(out_dir)
+    vocab = _vocab(texts, ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"])
+    tok = _word_tokenizer(vocab, "[UNK]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+                                   unk_token="[UNK]", mask_token="[MASK]")
+    torch.manual_seed(seed)
+    cfg = DebertaV2Config(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                          intermediate_size=64, max_position_embeddings=512, type_vocab_size=2, pad_token_id=0,
+                          id2label={0: "entailment", 1: "neutral", 2: "contradiction"},
+                          label2id={"entailment": 0, "neutral": 1, "contradiction": 2})
+    DebertaV2ForSequenceClassification(cfg).eval().save_pretrained(out)
+    fast.save_pretrained(out)
+    return out
+
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }} <|end|> {% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|> {% endif %}"
+)
+
+
+def build_tiny_llama(out_dir: str | Path, texts: Iterable[str] = (), seed: int = 0) -> Path:
+    """Random Llama causal LM with a chat template (for the generation backends)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    out = Path(out_dir)
+    specials = ["<pad>", "<s>", "</s>", "<unk>", "<|user|>", "<|assistant|>", "<|system|>", "<|end|>"]
+    vocab = _vocab(list(texts) + ["[ 1 ] [ 2 ] [ 3 ] [ 4 ] [ 5 ] 0 1 2 3 4 5 6 7 8 9 ."], specials)
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Punctuation()])
+    tok.add_special_tokens(specials)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                   unk_token="<unk>")
+    fast.chat_template = CHAT_TEMPLATE
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                      pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
+    LlamaForCausalLM(cfg).eval().save_pretrained(out)
+    fast.save_pretrained(out)
+    return out

@@ -1,0 +1,74 @@
+"""A local OpenAI-compatible chat-completions server with scripted answers (tests only).
+
+Runs on 127.0.0.1 in a thread. ``answer(request_json) -> str | dict`` decides
+the reply; ``fail_first`` makes the first N requests return HTTP 500.
+Requests that ask for a tool call (instructor's structured output) are
+answered with a tool call whose arguments ``answer`` returns as a dict.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+
+class FakeOpenAI:
+    def __init__(self, answer: Callable[[dict[str, Any]], Any], fail_first: int = 0):
+        self.answer = answer
+        self.fail_first = fail_first
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with outer.lock:
+                    outer.requests.append(body)
+                    n = len(outer.requests)
+                if n <= outer.fail_first:
+                    self._send(500, {"error": {"message": "scripted failure", "type": "server_error"}})
+                    return
+                reply = outer.answer(body)
+                msg: dict[str, Any] = {"role": "assistant", "content": None}
+                if isinstance(reply, dict):
+                    tool = (body.get("tools") or [{}])[0].get("function", {}).get("name", "tool")
+                    if body.get("tools"):
+                        msg["tool_calls"] = [{"id": f"call_{n}", "type": "function",
+                                              "function": {"name": tool, "arguments": json.dumps(reply)}}]
+                    else:
+                        msg["content"] = json.dumps(reply)
+                else:
+                    msg["content"] = str(reply)
+                self._send(200, {"id": f"cmpl-{n}", "object": "chat.completion", "created": 0,
+                                 "model": body.get("model", "fake"),
+                                 "choices": [{"index": 0, "message": msg,
+                                              "finish_reason": "tool_calls" if msg.get("tool_calls") else "stop"}],
+                                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+            def _send(self, code: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> "FakeOpenAI":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

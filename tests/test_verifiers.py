@@ -1,0 +1,109 @@
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import verifier_cfg
+from citeguard.verifiers import ScoreCache, build_verifier, make_windows, score_pairs
+from citeguard.verifiers.lexical import LexicalVerifier, term_recall
+
+
+class CountingVerifier(LexicalVerifier):
+    def __init__(self):
+        super().__init__({"threshold": 0.99})
+        self.seen = 0
+
+    def judge(self, claims, windows):
+        self.seen += len(claims)
+        return super().judge(claims, windows)
+
+
+def test_windows_cover_the_passage():
+    w = make_windows("a" * 1250, 600, 300)
+    assert [len(x) for x in w] == [600, 600, 600, 600]
+    assert "".join(x[:300] for x in w[:-1]) + w[-1][-(1250 - 900):] == "a" * 1250
+
+
+def test_support_beyond_char_600_is_found():
+    filler = "Unrelated filler about weather patterns and rivers. " * 20  # ~1040 chars
+    passage = filler + "Mitochondria produce ATP through oxidative phosphorylation."
+    claim = "Mitochondria produce ATP through oxidative phosphorylation."
+    assert passage.index("Mitochondria") > 600
+    ps = score_pairs(LexicalVerifier({"threshold": 0.9}), [claim], [passage], progress=False)
+    assert ps.verdict[0] and ps.score[0] == 1.0 and ps.best_window[0] == ps.n_windows[0] - 1
+    # a protocol that only looked at the first 600 characters would miss it
+    assert term_recall(claim, passage[:600]) < 0.5
+
+
+def test_empty_and_missing_text_do_not_stop_the_batch():
+    ps = score_pairs(LexicalVerifier({}), ["cells make atp", "x", None, float("nan")],
+                     ["cells make atp", "", "p", "p"], progress=False)
+    assert ps.reason == ["", "empty_passage", "missing_claim", "missing_claim"]
+    assert ps.score[0] == 1.0 and ps.score[1] == 0.0 and math.isnan(ps.score[2])
+
+
+def test_cache_prevents_recomputation_and_resumes(tmp_path):
+    claims = [f"claim {i} cells atp" for i in range(10)]
+    passages = ["cells make atp " * 60] * 10
+    v = CountingVerifier()
+    cache = ScoreCache(tmp_path / "c.sqlite")
+    first = score_pairs(v, claims[:4], passages[:4], cache=cache, progress=False)  # "interrupted" run
+    n_first = v.seen
+    full = score_pairs(v, claims, passages, cache=cache, progress=False)
+    assert n_first == first.n_units
+    assert full.n_cached == first.n_units  # resumed: only the 6 new claims' units were scored
+    assert v.seen == full.n_units
+    seen_before = v.seen
+    again = score_pairs(v, claims, passages, cache=ScoreCache(tmp_path / "c.sqlite"), progress=False)
+    assert v.seen == seen_before and again.n_cached == again.n_units
+    np.testing.assert_array_equal(again.score, full.score)
+    np.testing.assert_array_equal(first.score, full.score[:4])
+
+
+def test_embedding_verifier_real_minilm_ranks_paraphrase_above_unrelated():
+    v = build_verifier(verifier_cfg("embedding"))
+    s, _ = v.judge(["The cat sat on the mat."] * 2, ["A cat was sitting on a mat.", "Stock markets fell sharply."])
+    assert s[0] > s[1] + 0.2
+    # score = (cos + 1) / 2 of L2-normalised mean-pooled embeddings
+    e = v.embed(["The cat sat on the mat.", "A cat was sitting on a mat."])
+    assert s[0] == pytest.approx((float(e[0] @ e[1]) + 1) / 2, abs=1e-6)
+
+
+def test_attrscore_batched_label_likelihoods_equal_unbatched(tiny_t5):
+    v = build_verifier(verifier_cfg("attrscore", model=str(tiny_t5), revision=None, device="cpu", batch_size=3))
+    claims = ["mitochondria produce atp", "the gene increases cancer risk", "x", "protein binds"]
+    wins = ["mitochondria produce atp in cells", "serum proteins " * 30, "z", "the receptor"]
+    ll = v.label_loglik(claims, wins)
+    for i, (c, w) in enumerate(zip(claims, wins)):
+        enc = v.tokenizer(v.prompt(c, w), return_tensors="pt")
+        for j, ids in enumerate(v.label_ids):
+            with torch.no_grad():
+                loss = v.model(**enc, labels=ids[None]).loss.item()
+            assert ll[i, j] == pytest.approx(-loss * len(ids), abs=1e-5)
+    s, verdict = v.judge(claims, wins)
+    p = np.exp(ll - ll.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    np.testing.assert_allclose(s, p[:, 0], atol=1e-6)
+    np.testing.assert_array_equal(verdict, p.argmax(1) == 0)
+
+
+def test_attrscore_prompts_selectable(tiny_t5):
+    canon = build_verifier(verifier_cfg("attrscore", model=str(tiny_t5), revision=None, device="cpu", prompt="canon"))
+    ours = build_verifier(verifier_cfg("attrscore", model=str(tiny_t5), revision=None, device="cpu", prompt="ours"))
+    assert canon.prompt("c", "r").startswith("As an Attribution Validator")
+    assert ours.prompt("c", "r") != canon.prompt("c", "r")
+    with pytest.raises(ValueError, match="not in"):
+        build_verifier(verifier_cfg("attrscore", model=str(tiny_t5), revision=None, device="cpu", prompt="nope"))
+
+
+def test_nli_entailment_probability(tiny_nli):
+    v = build_verifier(verifier_cfg("deberta_nli", model=str(tiny_nli), revision=None, device="cpu", batch_size=2))
+    claims, wins = ["protein binds", "cells make atp", "gene"], ["the receptor", "atp", "cancer risk"]
+    s, verdict = v.judge(claims, wins)
+    enc = v.tokenizer(wins[0], claims[0], return_tensors="pt")
+    with torch.no_grad():
+        probs = torch.softmax(v.model(**enc).logits, -1)[0]
+    assert s[0] == pytest.approx(probs[0].item(), abs=1e-5)
+    assert verdict[0] == (probs.argmax().item() == 0)

@@ -1,0 +1,162 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from citeguard.cli import main
+from citeguard.guard import guard
+from citeguard.verifiers import score_pairs
+from citeguard.verifiers.lexical import LexicalVerifier
+
+PASSAGES = [
+    "In eukaryotic cells, mitochondria produce ATP through oxidative phosphorylation.",
+    "Lipid nanoparticles adsorb serum proteins and form a protein corona in blood.",
+    "The Eiffel Tower is a wrought-iron tower in Paris.",
+    "Serum proteins are adsorbed by lipid nanoparticles, forming a corona; apolipoproteins dominate it.",
+]
+ANSWER = ("Mitochondria produce ATP through oxidative phosphorylation [1]. "
+          "Lipid nanoparticles adsorb serum proteins and form a corona [3]. "
+          "Quantum gravity remains unsolved [2].")
+
+
+def lexical(c, p):
+    ps = score_pairs(LexicalVerifier({"threshold": 0.6}), c, p, progress=False)
+    return ps.score, ps.verdict
+
+
+def test_verify_reattribute_flag():
+    text, rep = guard(ANSWER, PASSAGES[:3], lexical)
+    assert text == ("Mitochondria produce ATP through oxidative phosphorylation [1]. "
+                    "Lipid nanoparticles adsorb serum proteins and form a corona [2]. "
+                    "Quantum gravity remains unsolved [2 UNVERIFIED].")
+    assert [a.action for a in rep.audit] == ["verified", "reattributed", "flagged"]
+    assert (rep.verified, rep.reattributed, rep.flagged, rep.n_citations) == (1, 1, 1, 3)
+    assert rep.review_budget == pytest.approx(1 / 3)
+
+
+def test_reattribution_picks_best_scoring_not_first():
+    # passage 2 (index 1) and passage 4 (index 3) both pass; a scorer that prefers index 3 must win
+    def scorer(claims, passages):
+        s = np.array([0.9 if p == PASSAGES[3] else 0.7 if p == PASSAGES[1] else 0.0 for p in passages])
+        return s, s > 0.5
+    _, rep = guard("Nanoparticles adsorb serum proteins [3].", PASSAGES, scorer, proposals=3)
+    assert rep.audit[0].action == "reattributed" and rep.audit[0].new_pointer == 4
+
+
+def test_remove_mode_and_grouped_citations():
+    text, rep = guard(ANSWER, PASSAGES[:3], lexical, remove=True, reattribute=None)
+    assert "Quantum" not in text and "corona" not in text and rep.removed_sentences == 2
+    text, rep = guard("Lipid nanoparticles adsorb serum proteins and form a corona [1, 2].", PASSAGES[:3], lexical)
+    assert text.endswith("[1 UNVERIFIED, 2].") and [a.action for a in rep.audit] == ["flagged", "verified"]
+
+
+def test_out_of_range_reported_not_crashing_and_base0():
+    text, rep = guard("Mitochondria produce ATP through oxidative phosphorylation [0]. Bad [9].", PASSAGES[:3],
+                      lexical, base=0)
+    assert rep.audit[0].action == "verified" and rep.audit[1].action == "invalid"
+    assert "out of range" in rep.audit[1].reason and text.endswith("Bad [9].")
+
+
+def test_threshold_rule_uses_tau():
+    _, rep = guard(ANSWER, PASSAGES[:3], lexical, tau=0.99, reattribute=None)
+    # lexical scores: 1.0, 1.0 on its own cited? -> sentence 2 cites Eiffel (0), sentence 3 cites corona (low)
+    assert [a.action for a in rep.audit] == ["verified", "flagged", "flagged"]
+    assert "tau = 0.99" in rep.rule
+
+
+def run_cli(args, stdin=None, capsys=None, monkeypatch=None):
+    if stdin is not None:
+        import io
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    rc = main(args)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+@pytest.mark.parametrize("stdin,msg", [
+    ("not json", "not valid JSON"),
+    ('{"passages": [{"text": "a"}]}', "missing 'answer'"),
+    ('{"answer": "a [1]", "passages": "nope"}', "must be a list"),
+    ('{"answer": "a [1]", "passages": [{"text": "  "}]}', "passage 0 has empty or missing text"),
+])
+def test_cli_bad_input_one_line_errors(stdin, msg, capsys, monkeypatch):
+    rc, out, err = run_cli(["guard", "--verifier", "lexical"], stdin, capsys, monkeypatch)
+    assert rc == 2 and msg in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_guard_ctxs_alias_and_out_of_range(capsys, monkeypatch):
+    rec = {"answer": "Mitochondria produce ATP through oxidative phosphorylation [1]. Other [5].",
+           "ctxs": [{"text": PASSAGES[0]}]}
+    rc, out, err = run_cli(["guard", "--verifier", "lexical"], json.dumps(rec), capsys, monkeypatch)
+    res = json.loads(out)
+    assert rc == 0 and res["report"]["invalid"] == 1 and res["report"]["verified"] == 1
+
+
+def test_calibration_round_trip_and_foreign_verifier_refused(tmp_path, capsys, monkeypatch):
+    rng = np.random.default_rng(0)
+    lines = [{"score": float(s), "label": 0} for s in rng.uniform(0, 0.5, 99)] + \
+            [{"score": float(s), "label": 1} for s in rng.uniform(0.5, 1, 50)]
+    (tmp_path / "s.jsonl").write_text("\n".join(json.dumps(x) for x in lines))
+    cal = tmp_path / "cal.json"
+    rc, _, err = run_cli(["calibrate", "--scores", str(tmp_path / "s.jsonl"), "--verifier", "lexical",
+                          "--alpha", "0.1", "--out", str(cal)], None, capsys, monkeypatch)
+    c = json.loads(cal.read_text())
+    neg = np.sort([x["score"] for x in lines if x["label"] == 0])
+    assert rc == 0 and c["k"] == 90 and c["tau"] == pytest.approx(neg[89]) and c["n_unsupported"] == 99
+    assert c["pac"]["k"] >= c["k"] and 0 < c["expected_flag_rate"]["estimate"] < 1
+    # guard uses tau: a citation whose lexical score is <= tau is flagged even if the verdict says supported
+    c["tau"] = 0.99
+    cal.write_text(json.dumps(c))
+    (tmp_path / "a.json").write_text(json.dumps({"answer": ANSWER, "passages": [{"text": p} for p in PASSAGES[:3]]}))
+    rc, out, _ = run_cli(["guard", "--input", str(tmp_path / "a.json"), "--verifier", "lexical", "--calibration",
+                          str(cal), "--no-reattribute"], None, capsys, monkeypatch)
+    rep = json.loads(out)["report"]
+    assert rc == 0 and rep["flagged"] == 2 and "tau=0.99" in rep["guarantee"]
+    rc, _, err = run_cli(["guard", "--input", str(tmp_path / "a.json"), "--verifier", "embedding",
+                          "--calibration", str(cal)], None, capsys, monkeypatch)
+    assert rc == 2 and "calibrated for verifier 'lexical'" in err
+
+
+def test_calibrate_warns_on_too_few_unsupported(tmp_path, capsys, monkeypatch):
+    (tmp_path / "s.jsonl").write_text("\n".join(json.dumps({"score": s, "label": 0}) for s in (0.1, 0.2, 0.3)))
+    rc, out, err = run_cli(["calibrate", "--scores", str(tmp_path / "s.jsonl"), "--verifier", "lexical",
+                            "--alpha", "0.1"], None, capsys, monkeypatch)
+    assert rc == 0 and "too few" in err and json.loads(out)["tau"] == float("inf")
+
+
+def test_batch_jsonl_counts_and_bad_line(tmp_path, capsys, monkeypatch):
+    good = json.dumps({"id": "a", "answer": ANSWER, "passages": PASSAGES[:3]})
+    (tmp_path / "b.jsonl").write_text(good + "\n{broken\n" + good + "\n")
+    rc, out, err = run_cli(["guard", "--input", str(tmp_path / "b.jsonl"), "--verifier", "lexical", "--quiet"],
+                           None, capsys, monkeypatch)
+    assert rc == 2 and f"{tmp_path / 'b.jsonl'}:2: not valid JSON" in err
+    counts = json.loads(err.split("counts: ", 1)[1])
+    assert counts["answers"] == 2 and counts["failed_answers"] == 1 and counts["flagged"] == 2
+    assert len(out.strip().splitlines()) == 2
+
+
+def test_convert_nora_then_guard_batch(tmp_path, mirror):
+    src = mirror / "scholarqabench" / "scholarqa_cs" / "qa_metadata_all.jsonl"
+    conv = subprocess.run([sys.executable, "-m", "citeguard.cli", "convert", "--format", "nora", str(src),
+                           "--out", str(tmp_path / "n.jsonl")], capture_output=True, text=True)
+    assert conv.returncode == 0 and "converted 100 answers" in conv.stderr
+    first = json.loads((tmp_path / "n.jsonl").read_text().splitlines()[0])
+    assert "[1]" in first["answer"] and first["passages"][0]["text"]
+    res = subprocess.run([sys.executable, "-m", "citeguard.cli", "guard", "--input", str(tmp_path / "n.jsonl"),
+                          "--verifier", "lexical", "--quiet", "--out", str(tmp_path / "g.jsonl")],
+                         capture_output=True, text=True)
+    counts = json.loads(res.stderr.split("counts: ", 1)[1])
+    assert res.returncode == 0 and counts["answers"] == 100 and counts["n_citations"] > 3000
+    assert counts["verified"] + counts["reattributed"] + counts["flagged"] + counts["invalid"] == counts["n_citations"]
+
+
+def test_model_verifier_through_cli_override(tiny_t5, tmp_path, capsys, monkeypatch):
+    (tmp_path / "a.json").write_text(json.dumps({"answer": ANSWER, "passages": PASSAGES[:3]}))
+    rc, out, err = run_cli(["guard", "--input", str(tmp_path / "a.json"), "--verifier", "attrscore",
+                            "--override", f"model={tiny_t5}", "--override", "device=cpu", "--override", "revision=null"],
+                           None, capsys, monkeypatch)
+    rep = json.loads(out)["report"]
+    assert rc == 0, err
+    assert rep["n_citations"] == 3 and all(a["score"] is not None and 0 <= a["score"] <= 1 for a in rep["audit"])

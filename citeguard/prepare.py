@@ -45,7 +45,8 @@ class SetStats:
         d = {k: v for k, v in asdict(self).items() if k != "skipped"}
         skipped = self.skipped
         d["n_skipped"] = int(sum(skipped.values()))
-        for reason in ("out_of_range", "unknown_id", "empty_passage", "empty_candidate", "invalid_record"):
+        for reason in ("out_of_range", "unknown_id", "empty_passage", "empty_candidate", "invalid_record",
+                       "generation_error"):
             d[f"skipped_{reason}"] = int(skipped.get(reason, 0))
         return d
 
@@ -154,8 +155,11 @@ def prepare_pubmedqa(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Buil
         b.pair(item, 0, rec["input"], text, 0, 1.0 if rec["answer"] == "yes" else 0.0, group="pubmedqa")
 
 
-def _ctxs_records(path: Path):
+def _ctxs_records(path: Path, b: "_Builder | None" = None):
     for i, rec in enumerate(read_records(path)):
+        if b is not None and isinstance(rec, dict) and rec.get("output") is None and rec.get("error"):
+            b.skip(str(rec.get("id", i)), 0, "", "generation_error")  # recorded by the generate rule
+            continue
         if not isinstance(rec, dict) or not isinstance(rec.get("output"), str) or not isinstance(rec.get("ctxs"), list):
             raise DataError(f"{path}: record {i}: expected 'output' (str) and 'ctxs' (list)")
         yield i, rec, [_text(c.get("text") if isinstance(c, dict) else c) for c in rec["ctxs"]]
@@ -165,7 +169,7 @@ def prepare_ctxs_source(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _B
     """Answers with inline [N] over their own ``ctxs`` (expert answers, generations)."""
     base = int(cfg.get("citation_base", 1))
     for key, path in files.items():
-        for i, rec, passages in _ctxs_records(path):
+        for i, rec, passages in _ctxs_records(path, b):
             item = str(rec.get("id", f"{key}:{i}"))
             ext = extract_pairs(rec["output"], len(passages), base=base,
                                 passage_blank=[not p.strip() for p in passages], claim_cap=b.claim_cap)

@@ -1,0 +1,254 @@
+"""Cited-answer generation over fixed passages: backends, pipelines, resumable runs.
+
+Backends share ``chat(list of message lists) -> list[Completion]``:
+``transformers`` (CPU / small models), ``vllm`` (offline ``LLM`` API, batched,
+tensor-parallel) and ``openai`` (any OpenAI-compatible server). Greedy
+decoding (temperature 0); Qwen "thinking" is disabled via chat-template kwargs.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from tqdm.auto import tqdm
+
+log = logging.getLogger(__name__)
+Messages = list[dict[str, str]]
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class TransformersBackend:
+    """Batched greedy generation with ``transformers`` (left padding, chat template)."""
+
+    name = "transformers"
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from .verifiers.models import pick_device, pick_dtype
+
+        self.cfg = dict(cfg)
+        self.device = pick_device(str(cfg.get("device", "cpu")))
+        rev = cfg.get("revision") or None
+        self.tok = AutoTokenizer.from_pretrained(cfg["model"], revision=rev, padding_side="left")
+        if self.tok.pad_token is None:
+            self.tok.pad_token = self.tok.eos_token
+        self.model = AutoModelForCausalLM.from_pretrained(
+            cfg["model"], revision=rev, dtype=pick_dtype(cfg.get("dtype"), self.device)).to(self.device).eval()
+        self.torch = torch
+
+    def chat(self, batch: Sequence[Messages]) -> list[Completion]:
+        kw = dict(self.cfg.get("chat_template_kwargs") or {})
+        texts = [self.tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False, **kw) for m in batch]
+        enc = self.tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        with self.torch.inference_mode():
+            out = self.model.generate(**enc, do_sample=False, max_new_tokens=int(self.cfg.get("max_new_tokens", 256)),
+                                      pad_token_id=self.tok.pad_token_id)
+        res = []
+        n_prompt = enc["attention_mask"].sum(1).tolist()
+        for row, npt in zip(out[:, enc["input_ids"].shape[1]:], n_prompt):
+            ids = [int(t) for t in row if int(t) != self.tok.pad_token_id]
+            if self.tok.eos_token_id in ids:
+                ids = ids[: ids.index(self.tok.eos_token_id)]
+            res.append(Completion(self.tok.decode(ids, skip_special_tokens=True).strip(), int(npt), len(ids)))
+        return res
+
+
+class VLLMBackend:
+    """vLLM offline ``LLM.chat`` (batched; tensor parallel from config)."""
+
+    name = "vllm"
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        from vllm import LLM, SamplingParams
+
+        self.cfg = dict(cfg)
+        kwargs = dict(model=cfg["model"], tensor_parallel_size=int(cfg.get("tensor_parallel_size", 1)),
+                      dtype=cfg.get("dtype", "auto"), seed=0)
+        for key in ("revision", "max_model_len", "gpu_memory_utilization", "enforce_eager"):
+            if cfg.get(key) is not None:
+                kwargs[key] = cfg[key]
+        self.llm = LLM(**kwargs)
+        self.params = SamplingParams(temperature=0.0, max_tokens=int(cfg.get("max_new_tokens", 1024)))
+
+    def chat(self, batch: Sequence[Messages]) -> list[Completion]:
+        outs = self.llm.chat(list(batch), self.params, use_tqdm=False,
+                             chat_template_kwargs=dict(self.cfg.get("chat_template_kwargs") or {}))
+        return [Completion(o.outputs[0].text.strip(), len(o.prompt_token_ids), len(o.outputs[0].token_ids))
+                for o in outs]
+
+
+class OpenAIBackend:
+    """A served model behind an OpenAI-compatible endpoint."""
+
+    name = "openai"
+
+    def __init__(self, cfg: Mapping[str, Any]):
+        import openai
+
+        from .verifiers.llm import api_key
+
+        self.cfg = dict(cfg)
+        self.client = openai.OpenAI(base_url=cfg["base_url"], api_key=api_key(cfg), max_retries=3)
+
+    def _one(self, m: Messages) -> Completion:
+        r = self.client.chat.completions.create(
+            model=self.cfg["model"], messages=m, temperature=0.0, max_tokens=int(self.cfg.get("max_new_tokens", 1024)),
+            extra_body={"chat_template_kwargs": dict(self.cfg.get("chat_template_kwargs") or {})})
+        u = r.usage
+        return Completion((r.choices[0].message.content or "").strip(), u.prompt_tokens if u else 0,
+                          u.completion_tokens if u else 0)
+
+    def chat(self, batch: Sequence[Messages]) -> list[Completion]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(int(self.cfg.get("max_concurrency", 8))) as pool:
+            return list(pool.map(self._one, batch))
+
+
+def build_backend(cfg: Mapping[str, Any]):
+    kind = cfg.get("backend", "transformers")
+    backends = {"transformers": TransformersBackend, "vllm": VLLMBackend, "openai": OpenAIBackend}
+    if kind not in backends:
+        raise ValueError(f"unknown generation backend {kind!r}; valid: {sorted(backends)}")
+    return backends[kind](cfg)
+
+
+# ---------------------------------------------------------------- pipelines
+
+def format_passages(passages: Sequence[Mapping[str, str]]) -> str:
+    return "\n\n".join(f"[{i + 1}] {p.get('title') or ''}\n{p['text']}".strip() for i, p in enumerate(passages))
+
+
+_CITE_NORMALISE = re.compile(r"\[(?:passage|reference|ref|doc|document|source|excerpt)s?\s*#?\s*(\d+)\]", re.I)
+
+
+def normalise_citations(text: str) -> str:
+    """Map '[Passage 2]', '[Ref 3]', '[Excerpt 4]' ... to '[2]' etc.
+
+    >>> normalise_citations("A [Passage 2]. B [ref 3].")
+    'A [2]. B [3].'
+    """
+    return _CITE_NORMALISE.sub(lambda m: f"[{m.group(1)}]", text)
+
+
+def run_pipeline(backend, pipeline: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Run every step of a pipeline for a batch of items (one backend call per step)."""
+    states = [{"question": it["question"], "passages": format_passages(it["passages"]), "steps": {},
+               "prompt_tokens": 0, "completion_tokens": 0} for it in items]
+    for step in pipeline["steps"]:
+        msgs: list[Messages] = []
+        owners: list[tuple[int, int]] = []
+        for i, (it, st) in enumerate(zip(items, states)):
+            if step["kind"] == "per_passage":
+                for n, p in enumerate(it["passages"], 1):
+                    msgs.append(_messages(step, {**st["steps"], **st, "n": n, "passage": p["text"]}))
+                    owners.append((i, n))
+            else:
+                msgs.append(_messages(step, {**st["steps"], **st}))
+                owners.append((i, 0))
+        outs = backend.chat(msgs) if msgs else []
+        per_item: dict[int, list[str]] = {}
+        for (i, n), o in zip(owners, outs):
+            states[i]["prompt_tokens"] += o.prompt_tokens
+            states[i]["completion_tokens"] += o.completion_tokens
+            per_item.setdefault(i, []).append(f"[{n}] {o.text}" if step["kind"] == "per_passage" else o.text)
+        for i, st in enumerate(states):
+            parts = per_item.get(i, [])
+            st["steps"][step["name"]] = "\n\n".join(parts) if step["kind"] == "per_passage" else (parts[0] if parts else "")
+    return [{"output": normalise_citations(st["steps"][pipeline["final"]]), "steps": st["steps"],
+             "prompt_tokens": st["prompt_tokens"], "completion_tokens": st["completion_tokens"]} for st in states]
+
+
+def _messages(step: Mapping[str, Any], values: Mapping[str, Any]) -> Messages:
+    m: Messages = []
+    if step.get("system"):
+        m.append({"role": "system", "content": step["system"]})
+    m.append({"role": "user", "content": step["prompt"].format(**values)})
+    return m
+
+
+# ---------------------------------------------------------------- tasks and resumable runs
+
+def load_tasks(path: str | Path, max_items: int | None = None) -> list[dict[str, Any]]:
+    """Questions with fixed passages (ScholarQABench-Multi ``input`` + ``ctxs``)."""
+    from .citations import is_blank
+    from .io import read_records
+
+    tasks = []
+    for i, rec in enumerate(read_records(path)):
+        passages = [{"text": c.get("text"), "title": c.get("title") or ""} for c in rec.get("ctxs", [])
+                    if not is_blank(c.get("text"))]
+        tasks.append({"id": str(rec.get("id", i)), "question": rec.get("input") or rec.get("question"),
+                      "passages": passages})
+    return tasks[:max_items] if max_items else tasks
+
+
+def done_ids(partial: Path) -> set[str]:
+    """Ids already written to a partial output (a torn last line is ignored)."""
+    ids: set[str] = set()
+    if partial.exists():
+        for line in partial.read_text().splitlines():
+            try:
+                ids.add(json.loads(line)["id"])
+            except (json.JSONDecodeError, KeyError):
+                continue
+    return ids
+
+
+def generate_file(backend, pipeline: Mapping[str, Any], tasks: Sequence[Mapping[str, Any]], out_path: str | Path,
+                  meta: Mapping[str, Any], batch_size: int = 8, stop_after: int | None = None) -> dict[str, int]:
+    """Generate answers for all tasks into ``out_path`` (JSONL), resumably.
+
+    Work goes to ``<out>.partial`` (appended and flushed per batch; done ids are
+    skipped on restart); the file is renamed to ``out_path`` only when complete.
+    A failing batch is retried item by item; an item that still fails is
+    written with its ``error`` and no answer. ``stop_after`` (tests) stops early
+    after that many new items, leaving the partial file as a killed run would.
+    """
+    out_path = Path(out_path)
+    partial = out_path.with_name(out_path.name + ".partial")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    seen = done_ids(partial)
+    todo = [t for t in tasks if t["id"] not in seen]
+    stats = {"skipped_done": len(tasks) - len(todo), "generated": 0, "errors": 0}
+    bar = tqdm(total=len(todo), desc=f"generate[{meta.get('model')}/{pipeline['name']}]", unit="item")
+    with open(partial, "a", encoding="utf-8") as fh:
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start:start + batch_size]
+            try:
+                results = run_pipeline(backend, pipeline, batch)
+            except Exception as e:  # noqa: BLE001 - isolate the failing item(s)
+                log.warning("batch failed (%s); retrying item by item", e)
+                results = []
+                for t in batch:
+                    try:
+                        results.extend(run_pipeline(backend, pipeline, [t]))
+                    except Exception as e1:  # noqa: BLE001
+                        results.append({"output": None, "error": f"{type(e1).__name__}: {e1}"})
+            for t, r in zip(batch, results):
+                rec = {"id": t["id"], "question": t["question"], "ctxs": t["passages"], **r, **meta,
+                       "pipeline": pipeline["name"]}
+                stats["errors" if r.get("output") is None else "generated"] += 1
+                fh.write(json.dumps(rec) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+            bar.update(len(batch))
+            if stop_after is not None and stats["generated"] + stats["errors"] >= stop_after:
+                bar.close()
+                return stats
+    bar.close()
+    os.replace(partial, out_path)
+    return stats

@@ -1,0 +1,16 @@
+"""Rule generate: one model x one pipeline over the fixed generation tasks."""
+import time
+
+from citeguard.generation import build_backend, generate_file, load_tasks
+from citeguard.rulekit import param_json, start
+
+if __name__ == "__main__":  # vLLM may spawn worker processes
+    sm = snakemake  # noqa: F821
+    log = start(sm)
+    gen, pipe = param_json(sm, "generator"), param_json(sm, "pipeline")
+    tasks = load_tasks(sm.input.tasks, sm.params.max_items)
+    t0 = time.time()
+    backend = build_backend(gen)
+    meta = {"model": gen["model"], "revision": gen.get("revision"), "backend": backend.name}
+    stats = generate_file(backend, pipe, tasks, sm.output[0], meta, batch_size=int(gen.get("batch_size", 8)))
+    log.info("%s/%s: %s in %.1fs", gen["name"], pipe["name"], stats, time.time() - t0)

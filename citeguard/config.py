@@ -64,7 +64,7 @@ def compose_config(overrides: Sequence[str] = (), config_dir: Path = CONFIG_DIR)
     extra: list[str] = []
     panel = list(base.verifier_panel)
     _check_choices("verifier", "verifier", panel, config_dir)
-    needed = list(panel)
+    needed = list(panel) + [v for v in base.analysis.get("validation_extra", []) if v not in panel]
     for name in panel:  # stacked verifiers pull in their feature verifiers' configs
         for feat in OmegaConf.load(config_dir / "verifier" / f"{name}.yaml").get("features", []) or []:
             if feat not in needed:

@@ -37,16 +37,16 @@ class TransformersBackend:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from .verifiers.models import pick_device, pick_dtype
-
         self.cfg = dict(cfg)
-        self.device = pick_device(str(cfg.get("device", "cpu")))
+        want = str(cfg.get("device", "cpu"))
+        self.device = torch.device(want if not want.startswith("cuda") or torch.cuda.is_available() else "cpu")
+        dtype = getattr(torch, str(cfg.get("dtype") or "float32")) if self.device.type != "cpu" else torch.float32
         rev = cfg.get("revision") or None
         self.tok = AutoTokenizer.from_pretrained(cfg["model"], revision=rev, padding_side="left")
         if self.tok.pad_token is None:
             self.tok.pad_token = self.tok.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(
-            cfg["model"], revision=rev, dtype=pick_dtype(cfg.get("dtype"), self.device)).to(self.device).eval()
+            cfg["model"], revision=rev, dtype=dtype).to(self.device).eval()
         self.torch = torch
 
     def chat(self, batch: Sequence[Messages]) -> list[Completion]:

@@ -59,12 +59,20 @@ class PreparedSet:
 
 
 class _Builder:
-    def __init__(self, set_name: str, kind: str, claim_cap: int):
+    def __init__(self, set_name: str, kind: str, claim_cap: int, max_items: int | None = None):
         self.set_name, self.claim_cap = set_name, claim_cap
         self.rows: list[dict[str, Any]] = []
         self.skips: list[dict[str, Any]] = []
         self.stats = SetStats(set=set_name, kind=kind)
         self.seen_items: set[str] = set()
+        self.max_items = max_items
+
+    def accept(self, item_id: str) -> bool:
+        """Register an item; False once ``max_items`` distinct items were read."""
+        if item_id not in self.seen_items and self.max_items is not None and len(self.seen_items) >= self.max_items:
+            return False
+        self.seen_items.add(item_id)
+        return True
 
     def pair(self, item_id: str, sent: int, claim: str, passage: str, pidx: int, label: float,
              group: str = "", split: str = "", marker: str = "", frozen: float = np.nan) -> None:
@@ -92,18 +100,15 @@ class _Builder:
         for s in ext.skips:
             self.skip(item_id, s.sentence_index, s.marker, s.reason)
 
-    def finish(self, max_items: int | None = None) -> PreparedSet:
+    def finish(self) -> PreparedSet:
         pairs = pd.DataFrame(self.rows, columns=PAIR_COLUMNS)
-        if max_items is not None and len(pairs):
-            keep = pd.unique(pairs["item_id"])[:max_items]
-            pairs = pairs[pairs["item_id"].isin(keep)].reset_index(drop=True)
         if pairs["pair_id"].duplicated().any():
             dup = pairs.loc[pairs["pair_id"].duplicated(), "pair_id"].iloc[0]
             raise DataError(f"{self.set_name}: duplicated pair id {dup}")
         pairs["label"] = pairs["label"].astype(float)
         pairs["passage_index"] = pairs["passage_index"].astype(int)
         s = self.stats
-        s.n_items = len(self.seen_items) if max_items is None else min(len(self.seen_items), max_items)
+        s.n_items = len(self.seen_items)
         s.n_items_with_pairs = int(pairs["item_id"].nunique())
         s.n_pairs = len(pairs)
         s.n_supported = int((pairs["label"] == 1).sum())
@@ -128,6 +133,8 @@ def prepare_scifact(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Build
     path = files["claims"]
     for i, rec in enumerate(read_records(path)):
         item = f"scifact:{i}"
+        if not b.accept(item):
+            break
         if not isinstance(rec, dict) or rec.get("answer") not in ("true", "false") or not rec.get("input"):
             raise DataError(f"{path}:{i + 1}: expected 'input' and answer 'true'/'false'")
         ctx = rec.get("gold_ctx") or []
@@ -144,6 +151,8 @@ def prepare_pubmedqa(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Buil
     path = files["qa_items"]
     for i, rec in enumerate(read_records(path)):
         item = f"pubmedqa:{i}"
+        if not b.accept(item):
+            break
         if not isinstance(rec, dict) or rec.get("answer") not in ("yes", "no") or not rec.get("input"):
             raise DataError(f"{path}:{i + 1}: expected 'input' and answer 'yes'/'no'")
         b.stats.n_sentences += 1
@@ -155,10 +164,13 @@ def prepare_pubmedqa(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Buil
         b.pair(item, 0, rec["input"], text, 0, 1.0 if rec["answer"] == "yes" else 0.0, group="pubmedqa")
 
 
-def _ctxs_records(path: Path, b: "_Builder | None" = None):
+def _ctxs_records(path: Path, key: str, b: "_Builder"):
     for i, rec in enumerate(read_records(path)):
-        if b is not None and isinstance(rec, dict) and rec.get("output") is None and rec.get("error"):
-            b.skip(str(rec.get("id", i)), 0, "", "generation_error")  # recorded by the generate rule
+        item = str(rec.get("id", f"{key}:{i}")) if isinstance(rec, dict) else f"{key}:{i}"
+        if not b.accept(item):
+            break
+        if isinstance(rec, dict) and rec.get("output") is None and rec.get("error"):
+            b.skip(item, 0, "", "generation_error")  # recorded by the generate rule
             continue
         if not isinstance(rec, dict) or not isinstance(rec.get("output"), str) or not isinstance(rec.get("ctxs"), list):
             raise DataError(f"{path}: record {i}: expected 'output' (str) and 'ctxs' (list)")
@@ -169,7 +181,7 @@ def prepare_ctxs_source(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _B
     """Answers with inline [N] over their own ``ctxs`` (expert answers, generations)."""
     base = int(cfg.get("citation_base", 1))
     for key, path in files.items():
-        for i, rec, passages in _ctxs_records(path, b):
+        for i, rec, passages in _ctxs_records(path, key, b):
             item = str(rec.get("id", f"{key}:{i}"))
             ext = extract_pairs(rec["output"], len(passages), base=base,
                                 passage_blank=[not p.strip() for p in passages], claim_cap=b.claim_cap)
@@ -181,7 +193,7 @@ def prepare_attribution_gold(files: Mapping[str, Path], cfg: Mapping[str, Any], 
     base = int(cfg.get("citation_base", 0))
     seed, frac = int(cfg.get("split_seed", 0)), float(cfg.get("fit_fraction", 0.3))
     for key, path in files.items():
-        for i, rec, passages in _ctxs_records(path):
+        for i, rec, passages in _ctxs_records(path, key, b):
             item = str(rec.get("id", f"{key}:{i}"))
             blank = [not p.strip() for p in passages]
             ext = extract_pairs(rec["output"], len(passages), base=base, passage_blank=blank,
@@ -246,6 +258,8 @@ def prepare_sections(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Buil
     for key, path in files.items():
         for i, rec in enumerate(read_records(path)):
             item = f"{key}:{i}"
+            if not b.accept(item):
+                break
             sections = (rec.get("response") or {}).get("sections") if isinstance(rec, dict) else None
             if not isinstance(sections, list):
                 b.skip(item, 0, "", "invalid_record")
@@ -258,6 +272,8 @@ def prepare_nora(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Builder)
     for key, path in files.items():
         for i, rec in enumerate(read_records(path)):
             item = f"nora:{rec.get('idx', i) if isinstance(rec, dict) else i}"
+            if not b.accept(item):
+                break
             sections = ((rec.get("src_answers") or {}).get("Nora")) if isinstance(rec, dict) else None
             if not isinstance(sections, list):
                 b.skip(item, 0, "", "invalid_record")
@@ -299,9 +315,10 @@ def prepare_set(set_name: str, kind: str, files: Mapping[str, Path], cfg: Mappin
     """Build the pair table of one set from its raw files."""
     if kind not in PREPARERS:
         raise DataError(f"{set_name}: unknown kind {kind!r}; valid: {sorted(PREPARERS)}")
-    b = _Builder(set_name, kind, claim_cap)
+    # frozen score files are numbers only (cheap) and must keep both classes: never capped
+    b = _Builder(set_name, kind, claim_cap, None if kind == "frozen_scores" else max_items)
     PREPARERS[kind](files, cfg, b)
-    return b.finish(max_items)
+    return b.finish()
 
 
 def write_prepared(prep: PreparedSet, pairs_path: str | Path, skips_path: str | Path,

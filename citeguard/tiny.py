@@ -94,8 +94,9 @@ def build_tiny_llama(out_dir: str | Path, texts: Iterable[str] = (), seed: int =
                                    unk_token="<unk>")
     fast.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+    # head_dim 64: the smallest head size vLLM's CPU attention kernels accept
+    cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=128, intermediate_size=256, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
                       pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)
     LlamaForCausalLM(cfg).eval().save_pretrained(out)
     fast.save_pretrained(out)

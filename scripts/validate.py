@@ -5,7 +5,7 @@ from citeguard.rulekit import panel, param_json, scored_sets, start
 sm = snakemake  # noqa: F821
 log = start(sm)
 cfg = param_json(sm, "analysis")
-verifiers = panel(sm)
+verifiers = panel(sm) + [v for v in cfg.get("validation_extra", []) if v not in panel(sm)]
 (df,) = scored_sets(sm, "val").values()
 table = analysis.validation_table(df, verifiers, cfg["n_bootstrap"], cfg["seed"])
 table.to_csv(sm.output.table, index=False)

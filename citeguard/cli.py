@@ -75,30 +75,30 @@ def _open_out(path: str | None) -> TextIO:
     return sys.stdout if path in (None, "-") else open(path, "w", encoding="utf-8")
 
 
+def _jsonl(path: str, lines: Iterator[str]) -> Iterator[tuple[int, Any]]:
+    for lineno, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as e:
+                yield lineno, CLIError(f"{path}:{lineno}: not valid JSON ({e.msg})")
+
+
 def iter_json_records(path: str) -> Iterator[tuple[int, Any]]:
-    """(line number, record) from a JSON object/array file or a JSONL stream."""
+    """(line number, record) from a JSON object/array file or a JSONL stream (streamed).
+
+    A bad JSONL line is yielded as a :class:`CLIError` naming file and line.
+    """
     fh = _open_in(path)
     if path.endswith(".jsonl"):
-        for lineno, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    yield lineno, json.loads(line)
-                except json.JSONDecodeError as e:
-                    yield lineno, CLIError(f"{path}:{lineno}: not valid JSON ({e.msg})")
+        yield from _jsonl(path, fh)
         return
     text = fh.read()
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        # maybe JSONL on stdin
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        if len(lines) > 1:
-            for lineno, line in enumerate(text.splitlines(), 1):
-                if line.strip():
-                    try:
-                        yield lineno, json.loads(line)
-                    except json.JSONDecodeError as e2:
-                        yield lineno, CLIError(f"{path}:{lineno}: not valid JSON ({e2.msg})")
+        if sum(1 for ln in text.splitlines() if ln.strip()) > 1:  # JSONL on stdin
+            yield from _jsonl(path, iter(text.splitlines()))
             return
         raise CLIError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
     for i, rec in enumerate(data if isinstance(data, list) else [data], 1):

@@ -29,7 +29,7 @@ class FileSpec:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "FileSpec":
-        return cls(path=d["path"], url=d["url"], sha256=d["sha256"], licence=d.get("licence", ""))
+        return cls(path=d["path"], url=d["url"], sha256=d.get("sha256") or "", licence=d.get("licence", ""))
 
 
 def sha256sum(path: str | Path, chunk: int = 1 << 20) -> str:
@@ -67,6 +67,11 @@ def fetch_file(spec: FileSpec, dest: str | Path, mirror: str | None = None) -> s
                 ) from e
             origin = spec.url
         got = sha256sum(tmp)
+        if not spec.sha256:
+            raise DataError(
+                f"{origin}: no sha256 is recorded for {spec.path}; the fetched file has sha256 {got}. "
+                "Check the file, then record that value as its 'sha256' in the dataset config"
+            )
         if got != spec.sha256:
             raise DataError(
                 f"{origin}: sha256 mismatch (expected {spec.sha256}, got {got}); "

@@ -46,7 +46,7 @@ class SetStats:
         skipped = self.skipped
         d["n_skipped"] = int(sum(skipped.values()))
         for reason in ("out_of_range", "unknown_id", "empty_passage", "empty_candidate", "invalid_record",
-                       "generation_error"):
+                       "generation_error", "nei_claim"):
             d[f"skipped_{reason}"] = int(skipped.get(reason, 0))
         return d
 
@@ -129,39 +129,62 @@ def _split_of(item_id: str, seed: int, fit_fraction: float) -> str:
     return "fit" if h < fit_fraction else "eval"
 
 
-def prepare_scifact(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Builder) -> None:
-    path = files["claims"]
+def _prepare_claim_gold(path: Path, prefix: str, labels: Mapping[str, float], b: _Builder) -> None:
+    """One claim per record with its gold context(s) and a two-way label."""
     for i, rec in enumerate(read_records(path)):
-        item = f"scifact:{i}"
+        item = f"{prefix}:{i}"
         if not b.accept(item):
             break
-        if not isinstance(rec, dict) or rec.get("answer") not in ("true", "false") or not rec.get("input"):
-            raise DataError(f"{path}:{i + 1}: expected 'input' and answer 'true'/'false'")
-        ctx = rec.get("gold_ctx") or []
-        b.stats.n_sentences += 1
-        b.stats.n_cited_sentences += 1
-        text = _text(ctx[0].get("text")) if ctx else ""
-        if not text.strip():
-            b.skip(item, 0, "gold_ctx", "empty_passage")
-            continue
-        b.pair(item, 0, rec["input"], text, 0, 1.0 if rec["answer"] == "true" else 0.0, group="scifact")
-
-
-def prepare_pubmedqa(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Builder) -> None:
-    path = files["qa_items"]
-    for i, rec in enumerate(read_records(path)):
-        item = f"pubmedqa:{i}"
-        if not b.accept(item):
-            break
-        if not isinstance(rec, dict) or rec.get("answer") not in ("yes", "no") or not rec.get("input"):
-            raise DataError(f"{path}:{i + 1}: expected 'input' and answer 'yes'/'no'")
+        if not isinstance(rec, dict) or rec.get("answer") not in labels or not rec.get("input"):
+            raise DataError(f"{path}:{i + 1}: expected 'input' and answer in {sorted(labels)}")
         b.stats.n_sentences += 1
         b.stats.n_cited_sentences += 1
         text = " ".join(_text(c.get("text")) for c in rec.get("gold_ctx") or []).strip()
         if not text:
             b.skip(item, 0, "gold_ctx", "empty_passage")
             continue
-        b.pair(item, 0, rec["input"], text, 0, 1.0 if rec["answer"] == "yes" else 0.0, group="pubmedqa")
+        b.pair(item, 0, rec["input"], text, 0, labels[rec["answer"]], group=prefix)
+
+
+def prepare_scifact(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Builder) -> None:
+    """SciFact claims with their gold abstract: 'true' (SUPPORT) -> 1, 'false' (CONTRADICT) -> 0."""
+    _prepare_claim_gold(files["claims"], "scifact", {"true": 1.0, "false": 0.0}, b)
+
+
+def prepare_pubmedqa(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Builder) -> None:
+    """PubMedQA questions with their abstract contexts: 'yes' -> 1, 'no' -> 0."""
+    _prepare_claim_gold(files["qa_items"], "pubmedqa", {"yes": 1.0, "no": 0.0}, b)
+
+
+def prepare_scifact_corpus(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Builder) -> None:
+    """SciFact claims x each cited evidence abstract from the corpus (held-out split)."""
+    corpus: dict[str, str] = {}
+    for rec in read_records(files["corpus"]):
+        doc = str(rec.get("doc_id", rec.get("_id", "")))
+        body = rec.get("abstract", rec.get("text", ""))
+        body = " ".join(body) if isinstance(body, list) else str(body or "")
+        corpus[doc] = body.strip()
+    path = files["claims"]
+    for i, rec in enumerate(read_records(path)):
+        if not isinstance(rec, dict) or "claim" not in rec or not isinstance(rec.get("evidence", {}), dict):
+            raise DataError(f"{path}:{i + 1}: expected 'claim' and an 'evidence' object")
+        item = f"scifact_train:{rec.get('id', i)}"
+        if not b.accept(item):
+            break
+        b.stats.n_sentences += 1
+        if not rec["evidence"]:
+            b.skip(item, 0, "", "nei_claim")  # no evidence: neither supported nor refuted
+            continue
+        b.stats.n_cited_sentences += 1
+        for j, (doc, sets) in enumerate(sorted(rec["evidence"].items())):
+            label = {s.get("label") for s in sets}
+            if doc not in corpus or not corpus[doc]:
+                b.skip(item, 0, doc, "unknown_id" if doc not in corpus else "empty_passage")
+                continue
+            if label not in ({"SUPPORT"}, {"CONTRADICT"}):
+                b.skip(item, 0, doc, "invalid_record")
+                continue
+            b.pair(item, 0, rec["claim"], corpus[doc], j, 1.0 if label == {"SUPPORT"} else 0.0, group="scifact_train")
 
 
 def _ctxs_records(path: Path, key: str, b: "_Builder"):
@@ -301,6 +324,7 @@ def prepare_frozen_scores(files: Mapping[str, Path], cfg: Mapping[str, Any], b: 
 
 PREPARERS: dict[str, Callable[[Mapping[str, Path], Mapping[str, Any], _Builder], None]] = {
     "scifact": prepare_scifact,
+    "scifact_corpus": prepare_scifact_corpus,
     "pubmedqa": prepare_pubmedqa,
     "attribution_gold": prepare_attribution_gold,
     "ctxs_answers": prepare_ctxs_source,

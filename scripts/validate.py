@@ -1,4 +1,6 @@
-"""Rule validate: verifier validation on gold + matched catch-rate frontier."""
+"""Rule validate: verifier validation on gold (dev, and held-out when configured) + frontier."""
+import pandas as pd
+
 from citeguard import analysis, figures
 from citeguard.rulekit import panel, param_json, scored_sets, start
 
@@ -6,10 +8,14 @@ sm = snakemake  # noqa: F821
 log = start(sm)
 cfg = param_json(sm, "analysis")
 verifiers = panel(sm) + [v for v in cfg.get("validation_extra", []) if v not in panel(sm)]
-(df,) = scored_sets(sm, "val").values()
-table = analysis.validation_table(df, verifiers, cfg["n_bootstrap"], cfg["seed"])
+sets = scored_sets(sm, "val")
+table = pd.concat([analysis.validation_table(df, verifiers, cfg["n_bootstrap"], cfg["seed"]).assign(set=name)
+                   for name, df in sets.items()], ignore_index=True)
 table.to_csv(sm.output.table, index=False)
-frontier = analysis.catch_rate_frontier(df, verifiers)
+frontier = pd.concat([analysis.catch_rate_frontier(df, verifiers).assign(set=name) for name, df in sets.items()],
+                     ignore_index=True)
 frontier.to_csv(sm.output.frontier, index=False)
-figures.save(figures.validation_figure(frontier, df, verifiers), sm.output.png, sm.output.pdf)
+dev = cfg["validation_set"]
+figures.save(figures.validation_figure(frontier[frontier.set == dev], sets[dev], verifiers), sm.output.png,
+             sm.output.pdf)
 log.info("\n%s", table.round(3).to_string())

@@ -69,7 +69,7 @@ def test_bad_scifact_record_names_file_and_line(tmp_path):
     p = tmp_path / "s.jsonl"
     p.write_text(json.dumps({"input": "c", "answer": "true", "gold_ctx": [{"text": "t"}]}) + "\n"
                  + json.dumps({"input": "c", "answer": "maybe"}) + "\n")
-    with pytest.raises(DataError, match=r"s.jsonl:2: expected"):
+    with pytest.raises(DataError, match=r"s.jsonl:2: expected 'input' and answer in"):
         prepare_set("gold/sf", "scifact", {"claims": p}, {})
 
 
@@ -95,3 +95,23 @@ def test_real_released_files_give_pairs(mirror, name, kind, key, path):
     assert prep.stats.n_pairs > 500
     assert prep.pairs.passage.str.len().min() > 0
     assert prep.pairs.claim.str.len().max() <= 600
+
+
+def test_scifact_heldout_from_claims_and_corpus(tmp_path):
+    claims = [{"id": 1, "claim": "A causes B.", "evidence": {"10": [{"sentences": [0], "label": "SUPPORT"}]}},
+              {"id": 2, "claim": "C blocks D.", "evidence": {"11": [{"sentences": [1], "label": "CONTRADICT"}],
+                                                             "99": [{"sentences": [0], "label": "SUPPORT"}]}},
+              {"id": 3, "claim": "No evidence here.", "evidence": {}}]
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(c) for c in claims))
+    corpus = [{"doc_id": 10, "title": "t", "abstract": ["A causes B.", "More."]}, {"_id": "11", "text": "C lets D go."}]
+    (tmp_path / "k.jsonl").write_text("\n".join(json.dumps(c) for c in corpus))
+    prep = prepare_set("gold/sf_ho", "scifact_corpus", {"claims": tmp_path / "c.jsonl", "corpus": tmp_path / "k.jsonl"}, {})
+    assert prep.pairs[["claim", "passage", "label"]].values.tolist() == [
+        ["A causes B.", "A causes B. More.", 1.0], ["C blocks D.", "C lets D go.", 0.0]]
+    assert dict(prep.stats.skipped) == {"unknown_id": 1, "nei_claim": 1}
+
+
+def test_missing_sha256_fails_and_prints_the_value(tmp_path, mirror):
+    rel = "citation_guard/expected_results_summary.json"
+    with pytest.raises(DataError, match=rf"no sha256 is recorded for {rel}; the fetched file has sha256 {sha256sum(mirror / rel)}"):
+        fetch_file(FileSpec(rel, "u", ""), tmp_path / "x.json", str(mirror))

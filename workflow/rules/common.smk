@@ -118,6 +118,7 @@ def all_targets():
 A = CFG.analysis
 VAL_SET, CAL_SET, HARD_SET, SCOPE_SET, FROZEN_SET = (
     A.validation_set, A.calibration_set, A.hard_negative_set, A.scope_set, A.frozen_scores_set)
+VAL_SETS = [VAL_SET] + ([A.validation_heldout_set] if A.get("validation_heldout_set") else [])
 
 
 def scored_inputs(name, sets, verifiers=None):

@@ -3,7 +3,7 @@
 
 rule validate:
     input:
-        **scored_inputs("val", [VAL_SET], PANEL + list(A.validation_extra)),
+        **scored_inputs("val", VAL_SETS, PANEL + list(A.validation_extra)),
     output:
         table=report(f"{RES}/tables/validation.csv", caption="../report/validation.rst", category="1 Validation"),
         frontier=report(f"{RES}/tables/frontier.csv", caption="../report/validation.rst", category="1 Validation"),

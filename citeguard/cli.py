@@ -106,7 +106,7 @@ def iter_json_records(path: str) -> Iterator[tuple[int, Any]]:
 
 
 def parse_answer(rec: Any, where: str) -> tuple[str, list[str], int | None]:
-    from .guard import GuardInputError, normalise_passages
+    from .guarding import GuardInputError, normalise_passages
 
     if not isinstance(rec, dict):
         raise CLIError(f"{where}: expected a JSON object with 'answer' and 'passages'")
@@ -178,7 +178,7 @@ def calibration_summary(scores: np.ndarray, labels: np.ndarray, alpha: float, de
 def cmd_guard(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from .guard import GuardInputError, guard
+    from .guarding import GuardInputError, guard_answer
 
     scorer = make_scorer(args)
     tau, guarantee = None, ""
@@ -199,7 +199,7 @@ def cmd_guard(args: argparse.Namespace) -> int:
             if isinstance(rec, CLIError):
                 raise rec
             answer, passages, base = parse_answer(rec, where)
-            text, report = guard(answer, passages, scorer, tau=tau, base=base if base is not None else args.base,
+            text, report = guard_answer(answer, passages, scorer, tau=tau, base=base if base is not None else args.base,
                                  reattribute=None if args.no_reattribute else args.reattributor,
                                  proposals=args.proposals, remove=args.remove, guarantee=guarantee)
         except (CLIError, GuardInputError) as e:

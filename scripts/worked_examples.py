@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from citeguard.conformal import ConformalGuard
-from citeguard.guard import guard
+from citeguard.guarding import guard_answer as guard
 from citeguard.io import read_records
 from citeguard.rulekit import param_json, scored_sets, start
 from citeguard.scorer import PairScorer

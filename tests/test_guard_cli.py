@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from citeguard.cli import main
-from citeguard.guard import guard
+from citeguard.guarding import guard_answer as guard
 from citeguard.verifiers import score_pairs
 from citeguard.verifiers.lexical import LexicalVerifier
 
@@ -160,3 +160,14 @@ def test_model_verifier_through_cli_override(tiny_t5, tmp_path, capsys, monkeypa
     rep = json.loads(out)["report"]
     assert rc == 0, err
     assert rep["n_citations"] == 3 and all(a["score"] is not None and 0 <= a["score"] <= 1 for a in rep["audit"])
+
+
+def test_library_api_with_calibration_dict_and_name():
+    import citeguard
+    scorer = citeguard.load_scorer("lexical")
+    cal = {"tau": 0.99, "verifier": "lexical", "verifier_hash": scorer.hash, "marginal_guarantee": "g"}
+    text, rep = citeguard.guard(ANSWER, [{"text": p} for p in PASSAGES[:3]], verifier=scorer, threshold=cal,
+                                reattributor=None)
+    assert rep.flagged == 2 and rep.guarantee == "g" and text.count("UNVERIFIED") == 2
+    with pytest.raises(ValueError, match="calibration is for verifier"):
+        citeguard.guard(ANSWER, PASSAGES[:3], verifier=scorer, threshold=dict(cal, verifier_hash="x"))

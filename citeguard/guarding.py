@@ -94,7 +94,7 @@ def bm25_proposals(claim: str, passages: Sequence[str], exclude: set[int], top: 
     return order[:top]
 
 
-def guard(answer: str, passages: Sequence[str], scorer: Scorer, *, tau: float | None = None,
+def guard_answer(answer: str, passages: Sequence[str], scorer: Scorer, *, tau: float | None = None,
           base: int = 1, reattribute: str | None = "bm25", proposals: int = 3, remove: bool = False,
           guarantee: str = "") -> tuple[str, GuardReport]:
     """Guard one answer; returns the guarded answer and its report."""

@@ -138,7 +138,7 @@ def transfer_figure(tr: pd.DataFrame) -> plt.Figure:
 def reattribution_figure(rec: pd.DataFrame) -> plt.Figure:
     ks = sorted(rec.k.unique())
     rankers = list(dict.fromkeys(rec.ranker))
-    fig, ax = plt.subplots(figsize=(1.2 * len(rankers) * len(ks) / 2 + 3, 3.4))
+    fig, ax = plt.subplots(figsize=(min(9.0, 1.1 * len(rankers) + 3), 3.4))
     w = 0.8 / len(rankers)
     for i, r in enumerate(rankers):
         d = rec[rec.ranker == r].set_index("k").reindex(ks)

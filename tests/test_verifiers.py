@@ -107,3 +107,16 @@ def test_nli_entailment_probability(tiny_nli):
         probs = torch.softmax(v.model(**enc).logits, -1)[0]
     assert s[0] == pytest.approx(probs[0].item(), abs=1e-5)
     assert verdict[0] == (probs.argmax().item() == 0)
+
+
+def test_threshold_change_reuses_cached_scores(tmp_path):
+    from citeguard.verifiers import verifier_hash
+    assert verifier_hash({"name": "lexical", "threshold": 0.6}) == verifier_hash({"name": "lexical", "threshold": 0.9})
+    cache = ScoreCache(tmp_path / "c.sqlite")
+    v = CountingVerifier()
+    v.threshold = 0.6
+    a = score_pairs(v, ["cells make atp now"], ["cells make atp"], cache=cache, progress=False)
+    v.threshold = 0.9
+    b = score_pairs(v, ["cells make atp now"], ["cells make atp"], cache=cache, progress=False)
+    assert v.seen == 1 and b.n_cached == 1  # scored once
+    assert a.score[0] == b.score[0] == 0.75 and a.verdict[0] and not b.verdict[0]

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 RUNTIME_KEYS = frozenset({
     "resources", "batch_size", "device", "max_concurrency", "max_retries",
     "backoff_seconds", "timeout_seconds", "api_key_env", "base_url",
+    # a verdict threshold never changes a cached score: verdicts are re-derived from scores
+    "threshold",
 })
 
 
@@ -164,6 +166,10 @@ def score_pairs(
                 u_score[j], u_verdict[j] = hit[k]
         todo = [j for j, k in enumerate(keys) if k not in hit]
         n_cached = len(units) - len(todo)
+    threshold = getattr(verifier, "threshold", None)
+    if threshold is not None:  # verdict = score >= threshold, whatever threshold the cache was made with
+        with np.errstate(invalid="ignore"):
+            u_verdict = u_score >= float(threshold)
     log.info("%s: %d pairs, %d unique (claim, window) units, %d cached, %d to score",
              getattr(verifier, "name", "verifier"), n, len(units), n_cached, len(todo))
     bar = tqdm(total=len(todo), desc=f"score[{getattr(verifier, 'name', '?')}]", unit="win",

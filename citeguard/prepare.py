@@ -276,32 +276,30 @@ def _add_sections(b: _Builder, item: str, sections: list[Any], group: str) -> No
     b.add_extraction(item, ext_all, all_passages, group)
 
 
-def prepare_sections(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Builder) -> None:
-    """Deep-research reports: ``response.sections[].{text, citations[id, snippets]}``."""
+def _prepare_section_answers(files: Mapping[str, Path], b: _Builder, item_of: Callable[[str, int, Any], str],
+                             sections_of: Callable[[dict], Any], group_of: Callable[[str], str]) -> None:
     for key, path in files.items():
         for i, rec in enumerate(read_records(path)):
-            item = f"{key}:{i}"
+            item = item_of(key, i, rec)
             if not b.accept(item):
                 break
-            sections = (rec.get("response") or {}).get("sections") if isinstance(rec, dict) else None
+            sections = sections_of(rec) if isinstance(rec, dict) else None
             if not isinstance(sections, list):
                 b.skip(item, 0, "", "invalid_record")
                 continue
-            _add_sections(b, item, sections, group=key)
+            _add_sections(b, item, sections, group=group_of(key))
+
+
+def prepare_sections(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Builder) -> None:
+    """Deep-research reports: ``response.sections[].{text, citations[id, snippets]}``."""
+    _prepare_section_answers(files, b, lambda key, i, rec: f"{key}:{i}",
+                             lambda rec: (rec.get("response") or {}).get("sections"), lambda key: key)
 
 
 def prepare_nora(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Builder) -> None:
     """Ai2 ScholarQA ('Nora') answers in ``qa_metadata_all.jsonl``."""
-    for key, path in files.items():
-        for i, rec in enumerate(read_records(path)):
-            item = f"nora:{rec.get('idx', i) if isinstance(rec, dict) else i}"
-            if not b.accept(item):
-                break
-            sections = ((rec.get("src_answers") or {}).get("Nora")) if isinstance(rec, dict) else None
-            if not isinstance(sections, list):
-                b.skip(item, 0, "", "invalid_record")
-                continue
-            _add_sections(b, item, sections, group="nora")
+    _prepare_section_answers(files, b, lambda key, i, rec: f"nora:{rec.get('idx', i) if isinstance(rec, dict) else i}",
+                             lambda rec: (rec.get("src_answers") or {}).get("Nora"), lambda key: "nora")
 
 
 def prepare_frozen_scores(files: Mapping[str, Path], cfg: Mapping[str, Any], b: _Builder) -> None:

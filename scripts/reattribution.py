@@ -1,5 +1,4 @@
 """Rule reattribution: recall@k of the human-labelled passage per ranker."""
-import json
 
 from citeguard import analysis, figures
 from citeguard.rulekit import panel, param_json, scored_sets, start

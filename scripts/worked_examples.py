@@ -1,7 +1,5 @@
 """Rule worked_examples: the guard on real released answers; rows where it re-attributed or flagged."""
-import json
 
-import numpy as np
 import pandas as pd
 
 from citeguard.conformal import ConformalGuard

@@ -1,7 +1,5 @@
 import json
-import math
 
-import pandas as pd
 import pytest
 
 from citeguard.io import DataError, FileSpec, fetch_file, read_records, sha256sum

@@ -105,7 +105,6 @@ def test_unknown_choice_fails_before_the_dag(tmp_path):
 
 
 def test_corrupted_mirror_fails_naming_the_file(tmp_path):
-    import shutil
     mirror = tmp_path / "mirror"
     src = Path(MIRROR) / "scholarqabench" / "single_paper_tasks"
     (mirror / "scholarqabench" / "single_paper_tasks").mkdir(parents=True)

@@ -6,7 +6,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
-from transformers import AutoModel, AutoTokenizer
+from transformers import AutoModel
+
+from .models import load_pretrained
 
 
 def resolve_model_path(model: str) -> str:
@@ -27,11 +29,7 @@ class EmbeddingVerifier:
         self.threshold = float(cfg.get("threshold", 0.75))
         self.batch_size = int(cfg.get("batch_size", 64))
         self.max_length = int(cfg.get("max_length", 256))
-        self.device = torch.device(cfg.get("device", "cpu") if torch.cuda.is_available() or cfg.get("device", "cpu") == "cpu" else "cpu")
-        path = resolve_model_path(str(cfg["model"]))
-        rev = cfg.get("revision") or None
-        self.tokenizer = AutoTokenizer.from_pretrained(path, revision=rev)
-        self.model = AutoModel.from_pretrained(path, revision=rev).to(self.device).eval()
+        self.tokenizer, self.model, self.device = load_pretrained(AutoModel, cfg, resolve_model_path(str(cfg["model"])))
         self._memo: dict[str, np.ndarray] = {}
 
     @torch.inference_mode()

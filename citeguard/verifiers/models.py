@@ -23,6 +23,15 @@ def pick_dtype(name: str | None, device: torch.device) -> torch.dtype:
     return _DTYPES[name or "float32"]
 
 
+def load_pretrained(auto_cls: Any, cfg: Mapping[str, Any], model_path: str | None = None):
+    """(tokenizer, eval-mode model, device) for a config's model id/dir, revision, device and dtype."""
+    device = pick_device(str(cfg.get("device", "cpu")))
+    path, rev = model_path or cfg["model"], cfg.get("revision") or None
+    tokenizer = AutoTokenizer.from_pretrained(path, revision=rev)
+    model = auto_cls.from_pretrained(path, revision=rev, dtype=pick_dtype(cfg.get("dtype"), device))
+    return tokenizer, model.to(device).eval(), device
+
+
 class AttrScoreVerifier:
     """AttrScore validator; P(support) = softmax over label log-likelihoods.
 
@@ -43,12 +52,7 @@ class AttrScoreVerifier:
         self.template = prompts[cfg["prompt"]]
         self.labels = list(cfg["labels"])
         self.pos = self.labels.index(cfg.get("positive_label", self.labels[0]))
-        self.device = pick_device(str(cfg.get("device", "cpu")))
-        dtype = pick_dtype(cfg.get("dtype"), self.device)
-        rev = cfg.get("revision") or None
-        self.tokenizer = AutoTokenizer.from_pretrained(cfg["model"], revision=rev)
-        self.model = AutoModelForSeq2SeqLM.from_pretrained(cfg["model"], revision=rev, dtype=dtype)
-        self.model.to(self.device).eval()
+        self.tokenizer, self.model, self.device = load_pretrained(AutoModelForSeq2SeqLM, cfg)
         self.label_ids = [torch.tensor(self.tokenizer(lab).input_ids, device=self.device) for lab in self.labels]
 
     def prompt(self, claim: str, window: str) -> str:
@@ -91,12 +95,7 @@ class NLIVerifier:
         self.name = cfg.get("name", "deberta_nli")
         self.batch_size = int(cfg.get("batch_size", 32))
         self.max_length = int(cfg.get("max_length", 512))
-        self.device = pick_device(str(cfg.get("device", "cpu")))
-        dtype = pick_dtype(cfg.get("dtype"), self.device)
-        rev = cfg.get("revision") or None
-        self.tokenizer = AutoTokenizer.from_pretrained(cfg["model"], revision=rev)
-        self.model = AutoModelForSequenceClassification.from_pretrained(cfg["model"], revision=rev, dtype=dtype)
-        self.model.to(self.device).eval()
+        self.tokenizer, self.model, self.device = load_pretrained(AutoModelForSequenceClassification, cfg)
         want = str(cfg.get("entailment_label", "entailment")).lower()
         labels = {str(v).lower(): int(k) for k, v in self.model.config.id2label.items()}
         if want not in labels:

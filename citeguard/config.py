@@ -83,9 +83,11 @@ def compose_config(overrides: Sequence[str] = (), config_dir: Path = CONFIG_DIR)
             )
         _check_choices("source", "source/released", [option], config_dir)
         extra.append(f"+source/released@source_cfg.{source_key(src)}={option}")
-    _check_choices("generator", "generator", list(base.generation.models), config_dir)
+    rankers = list(base.get("generator_rankers", []) or [])
+    gen_models = list(dict.fromkeys(list(base.generation.models) + rankers))
+    _check_choices("generator", "generator", gen_models, config_dir)
     _check_choices("pipeline", "pipeline", list(base.generation.pipelines), config_dir)
-    extra += [f"+generator@generators.{source_key(m)}={m}" for m in base.generation.models]
+    extra += [f"+generator@generators.{source_key(m)}={m}" for m in gen_models]
     extra += [f"+pipeline@pipelines.{p}={p}" for p in base.generation.pipelines]
     cfg = _compose(config_dir, list(overrides) + extra)
     OmegaConf.resolve(cfg)

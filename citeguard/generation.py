@@ -66,6 +66,17 @@ class TransformersBackend:
         return res
 
 
+    def yes_probability(self, batch: Sequence[Messages], yes: str = "Yes", no: str = "No") -> list[float]:
+        """P(first answer token is ``yes`` | it is ``yes`` or ``no``) for each prompt."""
+        kw = dict(self.cfg.get("chat_template_kwargs") or {})
+        texts = [self.tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False, **kw) for m in batch]
+        ids = [self.tok.encode(w, add_special_tokens=False)[0] for w in (yes, no)]
+        enc = self.tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        with self.torch.inference_mode():
+            logp = self.torch.log_softmax(self.model(**enc).logits[:, -1, :].float(), dim=-1)[:, ids]
+        return self.torch.softmax(logp, dim=-1)[:, 0].cpu().tolist()
+
+
 class VLLMBackend:
     """vLLM offline ``LLM.chat`` (batched; tensor parallel from config)."""
 
@@ -88,6 +99,25 @@ class VLLMBackend:
                              chat_template_kwargs=dict(self.cfg.get("chat_template_kwargs") or {}))
         return [Completion(o.outputs[0].text.strip(), len(o.prompt_token_ids), len(o.outputs[0].token_ids))
                 for o in outs]
+
+
+    def yes_probability(self, batch: Sequence[Messages], yes: str = "Yes", no: str = "No") -> list[float]:
+        """As :meth:`TransformersBackend.yes_probability`, from vLLM's top-20 first-token logprobs."""
+        import math
+
+        from vllm import SamplingParams
+
+        tok = self.llm.get_tokenizer()
+        ids = [tok.encode(w, add_special_tokens=False)[0] for w in (yes, no)]
+        outs = self.llm.chat(list(batch), SamplingParams(temperature=0.0, max_tokens=1, logprobs=20), use_tqdm=False,
+                             chat_template_kwargs=dict(self.cfg.get("chat_template_kwargs") or {}))
+        probs = []
+        for o in outs:
+            top = o.outputs[0].logprobs[0] if o.outputs[0].logprobs else {}
+            ly, ln = (top[i].logprob if i in top else -math.inf for i in ids)
+            m = max(ly, ln)
+            probs.append(0.5 if m == -math.inf else math.exp(ly - m) / (math.exp(ly - m) + math.exp(ln - m)))
+        return probs
 
 
 class OpenAIBackend:

@@ -1,5 +1,7 @@
 """Rule reattribution: recall@k of the human-labelled passage per ranker."""
 
+import pandas as pd
+
 from citeguard import analysis, figures
 from citeguard.rulekit import panel, param_json, scored_sets, start
 
@@ -15,6 +17,11 @@ for sid, g in df.groupby("sentence_id"):
     df.loc[g.index, "score_bm25"] = analysis.bm25_scores(g["claim"].iloc[0], g["passage"].tolist(),
                                                          k1=rcfg.get("k1", 1.5), b=rcfg.get("b", 0.75))
 rankers = {"bm25": "score_bm25"} | {v: f"score_{v}" for v in verifiers}
+for path in sm.input.generator_scores:
+    name = "generator:" + path.rsplit("/", 1)[1].removesuffix(".parquet")
+    g = pd.read_parquet(path).set_index("pair_id")["score"]
+    df[f"score_{name}"] = df["pair_id"].map(g).astype(float)
+    rankers[name] = f"score_{name}"
 out = analysis.reattribution_tables(df, rankers, [1, 3, 5], acfg["seed"])
 out["recall"].to_csv(sm.output.table, index=False)
 out["mcnemar"].to_csv(sm.output.mcnemar, index=False)

@@ -93,3 +93,16 @@ def test_item_errors_are_recorded_not_blank(tmp_path):
 def test_tasks_from_mirror(mirror):
     tasks = load_tasks(mirror / "scholarqabench/scholarqa_multi/human_answers.json")
     assert len(tasks) == 108 and all(t["passages"] and t["question"] for t in tasks)
+
+
+def test_yes_probability_matches_next_token_logits(backend):
+    import torch
+    msgs = [[{"role": "user", "content": "Passage: mitochondria produce atp\n\nSentence: cells\n\nYes or No."}]]
+    p = backend.yes_probability(msgs)[0]
+    text = backend.tok.apply_chat_template(msgs[0], add_generation_prompt=True, tokenize=False)
+    enc = backend.tok(text, return_tensors="pt", add_special_tokens=False)
+    with torch.no_grad():
+        logits = backend.model(**enc).logits[0, -1]
+    y, n = (backend.tok.encode(w, add_special_tokens=False)[0] for w in ("Yes", "No"))
+    expected = torch.softmax(logits[[y, n]], -1)[0].item()
+    assert 0 < p < 1 and p == pytest.approx(expected, abs=1e-5)

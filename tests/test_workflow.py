@@ -66,6 +66,8 @@ def test_smoke_tables_and_figures(smoke_run):
     for f in ("validation", "unsupported_rates", "agreement", "conformal_coverage", "review_budget", "transfer",
               "reattribution"):
         assert (wd / "figures" / "smoke" / f"{f}.png").stat().st_size > 10_000, f
+    rec = pd.read_csv(res / "tables" / "reattribution.csv")
+    assert {"bm25", "lexical", "embedding", "fitted", "random", "generator:tiny-llama"} == set(rec.ranker)
     model = json.loads((res / "models" / "fitted.json").read_text())
     assert model["train_split"] == "fit" and model["features"] == ["lexical", "embedding"]
 
@@ -93,6 +95,7 @@ def test_paper_dry_run_lists_generation_and_five_verifiers(tmp_path):
     for v in ("attrscore", "deberta_nli", "llm_judge", "ragas", "openscholar_posthoc"):
         assert f"verifier={v}" in r.stdout
     assert "set=vllm/gemma-4-31b-it/paperqa2, verifier=attrscore" in r.stdout
+    assert counts["rank_with_generator"] == 1
     slurm = snake(["-n", "--executor", "slurm", "--workflow-profile", str(ROOT / "profiles" / "slurm"),
                    "--jobs", "4", "--config", "experiment=paper"], tmp_path)
     assert slurm.returncode == 0, slurm.stderr[-2000:]

@@ -58,7 +58,7 @@ def _alt(names):
 wildcard_constraints:
     set=_alt(SET_CFG),
     raw_path=_alt(RAW_FILES),
-    model=_alt(CFG.generation.models),
+    model=_alt([g.name for g in CFG.get("generators", {}).values()]),
     pipeline=_alt(CFG.generation.pipelines),
 
 

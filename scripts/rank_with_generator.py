@@ -1,0 +1,24 @@
+"""Rule rank_with_generator: score every (sentence, candidate passage) with a generation model."""
+import pandas as pd
+from tqdm.auto import tqdm
+
+from citeguard.generation import build_backend
+from citeguard.rulekit import param_json, start
+
+if __name__ == "__main__":  # vLLM may spawn worker processes
+    sm = snakemake  # noqa: F821
+    log = start(sm)
+    gen = param_json(sm, "generator")
+    pairs = pd.read_parquet(sm.input.pairs)
+    pairs = pairs[pairs["split"] == "eval"] if (pairs["split"] == "eval").any() else pairs
+    backend = build_backend(gen)
+    if not hasattr(backend, "yes_probability"):
+        raise ValueError(f"generator {gen['name']}: backend {gen.get('backend')!r} gives no token probabilities")
+    msgs = [[{"role": "user", "content": sm.params.prompt.format(passage=p, claim=c)}]
+            for c, p in zip(pairs["claim"], pairs["passage"])]
+    bs = int(gen.get("batch_size", 8))
+    scores = []
+    for i in tqdm(range(0, len(msgs), bs), desc=f"rank[{gen['name']}]", unit="batch"):
+        scores += backend.yes_probability(msgs[i:i + bs])
+    pd.DataFrame({"pair_id": pairs["pair_id"].to_numpy(), "score": scores}).to_parquet(sm.output[0], index=False)
+    log.info("%s: scored %d (sentence, passage) pairs", gen["name"], len(scores))

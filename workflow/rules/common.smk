@@ -1,7 +1,6 @@
 # Helpers shared by every rule file: config composition, set lists, input
 # functions, the final-target list and wildcard constraints.
 import json
-import os
 import re
 from pathlib import Path
 
@@ -43,7 +42,6 @@ def _set_configs():
 
 
 SET_CFG = _set_configs()
-GOLD_SETS = [f"gold/{d}" for d in CFG.datasets]
 SOURCE_SETS = [s for s in SET_CFG if not s.startswith("gold/")]
 FROZEN_SETS = [s for s, c in SET_CFG.items() if c["kind"] == "frozen_scores"]
 SCORED_SETS = [s for s in SET_CFG if s not in FROZEN_SETS]
@@ -127,8 +125,7 @@ def scored_inputs(name, sets, verifiers=None):
 
 
 def analysis_params():
-    return {"panel": json.dumps(PANEL), "analysis": slice_json("analysis"), "conformal": slice_json("conformal"),
-            "sources": json.dumps(SOURCE_SETS)}
+    return {"panel": json.dumps(PANEL), "analysis": slice_json("analysis"), "conformal": slice_json("conformal")}
 
 
 def verifier_bundle(name):

@@ -2,12 +2,15 @@
 
 
 rule download:
-    """Fetch one raw file from upstream, or copy it from $CITEGUARD_DATA_MIRROR; verify sha256."""
+    """Fetch one raw file from upstream, or copy it from $CITEGUARD_DATA_MIRROR; verify sha256.
+
+    The mirror is read from the environment, not a param: where a file came from
+    does not change it (the sha256 is checked either way), so it triggers no rerun.
+    """
     output:
         f"{RAW}/{{raw_path}}",
     params:
         spec=lambda w: config_json(RAW_FILES[w.raw_path]),
-        mirror=os.environ.get("CITEGUARD_DATA_MIRROR", ""),
     log:
         f"{RES}/logs/download/{{raw_path}}.log",
     benchmark:

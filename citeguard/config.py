@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -18,7 +19,9 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
+# The Hydra config tree lives in the repository (an editable install finds it);
+# point CITEGUARD_CONFIG_DIR at a copy of config/ to use another tree.
+CONFIG_DIR = Path(os.environ.get("CITEGUARD_CONFIG_DIR") or Path(__file__).resolve().parent.parent / "config")
 
 
 class ConfigError(ValueError):
@@ -60,6 +63,9 @@ def compose_config(overrides: Sequence[str] = (), config_dir: Path = CONFIG_DIR)
     ``source_cfg.<key>``, ``generators.<name>`` and ``pipelines.<name>``.
     """
     config_dir = Path(config_dir).resolve()
+    if not (config_dir / "config.yaml").is_file():
+        raise ConfigError(f"no citeguard config at {config_dir}: install with `pip install -e .` from the "
+                          "repository, or set CITEGUARD_CONFIG_DIR to its config/ directory")
     base = _compose(config_dir, overrides)
     extra: list[str] = []
     panel = list(base.verifier_panel)

@@ -171,3 +171,9 @@ def test_library_api_with_calibration_dict_and_name():
     assert rep.flagged == 2 and rep.guarantee == "g" and text.count("UNVERIFIED") == 2
     with pytest.raises(ValueError, match="calibration is for verifier"):
         citeguard.guard(ANSWER, PASSAGES[:3], verifier=scorer, threshold=dict(cal, verifier_hash="x"))
+
+
+def test_missing_config_dir_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    from citeguard.config import ConfigError, compose_config
+    with pytest.raises(ConfigError, match="no citeguard config at"):
+        compose_config([], config_dir=tmp_path)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 CLAIM_CAP = 600
 
@@ -70,16 +70,14 @@ class Extraction:
     n_cited_sentences: int = 0
     pairs: list[Pair] = field(default_factory=list)
     skips: list[Skip] = field(default_factory=list)
-    claims: list[str] = field(default_factory=list)  # every sentence, markers removed
 
-    def extend(self, other: "Extraction", sentence_offset: int) -> None:
+    def extend(self, other: "Extraction", sentence_offset: int, passage_offset: int = 0) -> None:
+        """Append another section's result, shifting its sentence and passage indices."""
         self.n_sentences += other.n_sentences
         self.n_cited_sentences += other.n_cited_sentences
-        self.claims.extend(other.claims)
         for p in other.pairs:
-            self.pairs.append(
-                Pair(p.sentence_index + sentence_offset, p.claim, p.marker, p.citation_key, p.passage_index)
-            )
+            self.pairs.append(Pair(p.sentence_index + sentence_offset, p.claim, p.marker, p.citation_key,
+                                   p.passage_index + passage_offset))
         for s in other.skips:
             self.skips.append(Skip(s.sentence_index + sentence_offset, s.marker, s.reason))
 
@@ -176,39 +174,12 @@ def extract_pairs(
     """
     ext = Extraction()
     blank = list(passage_blank) if passage_blank is not None else [False] * n_passages
-    # author-year / bracketed ids are citations only where the citation list uses such ids;
-    # in numeric-citation answers they are prose ("as shown by (Liu et al., 2007)")
-    string_ids = id_table is not None and any(not k.strip("[]").isdigit() for k in id_table)
+    string_ids = uses_string_ids(id_table)
     for si, sentence in enumerate(split_sentences(text)):
         claim = strip_markers(sentence, claim_cap)
-        ext.claims.append(claim)
         ext.n_sentences += 1
-        targets: list[tuple[str, str, int | None]] = []  # (marker, key, passage index or None)
-        for m in MARKER_RE.finditer(sentence):
-            marker = m.group(0)
-            if m.group("link") is not None or m.group("num") is not None:
-                body = m.group("link") if m.group("link") is not None else m.group("num")
-                if id_table is not None and (marker in id_table or body in id_table):
-                    key = marker if marker in id_table else body
-                    targets.append((marker, key, id_table[key]))
-                    continue
-                for n in _expand_numeric(body):
-                    if id_table is not None:
-                        key = str(n) if str(n) in id_table else f"[{n}]"
-                        targets.append((marker, key, id_table.get(key)))
-                    else:
-                        idx = n - base
-                        targets.append((marker, str(n), idx if 0 <= idx < n_passages else -1))
-            else:
-                key = m.group("bid") if m.group("bid") is not None else m.group("ay")
-                if not string_ids:
-                    continue
-                for cand_marker, cand_keys in _author_year_candidates(marker, key):
-                    hit = next((k for k in cand_keys if k in id_table), None)
-                    if hit is not None:
-                        targets.append((cand_marker, hit, id_table[hit]))
-                    elif m.group("bid") is not None or _looks_like_citation(cand_keys[-1]):
-                        targets.append((cand_marker, cand_keys[-1], None))
+        targets = [t for m in MARKER_RE.finditer(sentence)
+                   for t in resolve_marker(m, n_passages, base=base, id_table=id_table, string_ids=string_ids)]
         if not targets:
             continue
         ext.n_cited_sentences += 1
@@ -224,6 +195,60 @@ def extract_pairs(
                 seen_idx.add(idx)
                 ext.pairs.append(Pair(si, claim, marker, key, idx))
     return ext
+
+
+def uses_string_ids(id_table: Mapping[str, int] | None) -> bool:
+    """Author-year / bracketed ids are citations only where the citation list uses
+    such ids; in numeric-citation answers they are prose ("shown by (Liu et al., 2007)")."""
+    return id_table is not None and any(not k.strip("[]").isdigit() for k in id_table)
+
+
+def resolve_marker(m: re.Match, n_passages: int, *, base: int = 1, id_table: Mapping[str, int] | None = None,
+                   string_ids: bool = False) -> list[tuple[str, str, int | None]]:
+    """(marker, key, passage index) for each citation a marker match denotes.
+
+    The index is None for an unknown id and -1 for a number out of range; an
+    author-year parenthesis that is prose yields nothing.
+    """
+    marker = m.group(0)
+    targets: list[tuple[str, str, int | None]] = []
+    if m.group("link") is not None or m.group("num") is not None:
+        body = m.group("link") if m.group("link") is not None else m.group("num")
+        if id_table is not None and (marker in id_table or body in id_table):
+            key = marker if marker in id_table else body
+            return [(marker, key, id_table[key])]
+        for n in _expand_numeric(body):
+            if id_table is not None:
+                key = str(n) if str(n) in id_table else f"[{n}]"
+                targets.append((marker, key, id_table.get(key)))
+            else:
+                idx = n - base
+                targets.append((marker, str(n), idx if 0 <= idx < n_passages else -1))
+        return targets
+    if not string_ids or id_table is None:
+        return targets
+    key = m.group("bid") if m.group("bid") is not None else m.group("ay")
+    for cand_marker, cand_keys in _author_year_candidates(marker, key):
+        hit = next((k for k in cand_keys if k in id_table), None)
+        if hit is not None:
+            targets.append((cand_marker, hit, id_table[hit]))
+        elif m.group("bid") is not None or _looks_like_citation(cand_keys[-1]):
+            targets.append((cand_marker, cand_keys[-1], None))
+    return targets
+
+
+def citation_passages(citations: Any) -> tuple[list[dict[str, str]], dict[str, int]]:
+    """Passages (``text`` = joined snippets, ``title``) and the id -> index table of a
+    section's citation list; entries without an id are ignored."""
+    passages: list[dict[str, str]] = []
+    table: dict[str, int] = {}
+    for c in citations or []:
+        if not isinstance(c, dict) or c.get("id") is None:
+            continue
+        text = " ".join(str(x) for x in (c.get("snippets") or []) if not is_blank(x)).strip()
+        table.setdefault(str(c["id"]).strip(), len(passages))
+        passages.append({"text": text, "title": str(c.get("title") or "")})
+    return passages, table
 
 
 def _looks_like_citation(body: str) -> bool:

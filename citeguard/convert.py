@@ -7,50 +7,28 @@ Unresolved markers are left in the text and counted.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from .citations import MARKER_RE, _author_year_candidates, _expand_numeric, is_blank
+from .citations import MARKER_RE, citation_passages, resolve_marker, uses_string_ids
 from .io import read_records
 
 
 def _section_to_numeric(text: str, citations: list[Any], passages: list[dict[str, str]]) -> tuple[str, int]:
-    table: dict[str, int] = {}
-    for c in citations or []:
-        if not isinstance(c, dict) or c.get("id") is None:
-            continue
-        snippets = " ".join(str(s) for s in (c.get("snippets") or []) if not is_blank(s)).strip()
-        table.setdefault(str(c["id"]).strip(), len(passages))
-        passages.append({"text": snippets, "title": str(c.get("title") or "")})
-    string_ids = any(not k.strip("[]").isdigit() for k in table)
+    """Rewrite one section's markers as ``[n]`` into ``passages`` (extended in place)."""
+    cited, table = citation_passages(citations)
+    offset = len(passages)
+    passages.extend(cited)
+    string_ids = uses_string_ids(table)
     unresolved = 0
 
-    def sub(m) -> str:
+    def sub(m: re.Match) -> str:
         nonlocal unresolved
-        body = m.group("link") or m.group("num")
-        if body is not None:
-            if m.group(0) in table or body in table:
-                return f"[{table.get(m.group(0), table.get(body)) + 1}]"
-            ids = []
-            for n in _expand_numeric(body):
-                key = str(n) if str(n) in table else f"[{n}]"
-                if key in table:
-                    ids.append(str(table[key] + 1))
-                else:
-                    unresolved += 1
-            return f"[{', '.join(ids)}]" if ids else m.group(0)
-        if not string_ids:
-            return m.group(0)
-        key = m.group("bid") if m.group("bid") is not None else m.group("ay")
-        ids = []
-        for _, cands in _author_year_candidates(m.group(0), key):
-            hit = next((k for k in cands if k in table), None)
-            if hit is not None:
-                ids.append(str(table[hit] + 1))
-        if not ids:
-            unresolved += 1
-            return m.group(0)
-        return f"[{', '.join(ids)}]"
+        targets = resolve_marker(m, len(cited), id_table=table, string_ids=string_ids)
+        ids = list(dict.fromkeys(str(idx + offset + 1) for _, _, idx in targets if idx is not None))
+        unresolved += sum(idx is None for _, _, idx in targets)
+        return f"[{', '.join(ids)}]" if ids else m.group(0)
 
     return MARKER_RE.sub(sub, text), unresolved
 

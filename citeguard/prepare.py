@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from .citations import CLAIM_CAP, Extraction, extract_pairs, is_blank
+from .citations import CLAIM_CAP, Extraction, citation_passages, extract_pairs, is_blank
 from .io import DataError, read_json_object, read_records
 
 PAIR_COLUMNS = [
@@ -241,20 +241,6 @@ def prepare_attribution_gold(files: Mapping[str, Path], cfg: Mapping[str, Any], 
                            group=str(rec.get("subject", "")), split=split)
 
 
-def _section_table(citations: Any) -> tuple[list[str], dict[str, int]]:
-    passages: list[str] = []
-    table: dict[str, int] = {}
-    for c in citations or []:
-        if not isinstance(c, dict) or c.get("id") is None:
-            continue
-        snippets = c.get("snippets") or []
-        text = " ".join(str(s) for s in snippets if not is_blank(s)).strip()
-        cid = str(c["id"]).strip()
-        table.setdefault(cid, len(passages))
-        passages.append(text)
-    return passages, table
-
-
 def _add_sections(b: _Builder, item: str, sections: list[Any], group: str) -> None:
     ext_all = Extraction()
     all_passages: list[str] = []
@@ -263,14 +249,11 @@ def _add_sections(b: _Builder, item: str, sections: list[Any], group: str) -> No
         if not isinstance(sec, dict) or not isinstance(sec.get("text"), str):
             b.skip(item, f"section{offset}", "", "invalid_record")
             continue
-        passages, table = _section_table(sec.get("citations"))
+        cited, table = citation_passages(sec.get("citations"))
+        passages = [c["text"] for c in cited]
         ext = extract_pairs(sec["text"], len(passages), id_table=table,
                             passage_blank=[not p for p in passages], claim_cap=b.claim_cap)
-        # re-index passages into the answer-wide list
-        shifted = Extraction(ext.n_sentences, ext.n_cited_sentences, [
-            type(p)(p.sentence_index, p.claim, p.marker, p.citation_key, p.passage_index + len(all_passages))
-            for p in ext.pairs], ext.skips, ext.claims)
-        ext_all.extend(shifted, offset)
+        ext_all.extend(ext, offset, passage_offset=len(all_passages))  # answer-wide passage indices
         offset += ext.n_sentences
         all_passages.extend(passages)
     b.add_extraction(item, ext_all, all_passages, group)

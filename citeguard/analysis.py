@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -16,8 +15,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from . import stats as st
-from .conformal import (ConformalGuard, SmallCalibrationWarning, conformal_threshold, pac_rank,
-                        split_coverage)
+from .conformal import ConformalGuard, conformal_threshold, pac_rank, split_coverage, tau_warnings_silenced
 from .verifiers.lexical import token_jaccard
 
 
@@ -160,8 +158,7 @@ def coverage_table(cal: dict[str, pd.DataFrame], targets: Sequence[float], n_spl
         if n_cal < 1 or n_cal >= len(neg):
             continue
         alphas = [round(1 - t, 10) for t in targets]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SmallCalibrationWarning)
+        with tau_warnings_silenced():
             cov = split_coverage(neg, pos, n_cal, alphas, n_splits, _rng(seed), delta=delta)
         for i, t in enumerate(targets):
             c, p = cov["conformal"][i], cov["pac"][i]
@@ -187,8 +184,7 @@ def calibration_size_ablation(cal: dict[str, pd.DataFrame], sizes: Sequence[int]
         usable = [n for n in sizes if n < len(neg)]
         for n_cal in usable:
             alphas = [round(1 - t, 10) for t in targets]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", SmallCalibrationWarning)
+            with tau_warnings_silenced():
                 cov = split_coverage(neg, pos, n_cal, alphas, n_splits, _rng(seed))
             for i, t in enumerate(targets):
                 for method in ("conformal", "naive"):
@@ -223,8 +219,7 @@ def budget_curve(cal: dict[str, pd.DataFrame], deploy: dict[str, pd.DataFrame],
         neg, _ = calibration_arrays(df, v)
         s = np.concatenate([d[f"score_{v}"].to_numpy(float) for d in deploy.values()]) if deploy else np.zeros(0)
         for t in targets:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", SmallCalibrationWarning)
+            with tau_warnings_silenced():
                 tau = conformal_threshold(neg, round(1 - t, 10))
             rows.append({"verifier": v, "target_catch_rate": t, "tau": tau,
                          "pooled_flag_rate": float(np.mean(~(s > tau))) if len(s) else np.nan})
@@ -241,8 +236,7 @@ def transfer_table(cal: dict[str, pd.DataFrame], hard: dict[str, pd.DataFrame], 
         hard_neg, hard_pos = calibration_arrays(hard[v], v)
         for t in targets:
             a = round(1 - t, 10)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", SmallCalibrationWarning)
+            with tau_warnings_silenced():
                 tau = conformal_threshold(easy_neg, a)
                 tau_hard = conformal_threshold(hard_neg, a)
             caught = int(np.sum(hard_neg <= tau))
@@ -273,8 +267,7 @@ def mondrian_table(cal: dict[str, pd.DataFrame], group_col: str, target: float, 
         cov_mond: dict[str, list] = {}
         for _ in range(n_splits):
             cal_mask = rng.random(len(s)) < 0.5
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", SmallCalibrationWarning)
+            with tau_warnings_silenced():
                 tau_pool = conformal_threshold(s[cal_mask], a)
                 for g in np.unique(groups):
                     gm = groups == g

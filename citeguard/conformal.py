@@ -16,6 +16,7 @@ calibrated threshold itself is >= 1 - alpha with probability >= 1 - delta
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -27,6 +28,15 @@ from scipy import stats as sps
 
 class SmallCalibrationWarning(UserWarning):
     pass
+
+
+@contextlib.contextmanager
+def tau_warnings_silenced():
+    """Silence :class:`SmallCalibrationWarning` inside simulation loops, where an
+    infinite tau at a small calibration size is an expected, recorded outcome."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmallCalibrationWarning)
+        yield
 
 
 def conformal_rank(n: int, alpha: float) -> int:

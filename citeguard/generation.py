@@ -49,10 +49,14 @@ class TransformersBackend:
             cfg["model"], revision=rev, dtype=dtype).to(self.device).eval()
         self.torch = torch
 
-    def chat(self, batch: Sequence[Messages]) -> list[Completion]:
+    def _encode(self, batch: Sequence[Messages]):
+        """Chat-templated, left-padded prompts (template kwargs from config, e.g. no thinking)."""
         kw = dict(self.cfg.get("chat_template_kwargs") or {})
         texts = [self.tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False, **kw) for m in batch]
-        enc = self.tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        return self.tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+
+    def chat(self, batch: Sequence[Messages]) -> list[Completion]:
+        enc = self._encode(batch)
         with self.torch.inference_mode():
             out = self.model.generate(**enc, do_sample=False, max_new_tokens=int(self.cfg.get("max_new_tokens", 256)),
                                       pad_token_id=self.tok.pad_token_id)
@@ -68,10 +72,8 @@ class TransformersBackend:
 
     def yes_probability(self, batch: Sequence[Messages], yes: str = "Yes", no: str = "No") -> list[float]:
         """P(first answer token is ``yes`` | it is ``yes`` or ``no``) for each prompt."""
-        kw = dict(self.cfg.get("chat_template_kwargs") or {})
-        texts = [self.tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False, **kw) for m in batch]
         ids = [self.tok.encode(w, add_special_tokens=False)[0] for w in (yes, no)]
-        enc = self.tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        enc = self._encode(batch)
         with self.torch.inference_mode():
             logp = self.torch.log_softmax(self.model(**enc).logits[:, -1, :].float(), dim=-1)[:, ids]
         return self.torch.softmax(logp, dim=-1)[:, 0].cpu().tolist()

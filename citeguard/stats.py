@@ -7,8 +7,6 @@ For two raters the 2x2 table is ``a`` both supported, ``b`` only the first,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 from scipy import stats as sps
 from statsmodels.stats.contingency_tables import mcnemar
@@ -151,5 +149,3 @@ def with_ci(point: float, samples: np.ndarray, alpha: float = 0.05) -> dict[str,
     lo, hi = percentile_ci(samples, alpha)
     return {"estimate": point, "ci_low": lo, "ci_high": hi}
 
-
-StatFn = Callable[[np.ndarray], np.ndarray]

@@ -39,7 +39,7 @@ def test_attribution_gold_labels_and_nan_passages(tmp_path):
     rec = {"id": "q1", "subject": "bio", "output": "Cells make ATP [0]. Corona forms [1, 3]. Plain sentence.",
            "ctxs": [{"text": "cells make atp"}, {"text": "corona"}, {"text": float("nan")}, {"text": "other"}]}
     p = tmp_path / "h.json"
-    p.write_text(json.dumps([rec]).replace("NaN", "NaN"))
+    p.write_text(json.dumps([rec]))  # json.dumps writes the NaN passage as NaN, as in the released file
     prep = prepare_set("gold/attr", "attribution_gold", {"answers": p}, {"citation_base": 0, "fit_fraction": 0.0})
     df = prep.pairs
     assert list(df.columns) == PAIR_COLUMNS

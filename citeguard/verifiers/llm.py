@@ -111,7 +111,6 @@ class LLMVerifier:
         self.store = ResponseStore(store_path)
         self.client = openai.OpenAI(base_url=cfg["base_url"], api_key=api_key(cfg), max_retries=0,
                                     timeout=float(cfg.get("timeout_seconds", 60)))
-        self.n_calls = 0
         self.n_unparsed = 0
 
     def _ask(self, prompt: str) -> str:
@@ -121,7 +120,6 @@ class LLMVerifier:
             return cached
 
         def once() -> str:
-            self.n_calls += 1
             r = self.client.chat.completions.create(
                 model=self.model, messages=[{"role": "user", "content": prompt}],
                 temperature=float(self.cfg.get("temperature", 0)), max_tokens=int(self.cfg.get("max_tokens", 8)))

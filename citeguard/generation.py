@@ -28,7 +28,29 @@ class Completion:
     completion_tokens: int
 
 
-class TransformersBackend:
+class InProcessEndpoint:
+    """For a model loaded in this process: an OpenAI-compatible endpoint on 127.0.0.1 (started on first use)
+    through which HTTP-only tools (paper-qa) reach it; concurrent requests are batched into ``chat``."""
+
+    cfg: dict[str, Any]
+    _server = None
+
+    def endpoint(self):
+        from .paperqa_engine import Endpoint
+        from .serving import LocalChatServer
+
+        if self._server is None:
+            self._server = LocalChatServer(self, model=str(self.cfg.get("name") or "local"),
+                                           max_batch=int(self.cfg.get("batch_size", 8)) * 8).start()
+        return Endpoint(self._server.base_url, self._server.model, "local")
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+
+class TransformersBackend(InProcessEndpoint):
     """Batched greedy generation with ``transformers`` (left padding, chat template)."""
 
     name = "transformers"
@@ -79,7 +101,7 @@ class TransformersBackend:
         return self.torch.softmax(logp, dim=-1)[:, 0].cpu().tolist()
 
 
-class VLLMBackend:
+class VLLMBackend(InProcessEndpoint):
     """vLLM offline ``LLM.chat`` (batched; tensor parallel from config)."""
 
     name = "vllm"
@@ -143,6 +165,15 @@ class OpenAIBackend:
         return Completion((r.choices[0].message.content or "").strip(), u.prompt_tokens if u else 0,
                           u.completion_tokens if u else 0)
 
+    def endpoint(self):
+        from .paperqa_engine import Endpoint
+
+        return Endpoint(self.cfg["base_url"], self.cfg["model"], self.client.api_key,
+                        {"chat_template_kwargs": dict(self.cfg.get("chat_template_kwargs") or {})})
+
+    def close(self) -> None:
+        self.client.close()
+
     def chat(self, batch: Sequence[Messages]) -> list[Completion]:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -177,7 +208,19 @@ def normalise_citations(text: str) -> str:
 
 
 def run_pipeline(backend, pipeline: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Run every step of a pipeline for a batch of items (one backend call per step)."""
+    """Run every step of a pipeline for a batch of items (one backend call per step).
+
+    A pipeline with ``engine: paper-qa`` is run by the paper-qa package instead,
+    against ``backend.endpoint()``; its steps come from paper-qa, not config.
+    """
+    if pipeline.get("engine") == "paper-qa":
+        from .paperqa_engine import run_paperqa
+
+        res = run_paperqa(backend.endpoint(), pipeline, items)
+        return [{**r, "output": normalise_citations(r["output"])} for r in res]
+    if pipeline.get("engine", "prompts") != "prompts":
+        raise ValueError(f"pipeline {pipeline.get('name')}: unknown engine {pipeline['engine']!r}; "
+                         "valid: 'prompts', 'paper-qa'")
     states = [{"question": it["question"], "passages": format_passages(it["passages"]), "steps": {},
                "prompt_tokens": 0, "completion_tokens": 0} for it in items]
     for step in pipeline["steps"]:

@@ -12,5 +12,8 @@ if __name__ == "__main__":  # vLLM may spawn worker processes
     t0 = time.time()
     backend = build_backend(gen)
     meta = {"model": gen["model"], "revision": gen.get("revision"), "backend": backend.name}
-    stats = generate_file(backend, pipe, tasks, sm.output[0], meta, batch_size=int(gen.get("batch_size", 8)))
+    try:
+        stats = generate_file(backend, pipe, tasks, sm.output[0], meta, batch_size=int(gen.get("batch_size", 8)))
+    finally:
+        backend.close()
     log.info("%s/%s: %s in %.1fs", gen["name"], pipe["name"], stats, time.time() - t0)

@@ -50,7 +50,7 @@ def test_pipelines_structure(backend):
     assert len(cb.prompts) == 2 * 4 and set(res[0]["steps"]) == {"draft", "feedback", "revision", "posthoc"}
     assert res[0]["output"] == normalise_citations(res[0]["steps"]["posthoc"])
     cb = CountingBackend(backend)
-    res = run_pipeline(cb, pipeline("paperqa2"), TASKS[:2])
+    res = run_pipeline(cb, pipeline("paperqa2_prompts"), TASKS[:2])
     assert len(cb.prompts) == 2 * 2 + 2  # one summary per passage, then one answer per question
     assert "Excerpt [2]: cells" in cb.prompts[1]
     assert "[1] " in res[0]["steps"]["summaries"] and "[2] " in res[0]["steps"]["summaries"]

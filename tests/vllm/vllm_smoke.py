@@ -40,6 +40,21 @@ def main() -> int:
     toks = sum(r["completion_tokens"] for r in recs[4:])
     print(json.dumps({"backend": "vllm-cpu", "load_s": round(load_s, 1), "items": 8, "completion_tokens": toks,
                       "tokens_per_s": round(toks / gen_s, 1)}))
+    # paper-qa itself (paperqa2 pipeline) against this vLLM engine through the in-process endpoint
+    pqa = yaml.safe_load((ROOT / "config/pipeline/paperqa2.yaml").read_text())
+    t3 = time.time()
+    stats = generate_file(backend, pqa, tasks[:4], tmp / "paperqa2.jsonl", {"model": "tiny", "backend": "vllm"},
+                          batch_size=4)
+    served = backend._server.stats
+    backend.close()
+    recs = [json.loads(x) for x in (tmp / "paperqa2.jsonl").read_text().splitlines()]
+    assert stats == {"skipped_done": 0, "generated": 4, "errors": 0}, (stats, [r.get("error") for r in recs])
+    n_passages = sum(len(t["passages"]) for t in tasks[:4])
+    assert served.requests >= n_passages and served.max_batch > 1, served  # every passage summarised, batched
+    assert all(r["engine"].startswith("paper-qa") and r["completion_tokens"] > 0 for r in recs), recs
+    print(json.dumps({"pipeline": "paperqa2 (paper-qa package)", "backend": "vllm-cpu", "items": 4,
+                      "passages": n_passages, "requests": served.requests, "engine_batches": served.batches,
+                      "max_batch": served.max_batch, "s": round(time.time() - t3, 1)}))
     # same tiny model through transformers, for the throughput comparison
     tb = TransformersBackend({**cfg, "device": "cpu"})
     t2 = time.time()

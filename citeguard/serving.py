@@ -106,12 +106,21 @@ class LocalChatServer:
             self.stats.max_batch = max(self.stats.max_batch, len(batch))
             try:
                 outs = self.backend.chat([m for m, _ in batch])
-            except Exception as e:  # noqa: BLE001 - each waiting request gets the error
-                for _, fut in batch:
-                    fut.set_exception(e)
+            except Exception as e:  # noqa: BLE001 - retry one by one so only the bad request fails
+                if len(batch) == 1:
+                    batch[0][1].set_exception(e)
+                else:
+                    self._answer_one_by_one(batch)
                 continue
             for (_, fut), out in zip(batch, outs):
                 fut.set_result(out)
+
+    def _answer_one_by_one(self, batch: list[tuple[Messages, Future]]) -> None:
+        for m, fut in batch:
+            try:
+                fut.set_result(self.backend.chat([m])[0])
+            except Exception as e:  # noqa: BLE001 - the caller gets an HTTP 500 with the message
+                fut.set_exception(e)
 
     def _handler(self):
         outer = self

@@ -4,7 +4,6 @@ import re
 import threading
 
 import openai
-import pytest
 import yaml
 
 from conftest import ROOT
@@ -56,7 +55,7 @@ def test_local_server_batches_concurrent_requests_and_keeps_order():
     gate = threading.Event()
     backend = Recorder(gate)
     with LocalChatServer(backend, model="m", max_batch=16, max_wait_s=0.5) as srv:
-        client = openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0)
+        client = openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0, timeout=20)
         assert [m.id for m in client.models.list()] == ["m"]
         prompts = [f"prompt number {i}" for i in range(6)]
         results = {}
@@ -73,9 +72,25 @@ def test_local_server_batches_concurrent_requests_and_keeps_order():
             t.join(10)
         assert results == {p: (p[::-1], 1) for p in prompts}  # each caller gets its own answer
         assert sum(backend.batches) == 6 and len(backend.batches) < 6 and srv.stats.requests == 6
-        # a failing backend call is an HTTP 500 to the caller, not a hang or an empty answer
-        with pytest.raises(openai.InternalServerError, match="out of memory"):
-            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "boom"}])
+        # a request that breaks its batch fails alone, as an HTTP 500 to its caller (not a hang or an empty
+        # answer); the requests batched with it are answered one by one
+        results.clear()
+        errors = []
+
+        def ask_or_fail(p):
+            try:
+                ask(p)
+            except openai.InternalServerError as e:
+                errors.append((p, str(e)))
+
+        threads = [threading.Thread(target=ask_or_fail, args=(p,)) for p in ("ok one", "boom", "ok two")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert results == {"ok one": ("eno ko", 1), "ok two": ("owt ko", 1)}
+        assert len(errors) == 1 and errors[0][0] == "boom" and "out of memory" in errors[0][1]
+        assert backend.batches[-4:] == [3, 1, 1, 1]  # the failed batch of 3, then each request alone
 
 
 def scripted_paperqa(body):

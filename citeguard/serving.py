@@ -153,14 +153,19 @@ class LocalChatServer:
                 self._send(200, chat_completion(out, body.get("model") or outer.model))
 
             def _send(self, code: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, code, payload)
 
         return Handler
+
+
+def send_json(handler: BaseHTTPRequestHandler, code: int, payload: dict[str, Any]) -> None:
+    """Write one JSON HTTP response."""
+    data = json.dumps(payload).encode()
+    handler.send_response(code)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
 
 
 def chat_completion(out, model: str) -> dict[str, Any]:

@@ -12,6 +12,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
+from citeguard.serving import send_json
+
 
 class FakeOpenAI:
     def __init__(self, answer: Callable[[dict[str, Any]], Any], fail_first: int = 0):
@@ -51,12 +53,7 @@ class FakeOpenAI:
                                  "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
 
             def _send(self, code: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, code, payload)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)

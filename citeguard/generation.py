@@ -181,6 +181,19 @@ class OpenAIBackend:
             return list(pool.map(self._one, batch))
 
 
+def resolved_revision(model: str, revision: str | None) -> str | None:
+    """The commit a hub model id at ``revision`` (e.g. ``main``) resolves to in the local Hugging Face cache,
+    i.e. the files actually loaded; ``revision`` itself for a local directory or a model not in the cache."""
+    if Path(model).is_dir():
+        return revision
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(model, revision=revision, local_files_only=True)).name
+    except Exception:  # noqa: BLE001 - not cached (or not a hub id): keep what was asked for
+        return revision
+
+
 def build_backend(cfg: Mapping[str, Any]):
     kind = cfg.get("backend", "transformers")
     backends = {"transformers": TransformersBackend, "vllm": VLLMBackend, "openai": OpenAIBackend}

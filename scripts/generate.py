@@ -1,7 +1,7 @@
 """Rule generate: one model x one pipeline over the fixed generation tasks."""
 import time
 
-from citeguard.generation import build_backend, generate_file, load_tasks
+from citeguard.generation import build_backend, generate_file, load_tasks, resolved_revision
 from citeguard.rulekit import param_json, start
 
 if __name__ == "__main__":  # vLLM may spawn worker processes
@@ -11,7 +11,8 @@ if __name__ == "__main__":  # vLLM may spawn worker processes
     tasks = load_tasks(sm.input.tasks, sm.params.max_items)
     t0 = time.time()
     backend = build_backend(gen)
-    meta = {"model": gen["model"], "revision": gen.get("revision"), "backend": backend.name}
+    meta = {"model": gen["model"], "revision": resolved_revision(gen["model"], gen.get("revision")),
+            "revision_requested": gen.get("revision"), "backend": backend.name}
     try:
         stats = generate_file(backend, pipe, tasks, sm.output[0], meta, batch_size=int(gen.get("batch_size", 8)))
     finally:

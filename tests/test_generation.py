@@ -5,7 +5,7 @@ import yaml
 
 from conftest import ROOT
 from citeguard.generation import (TransformersBackend, format_passages, generate_file, load_tasks,
-                                  normalise_citations, run_pipeline)
+                                  normalise_citations, resolved_revision, run_pipeline)
 
 TASKS = [{"id": f"q{i}", "question": f"what do mitochondria produce {i}?",
           "passages": [{"text": "mitochondria produce atp", "title": "A"}, {"text": "cells", "title": ""}]}
@@ -106,3 +106,19 @@ def test_yes_probability_matches_next_token_logits(backend):
     y, n = (backend.tok.encode(w, add_special_tokens=False)[0] for w in ("Yes", "No"))
     expected = torch.softmax(logits[[y, n]], -1)[0].item()
     assert 0 < p < 1 and p == pytest.approx(expected, abs=1e-5)
+
+
+def test_resolved_revision_reads_the_commit_from_the_hub_cache(tmp_path, monkeypatch, tiny_llama):
+    # a Hugging Face cache laid out as a download leaves it: refs/main -> snapshots/<commit>/
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--org--some-model"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(sha)
+    (repo / "snapshots" / sha).mkdir(parents=True)
+    (repo / "snapshots" / sha / "config.json").write_text("{}")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    import huggingface_hub.constants as c
+    monkeypatch.setattr(c, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert resolved_revision("org/some-model", "main") == sha
+    assert resolved_revision("org/not-downloaded", "main") == "main"  # not cached: what was asked for
+    assert resolved_revision(str(tiny_llama), None) is None  # a local directory has no hub revision

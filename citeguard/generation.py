@@ -17,6 +17,8 @@ from typing import Any, Mapping, Sequence
 
 from tqdm.auto import tqdm
 
+from .serving import Endpoint, LocalChatServer
+
 log = logging.getLogger(__name__)
 Messages = list[dict[str, str]]
 
@@ -35,9 +37,7 @@ class InProcessEndpoint:
     cfg: dict[str, Any]
     _server = None
 
-    def endpoint(self):
-        from .paperqa_engine import Endpoint
-        from .serving import LocalChatServer
+    def endpoint(self) -> Endpoint:
 
         if self._server is None:
             self._server = LocalChatServer(self, model=str(self.cfg.get("name") or "local"),
@@ -165,9 +165,7 @@ class OpenAIBackend:
         return Completion((r.choices[0].message.content or "").strip(), u.prompt_tokens if u else 0,
                           u.completion_tokens if u else 0)
 
-    def endpoint(self):
-        from .paperqa_engine import Endpoint
-
+    def endpoint(self) -> Endpoint:
         return Endpoint(self.cfg["base_url"], self.cfg["model"], self.client.api_key,
                         {"chat_template_kwargs": dict(self.cfg.get("chat_template_kwargs") or {})})
 

@@ -14,21 +14,12 @@ import asyncio
 import logging
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
+
+from .serving import Endpoint
 
 # litellm fetches a model price list at import unless told to use its bundled copy (offline nodes)
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where an OpenAI-compatible chat model answers."""
-
-    base_url: str
-    model: str
-    api_key: str
-    extra_body: Mapping[str, Any] = field(default_factory=dict)
 
 
 _KEY = re.compile(r"\bpqac-[a-zA-Z0-9]{8}\b")
@@ -57,15 +48,9 @@ def markers_from_citation_keys(raw_answer: str, key_to_passages: Mapping[str, Se
     return _KEY.sub(lambda m: marker(passages([m.group(0)])), text)
 
 
-def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
-    return out
-
-
 def paperqa_settings(endpoint: Endpoint, overrides: Mapping[str, Any] | None = None):
     """paper-qa ``Settings`` whose answer and summary LLM are the model at ``endpoint`` (greedy)."""
+    from omegaconf import OmegaConf
     from paperqa import Settings
 
     name = f"openai/{endpoint.model}"
@@ -75,7 +60,7 @@ def paperqa_settings(endpoint: Endpoint, overrides: Mapping[str, Any] | None = N
         params["extra_body"] = dict(endpoint.extra_body)
     router = {"model_list": [{"model_name": name, "litellm_params": params}]}
     fixed = {"llm": name, "llm_config": router, "summary_llm": name, "summary_llm_config": router, "temperature": 0.0}
-    return Settings(**_merge(dict(overrides or {}), fixed))
+    return Settings(**OmegaConf.to_container(OmegaConf.merge(dict(overrides or {}), fixed)))
 
 
 def quiet_litellm() -> None:

@@ -12,11 +12,21 @@ import queue
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Mapping
 
 Messages = list[dict[str, str]]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where an OpenAI-compatible chat model answers."""
+
+    base_url: str
+    model: str
+    api_key: str
+    extra_body: Mapping[str, Any] = field(default_factory=dict)
 
 
 def message_text(content: Any) -> str:
@@ -174,4 +184,3 @@ def chat_completion(out, model: str) -> dict[str, Any]:
             "choices": [{"index": 0, "message": {"role": "assistant", "content": out.text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,
                       "total_tokens": out.prompt_tokens + out.completion_tokens}}
-

@@ -269,16 +269,26 @@ def _messages(step: Mapping[str, Any], values: Mapping[str, Any]) -> Messages:
 # ---------------------------------------------------------------- tasks and resumable runs
 
 def load_tasks(path: str | Path, max_items: int | None = None) -> list[dict[str, Any]]:
-    """Questions with fixed passages (ScholarQABench-Multi ``input`` + ``ctxs``)."""
-    from .citations import is_blank
-    from .io import read_records
+    """Questions with fixed passages (ScholarQABench-Multi ``input`` + ``ctxs``).
 
-    tasks = []
+    A record without a question is a :class:`~citeguard.io.DataError` naming
+    the file and record; passages with blank text are left out, and how many
+    is logged.
+    """
+    from .citations import is_blank
+    from .io import DataError, read_records
+
+    tasks, n_blank = [], 0
     for i, rec in enumerate(read_records(path)):
-        passages = [{"text": c.get("text"), "title": c.get("title") or ""} for c in rec.get("ctxs", [])
-                    if not is_blank(c.get("text"))]
-        tasks.append({"id": str(rec.get("id", i)), "question": rec.get("input") or rec.get("question"),
-                      "passages": passages})
+        question = rec.get("input") or rec.get("question")
+        if is_blank(question):
+            raise DataError(f"{path}: record {i} (id {rec.get('id', i)!r}) has no 'input' or 'question'")
+        ctxs = rec.get("ctxs", [])
+        passages = [{"text": c.get("text"), "title": c.get("title") or ""} for c in ctxs if not is_blank(c.get("text"))]
+        n_blank += len(ctxs) - len(passages)
+        tasks.append({"id": str(rec.get("id", i)), "question": question, "passages": passages})
+    if n_blank:
+        log.warning("%s: %d passages with blank text left out of the generation tasks", path, n_blank)
     return tasks[:max_items] if max_items else tasks
 
 

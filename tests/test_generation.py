@@ -90,6 +90,20 @@ def test_item_errors_are_recorded_not_blank(tmp_path):
     assert "context too long" in recs["b"]["error"]
 
 
+def test_tasks_bad_input_is_named_and_blank_passages_counted(tmp_path, caplog):
+    from citeguard.io import DataError
+    good = {"id": "a", "input": "q?", "ctxs": [{"text": "p1"}, {"text": " "}, {"text": None}, {"text": "p4"}]}
+    f = tmp_path / "tasks.jsonl"
+    f.write_text(json.dumps(good) + "\n")
+    with caplog.at_level("WARNING"):
+        tasks = load_tasks(f)
+    assert [p["text"] for p in tasks[0]["passages"]] == ["p1", "p4"]
+    assert "2 passages with blank text" in caplog.text
+    f.write_text(json.dumps(good) + "\n" + json.dumps({"id": "b", "ctxs": []}) + "\n")
+    with pytest.raises(DataError, match=r"tasks.jsonl: record 1 \(id 'b'\) has no 'input' or 'question'"):
+        load_tasks(f)
+
+
 def test_tasks_from_mirror(mirror):
     tasks = load_tasks(mirror / "scholarqabench/scholarqa_multi/human_answers.json")
     assert len(tasks) == 108 and all(t["passages"] and t["question"] for t in tasks)

@@ -48,9 +48,15 @@ def markers_from_citation_keys(raw_answer: str, key_to_passages: Mapping[str, Se
     return _KEY.sub(lambda m: marker(passages([m.group(0)])), text)
 
 
+def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v
+    return out
+
+
 def paperqa_settings(endpoint: Endpoint, overrides: Mapping[str, Any] | None = None):
     """paper-qa ``Settings`` whose answer and summary LLM are the model at ``endpoint`` (greedy)."""
-    from omegaconf import OmegaConf
     from paperqa import Settings
 
     name = f"openai/{endpoint.model}"
@@ -60,7 +66,7 @@ def paperqa_settings(endpoint: Endpoint, overrides: Mapping[str, Any] | None = N
         params["extra_body"] = dict(endpoint.extra_body)
     router = {"model_list": [{"model_name": name, "litellm_params": params}]}
     fixed = {"llm": name, "llm_config": router, "summary_llm": name, "summary_llm_config": router, "temperature": 0.0}
-    return Settings(**OmegaConf.to_container(OmegaConf.merge(dict(overrides or {}), fixed)))
+    return Settings(**_merge(dict(overrides or {}), fixed))
 
 
 def quiet_litellm() -> None:

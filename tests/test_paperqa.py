@@ -9,8 +9,8 @@ import yaml
 from conftest import ROOT
 from fake_openai import FakeOpenAI
 from citeguard.generation import (Completion, OpenAIBackend, TransformersBackend, generate_file, run_pipeline)
-from citeguard.paperqa_engine import markers_from_citation_keys
-from citeguard.serving import LocalChatServer
+from citeguard.paperqa_engine import markers_from_citation_keys, paperqa_settings
+from citeguard.serving import Endpoint, LocalChatServer
 
 PASSAGES = [{"text": "Mitochondria produce ATP by oxidative phosphorylation.", "title": "Cell energy"},
             {"text": "The sky is blue because of Rayleigh scattering.", "title": ""},
@@ -32,6 +32,19 @@ def test_markers_from_citation_keys_hand_cases():
     # one key shared by passages whose summaries were identical cites all of them
     assert markers_from_citation_keys("F (pqac-cccccccc, pqac-aaaaaaaa).", {**keys, "pqac-cccccccc": [2, 4]}) \
         == "F [2, 4, 3]."
+
+
+def test_paperqa_settings_from_config_keep_retrieval_off_and_point_at_the_endpoint():
+    ep = Endpoint("http://127.0.0.1:9/v1", "m", "k", {"chat_template_kwargs": {"enable_thinking": False}})
+    s = paperqa_settings(ep, {**pipeline("paperqa2")["settings"], "llm": "openai/gpt-4o", "answer": {
+        "evidence_retrieval": False, "answer_max_sources": 3}})
+    assert s.answer.evidence_retrieval is False and s.parsing.defer_embedding is True
+    assert s.answer.answer_max_sources == 3 and s.answer.evidence_summary_length == "about 100 words"  # default kept
+    assert s.llm == s.summary_llm == "openai/m" and s.temperature == 0.0  # the generator always wins
+    params = s.llm_config["model_list"][0]["litellm_params"]
+    assert params == {"model": "openai/m", "api_base": "http://127.0.0.1:9/v1", "api_key": "k", "temperature": 0.0,
+                      "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}
+    assert s.summary_llm_config == s.llm_config
 
 
 class Recorder:

@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -20,13 +19,9 @@ __all__ = ["guard", "load_scorer"]
 def load_scorer(verifier: str = "embedding", *, overrides: Mapping[str, Any] | None = None,
                 model_path: str | None = None, cache_dir: str | None = None):
     """A pair scorer for a configured verifier (``config/verifier/<name>.yaml``)."""
-    from .config import compose_config, to_plain
-    from .scorer import PairScorer
+    from .scorer import load_scorer as _load
 
-    cfg = compose_config([f"verifier_panel=[{verifier}]", "datasets=[]", "sources=[]"])
-    verifiers = to_plain(cfg.verifiers)
-    verifiers[verifier].update(overrides or {})
-    return PairScorer(verifiers[verifier], verifiers, to_plain(cfg.windowing), cache_dir, model_path)
+    return _load(verifier, overrides, model_path=model_path, cache_dir=cache_dir)
 
 
 def guard(answer: str, passages: Sequence[Any], verifier: str | Callable = "embedding",
@@ -35,24 +30,23 @@ def guard(answer: str, passages: Sequence[Any], verifier: str | Callable = "embe
     """Verify -> re-attribute -> flag the citations of one answer.
 
     ``verifier``: a verifier config name or a scorer ``(claims, passages) -> (scores, verdicts)``.
+    ``reattributor``: a re-attributor config name (``bm25``, ``verifier``) or None.
     ``threshold``: None (the verifier's verdict decides), a float tau, or a calibration
     (dict or path from ``citeguard calibrate``; its verifier must match). Returns
     ``(guarded_answer, GuardReport)``.
     """
+    from .calibration import check_verifier, guarantee_line, read_calibration
     from .guarding import guard_answer, normalise_passages
 
     scorer = load_scorer(verifier) if isinstance(verifier, str) else verifier
     tau, guarantee = None, ""
-    if threshold is not None:
-        cal = threshold
-        if isinstance(threshold, (str, Path)):
-            cal = json.loads(Path(threshold).read_text())
-        if isinstance(cal, Mapping):
-            if getattr(scorer, "hash", cal.get("verifier_hash")) != cal.get("verifier_hash"):
-                raise ValueError(f"calibration is for verifier {cal.get('verifier')!r}, not {getattr(scorer, 'name', '?')!r}")
-            tau, guarantee = float(cal["tau"]), str(cal.get("marginal_guarantee", ""))
-        else:
-            tau = float(cal)
+    if isinstance(threshold, (str, Path, Mapping)):
+        cal = read_calibration(threshold)
+        if hasattr(scorer, "hash"):
+            check_verifier(cal, scorer.name, scorer.hash)
+        tau, guarantee = cal["tau"], guarantee_line(cal)
+    elif threshold is not None:
+        tau = float(threshold)
     texts = normalise_passages(list(passages))
     return guard_answer(answer, texts, scorer, tau=tau, base=base, reattribute=reattributor,
                         proposals=proposals, remove=remove, guarantee=guarantee)

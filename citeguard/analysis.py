@@ -299,15 +299,6 @@ def pac_ranks_table(ns: Iterable[int], targets: Sequence[float], delta: float) -
 
 # 7. Re-attribution -----------------------------------------------------------------
 
-def bm25_scores(claim: str, passages: Sequence[str], k1: float = 1.5, b: float = 0.75) -> np.ndarray:
-    """Okapi BM25 (rank-bm25) of each candidate passage for the claim."""
-    from rank_bm25 import BM25Okapi
-
-    from .verifiers.lexical import content_terms
-    docs = [sorted(content_terms(p)) or ["<empty>"] for p in passages]
-    return np.asarray(BM25Okapi(docs, k1=k1, b=b).get_scores(sorted(content_terms(claim))), float)
-
-
 def rank_hits(df: pd.DataFrame, score_col: str, ks: Sequence[int], rng: np.random.Generator | None = None) -> pd.DataFrame:
     """Per cited sentence: does a gold passage appear in the top-k by ``score_col``?
     Ties are broken at random (seeded) so a constant ranker scores like chance."""

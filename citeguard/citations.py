@@ -39,7 +39,41 @@ MARKER_RE = re.compile("|".join([_LINK, _NUMERIC, _BRACKET_ID, _AUTHOR_YEAR]))
 
 # Sentence boundary: end punctuation followed by whitespace (and not inside
 # a marker), or a blank line / bullet.
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[*\-])|\n+")
+SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[*\-])|\n+")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One sentence of an answer: its character span and its canonical text.
+
+    Citation markers that open the next chunk ("... end. [2] Next") belong to
+    the sentence before, so ``end`` can reach past the sentence's final period;
+    ``text`` then joins them with one space.
+    """
+
+    index: int
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One citation a marker makes, located in the answer.
+
+    ``passage_index`` is None for an unknown id and -1 for a number out of
+    range. ``first`` is False when the same target was already cited earlier in
+    the same sentence (``[1][1]``): a sentence has as many citations as it has
+    distinct targets, in extraction and in the guard alike.
+    """
+
+    sentence_index: int
+    start: int  # the marker's span in the answer
+    end: int
+    marker: str
+    key: str
+    passage_index: int | None
+    first: bool
 
 
 @dataclass(frozen=True)
@@ -82,6 +116,35 @@ class Extraction:
             self.skips.append(Skip(s.sentence_index + sentence_offset, s.marker, s.reason))
 
 
+def sentences(text: str) -> list[Sentence]:
+    """The sentences of ``text`` with their spans.
+
+    >>> [(s.text, s.start, s.end) for s in sentences("A is B. [2] C.")]
+    [('A is B. [2]', 0, 11), ('C.', 12, 14)]
+    """
+    out: list[Sentence] = []
+    cuts = [(m.start(), m.end()) for m in SENTENCE_SPLIT.finditer(text)]
+    bounds = zip([0] + [e for _, e in cuts], [s for s, _ in cuts] + [len(text)])
+    for lo, hi in bounds:
+        piece = text[lo:hi]
+        if not piece.strip():
+            continue
+        lo += len(piece) - len(piece.lstrip())
+        hi -= len(piece) - len(piece.rstrip())
+        piece = text[lo:hi]
+        lead = _leading_markers(piece)
+        if lead and out:
+            prev = out[-1]
+            out[-1] = Sentence(prev.index, prev.start, lo + len(lead), prev.text + " " + lead)
+            rest = piece[len(lead):]
+            if not rest.strip():
+                continue
+            lo += len(lead) + len(rest) - len(rest.lstrip())
+            piece = text[lo:hi]
+        out.append(Sentence(len(out), lo, hi, piece))
+    return out
+
+
 def split_sentences(text: str) -> list[str]:
     """Split ``text`` into sentences, keeping citation markers that trail a
     sentence's final period attached to that sentence.
@@ -89,17 +152,7 @@ def split_sentences(text: str) -> list[str]:
     >>> split_sentences("A is B [1]. C is D. [2] E.")
     ['A is B [1].', 'C is D. [2]', 'E.']
     """
-    raw = [s.strip() for s in _SENTENCE_SPLIT.split(text) if s and s.strip()]
-    out: list[str] = []
-    for s in raw:
-        lead = _leading_markers(s)
-        if lead and out:
-            out[-1] = out[-1] + " " + lead
-            s = s[len(lead):].strip()
-            if not s:
-                continue
-        out.append(s)
-    return out
+    return [s.text for s in sentences(text)]
 
 
 def _leading_markers(s: str) -> str:
@@ -126,7 +179,12 @@ def strip_markers(sentence: str, cap: int = CLAIM_CAP) -> str:
     return text[:cap]
 
 
-def _expand_numeric(body: str) -> list[int]:
+def expand_numeric(body: str) -> list[int]:
+    """Numbers a numeric marker body denotes; a reversed range names its two ends.
+
+    >>> expand_numeric("1, 3-5"), expand_numeric("3\u20131")
+    ([1, 3, 4, 5], [3, 1])
+    """
     ids: list[int] = []
     for part in re.split(r"\s*,\s*", body.strip()):
         rng = re.split(r"\s*[-\u2013]\s*", part)
@@ -175,26 +233,50 @@ def extract_pairs(
     ext = Extraction()
     blank = list(passage_blank) if passage_blank is not None else [False] * n_passages
     string_ids = uses_string_ids(id_table)
-    for si, sentence in enumerate(split_sentences(text)):
-        claim = strip_markers(sentence, claim_cap)
+    for sent in sentences(text):
+        si = sent.index
         ext.n_sentences += 1
-        targets = [t for m in MARKER_RE.finditer(sentence)
-                   for t in resolve_marker(m, n_passages, base=base, id_table=id_table, string_ids=string_ids)]
-        if not targets:
+        cites = sentence_citations(text, sent, n_passages, base=base, id_table=id_table, string_ids=string_ids)
+        if not cites:
             continue
         ext.n_cited_sentences += 1
-        seen_idx: set[int] = set()
-        for marker, key, idx in targets:
-            if idx is None:
-                ext.skips.append(Skip(si, marker, "unknown_id"))
-            elif idx < 0:
-                ext.skips.append(Skip(si, marker, "out_of_range"))
-            elif blank[idx]:
-                ext.skips.append(Skip(si, marker, "empty_passage"))
-            elif idx not in seen_idx:
-                seen_idx.add(idx)
-                ext.pairs.append(Pair(si, claim, marker, key, idx))
+        claim = strip_markers(sent.text, claim_cap)
+        for c in cites:
+            if not c.first:
+                continue
+            if c.passage_index is None:
+                ext.skips.append(Skip(si, c.marker, "unknown_id"))
+            elif c.passage_index < 0:
+                ext.skips.append(Skip(si, c.marker, "out_of_range"))
+            elif blank[c.passage_index]:
+                ext.skips.append(Skip(si, c.marker, "empty_passage"))
+            else:
+                ext.pairs.append(Pair(si, claim, c.marker, c.key, c.passage_index))
     return ext
+
+
+def sentence_citations(text: str, sentence: Sentence, n_passages: int, *, base: int = 1,
+                       id_table: Mapping[str, int] | None = None, string_ids: bool = False) -> list[Citation]:
+    """Every citation the markers of one sentence make, in reading order.
+
+    The one definition of "a citation" that extraction, ``convert`` and the
+    guard share. A repeated target in the same sentence (``[1][1]``, ``[1, 1]``)
+    is returned again with ``first=False``.
+
+    >>> t = "X holds [1][1] and [[2]](http://a.org) [1-3]."
+    >>> [(c.marker, c.key, c.passage_index, c.first) for c in sentence_citations(t, sentences(t)[0], 2)]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('[1]', '1', 0, True), ('[1]', '1', 0, False), ('[[2]](http://a.org)', '2', 1, True),
+     ('[1-3]', '1', 0, False), ('[1-3]', '2', 1, False), ('[1-3]', '3', -1, True)]
+    """
+    out: list[Citation] = []
+    seen: set[tuple[str, int | None]] = set()
+    for m in MARKER_RE.finditer(text, sentence.start, sentence.end):
+        for marker, key, idx in resolve_marker(m, n_passages, base=base, id_table=id_table, string_ids=string_ids):
+            target = (key, None) if idx is None or idx < 0 else ("", idx)
+            out.append(Citation(sentence.index, m.start(), m.end(), marker, key, idx, target not in seen))
+            seen.add(target)
+    return out
 
 
 def uses_string_ids(id_table: Mapping[str, int] | None) -> bool:
@@ -217,7 +299,7 @@ def resolve_marker(m: re.Match, n_passages: int, *, base: int = 1, id_table: Map
         if id_table is not None and (marker in id_table or body in id_table):
             key = marker if marker in id_table else body
             return [(marker, key, id_table[key])]
-        for n in _expand_numeric(body):
+        for n in expand_numeric(body):
             if id_table is not None:
                 key = str(n) if str(n) in id_table else f"[{n}]"
                 targets.append((marker, key, id_table.get(key)))

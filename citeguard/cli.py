@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import sys
-import warnings
 from pathlib import Path
 from typing import Any, Iterator, TextIO
 
@@ -30,49 +29,67 @@ class CLIError(Exception):
 
 # ---------------------------------------------------------------- verifier loading
 
-def load_verifier_configs(name: str, overrides: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(verifier cfg, all needed verifier cfgs, windowing) from the project config."""
-    from .config import ConfigError, compose_config, to_plain
-
-    try:
-        cfg = compose_config([f"verifier_panel=[{name}]", "datasets=[]", "sources=[]"])
-    except ConfigError as e:
-        raise CLIError(str(e).splitlines()[0]) from None
-    verifiers = to_plain(cfg.verifiers)
-    for ov in overrides:
+def parse_overrides(pairs: list[str] | None) -> dict[str, Any]:
+    """``KEY=VALUE`` strings -> dict (values parsed as JSON where they are JSON)."""
+    out: dict[str, Any] = {}
+    for ov in pairs or []:
         key, sep, value = ov.partition("=")
-        if not sep:
+        if not sep or not key:
             raise CLIError(f"--override expects key=value, got {ov!r}")
         try:
-            verifiers[name][key] = json.loads(value)
+            out[key] = json.loads(value)
         except json.JSONDecodeError:
-            verifiers[name][key] = value
-    return verifiers[name], verifiers, to_plain(cfg.windowing)
+            out[key] = value
+    return out
 
 
 def make_scorer(args: argparse.Namespace):
-    from .scorer import PairScorer
+    from .scorer import VerifierLoadError, load_scorer
 
-    vcfg, allv, windowing = load_verifier_configs(args.verifier, args.override or [])
     try:
-        return PairScorer(vcfg, allv, windowing, cache_dir=args.cache_dir, model_path=args.model,
-                          progress=False)
-    except (OSError, ValueError) as e:
-        raise CLIError(f"cannot load verifier {args.verifier!r}: {str(e).splitlines()[0]}") from None
+        return load_scorer(args.verifier, parse_overrides(args.override), model_path=args.model,
+                           cache_dir=args.cache_dir)
+    except VerifierLoadError as e:
+        raise CLIError(str(e)) from None
 
 
-# ---------------------------------------------------------------- input helpers
+# ---------------------------------------------------------------- files
 
 def _open_in(path: str) -> TextIO:
     if path == "-":
         return sys.stdin
-    if not Path(path).is_file():
+    p = Path(path)
+    if p.is_dir():
+        raise CLIError(f"{path}: is a directory, not an input file")
+    if not p.is_file():
         raise CLIError(f"{path}: no such file")
-    return open(path, encoding="utf-8")
+    try:
+        return open(p, encoding="utf-8")
+    except OSError as e:
+        raise CLIError(f"{path}: cannot read ({e.strerror or e})") from None
+
+
+def _check_out(path: str | None) -> None:
+    """A one-line error for an output path in a missing folder or naming a directory."""
+    if path in (None, "-"):
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise CLIError(f"{path}: is a directory; give a file name")
+    if not p.parent.is_dir():
+        raise CLIError(f"{path}: folder {str(p.parent)!r} does not exist; create it first")
 
 
 def _open_out(path: str | None) -> TextIO:
-    return sys.stdout if path in (None, "-") else open(path, "w", encoding="utf-8")
+    """stdout for None/'-'; else the file, with a one-line error when it cannot be written."""
+    if path in (None, "-"):
+        return sys.stdout
+    _check_out(path)
+    p = Path(path)
+    try:
+        return open(p, "w", encoding="utf-8")
+    except OSError as e:
+        raise CLIError(f"{path}: cannot write ({e.strerror or e})") from None
 
 
 def _jsonl(path: str, lines: Iterator[str]) -> Iterator[tuple[int, Any]]:
@@ -122,75 +139,38 @@ def parse_answer(rec: Any, where: str) -> tuple[str, list[str], int | None]:
     return rec["answer"], passages, int(base) if base is not None else None
 
 
-# ---------------------------------------------------------------- calibration files
-
-def load_calibration(path: str, scorer) -> dict[str, Any]:
-    try:
-        cal = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise CLIError(f"{path}: cannot read calibration ({e})") from None
-    for key in ("alpha", "tau", "verifier", "verifier_hash"):
-        if key not in cal:
-            raise CLIError(f"{path}: not a citeguard calibration (missing {key!r})")
-    if cal["verifier_hash"] != scorer.hash:
-        raise CLIError(f"{path}: calibrated for verifier {cal['verifier']!r} (config {cal['verifier_hash']}), "
-                       f"not {scorer.name!r} (config {scorer.hash}); recalibrate with this verifier")
-    return cal
-
-
-def calibration_summary(scores: np.ndarray, labels: np.ndarray, alpha: float, delta: float,
-                        verifier: str, verifier_hash: str) -> dict[str, Any]:
-    from .conformal import ConformalGuard, SmallCalibrationWarning, pac_rank
-    from .stats import wilson
-
-    ok = np.isfinite(scores)
-    scores, labels = scores[ok], labels[ok]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", SmallCalibrationWarning)
-        guard = ConformalGuard(alpha=alpha).calibrate(scores, labels)
-    neg = np.sort(scores[labels == 0])
-    kp = pac_rank(len(neg), alpha, delta)
-    flags = ~(scores > guard.tau)
-    fr = wilson(int(flags.sum()), len(flags))
-    need = int(np.ceil(1 / alpha - 1))
-    msgs = [str(w.message) for w in caught]
-    if len(neg) < 2 * need:
-        msgs.append(f"only {len(neg)} unsupported examples: alpha={alpha} needs >= {need} for a finite tau; "
-                    f"collect >= ~200 labelled citations from the target domain")
-    return {
-        "alpha": alpha, "tau": guard.tau, "k": guard.k, "n_unsupported": guard.n_unsupported,
-        "n_supported": int((labels == 1).sum()), "n_dropped_nan": int((~ok).sum()),
-        "verifier": verifier, "verifier_hash": verifier_hash,
-        "marginal_guarantee": f"a new unsupported citation is flagged with probability >= {1 - alpha:.3g}",
-        "pac": {"delta": delta, "k": kp, "tau": float(neg[kp - 1]) if kp <= len(neg) else float("inf"),
-                "guarantee": f"with probability >= {1 - delta:.3g} over the calibration draw, "
-                             f"the catch rate is >= {1 - alpha:.3g}"},
-        "expected_flag_rate": {"estimate": fr.estimate, "ci_low": fr.low, "ci_high": fr.high,
-                               "note": "share of all labelled citations flagged at tau (Wilson 95% CI)"},
-        "flag_rate_supported": float(np.mean(scores[labels == 1] <= guard.tau)) if (labels == 1).any() else None,
-        "assumption": "calibration unsupported citations are exchangeable with deployment unsupported citations",
-        "warnings": msgs,
-    }
-
-
 # ---------------------------------------------------------------- commands
 
 def cmd_guard(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
+    from .calibration import CalibrationError, check_verifier, guarantee_line, read_calibration
     from .guarding import GuardInputError, guard_answer
+    from .reattribution import load_reattributor
 
+    _check_out(args.out)
+    _check_out(args.html)
+    reattributor = None
+    if not args.no_reattribute:
+        try:
+            reattributor = load_reattributor(args.reattributor, args.proposals)
+        except ValueError as e:
+            raise CLIError(str(e)) from None
     scorer = make_scorer(args)
     tau, guarantee = None, ""
     if args.calibration:
-        cal = load_calibration(args.calibration, scorer)
-        tau = float(cal["tau"])
-        guarantee = (f"{cal['marginal_guarantee']} (alpha={cal['alpha']}, tau={tau:.6g}, "
-                     f"n_unsupported={cal.get('n_unsupported')}); assumes {cal.get('assumption', 'exchangeability')}")
+        try:
+            cal = read_calibration(args.calibration)
+            check_verifier(cal, scorer.name, scorer.hash, args.calibration)
+        except CalibrationError as e:
+            raise CLIError(str(e)) from None
+        tau, guarantee = cal["tau"], guarantee_line(cal)
     out = _open_out(args.out)
+    html = _open_out(args.html) if args.html else None
     batch = args.input.endswith(".jsonl") or args.jsonl
     totals = {"answers": 0, "failed_answers": 0, "n_citations": 0, "verified": 0, "reattributed": 0,
               "flagged": 0, "invalid": 0}
+    entries, rule = [], ""
     records = iter_json_records(args.input)
     bar = tqdm(records, desc="guard", unit="answer", disable=not batch or args.quiet, file=sys.stderr)
     for lineno, rec in bar:
@@ -200,8 +180,7 @@ def cmd_guard(args: argparse.Namespace) -> int:
                 raise rec
             answer, passages, base = parse_answer(rec, where)
             text, report = guard_answer(answer, passages, scorer, tau=tau, base=base if base is not None else args.base,
-                                 reattribute=None if args.no_reattribute else args.reattributor,
-                                 proposals=args.proposals, remove=args.remove, guarantee=guarantee)
+                                        reattribute=reattributor, remove=args.remove, guarantee=guarantee)
         except (CLIError, GuardInputError) as e:
             if not batch:
                 raise CLIError(str(e)) from None
@@ -213,46 +192,88 @@ def cmd_guard(args: argparse.Namespace) -> int:
             totals[k] += getattr(report, k)
         result = {"id": rec.get("id"), "guarded_answer": text, "report": report.to_dict()}
         out.write(json.dumps(result) + "\n" if batch else json.dumps(result, indent=2) + "\n")
+        if html is not None:
+            from .audit_page import AuditEntry
+            entries.append(AuditEntry(str(rec.get("id", lineno)), answer, text, result["report"]))
+            rule = report.rule
     if out is not sys.stdout:
         out.close()
-    totals["review_budget"] = round(totals["flagged"] / totals["n_citations"], 4) if totals["n_citations"] else 0.0
+    if html is not None:
+        from .audit_page import render_audit_page
+        html.write(render_audit_page(entries, verifier=scorer.name, rule=rule, guarantee=guarantee))
+        if html is not sys.stdout:
+            html.close()
+    flagged = totals["flagged"] + totals["invalid"]
+    totals["review_budget"] = round(flagged / totals["n_citations"], 4) if totals["n_citations"] else 0.0
     if batch:
         print("counts: " + json.dumps(totals), file=sys.stderr)
     return 2 if totals["failed_answers"] else 0
 
 
+def _finite_score(rec: dict[str, Any], where: str) -> float:
+    score = rec.get("score")
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise CLIError(f"{where}: expected a numeric 'score'")
+    if not np.isfinite(score):
+        raise CLIError(f"{where}: score is {score}, not a finite number")
+    return float(score)
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from .calibration import CalibrationError, calibration_summary
+
     if bool(args.scores) == bool(args.labels):
         raise CLIError("give exactly one of --scores (frozen scores) or --labels (claims to score)")
-    scorer = None
-    if args.labels:
-        scorer = make_scorer(args)
-    else:
-        from .verifiers import verifier_hash
-        vcfg, _, _ = load_verifier_configs(args.verifier, args.override or [])
-    scores, labels, claims, passages = [], [], [], []
+    _check_out(args.out)
+    if args.scores and not (args.verifier or args.verifier_id):
+        raise CLIError("--scores needs --verifier NAME (the citeguard verifier that produced them) or "
+                       "--verifier-id STRING (any other verifier), so the guard can check it uses the same one")
+    if args.verifier and args.verifier_id:
+        raise CLIError("give --verifier or --verifier-id, not both")
+    if args.labels and args.verifier_id:
+        raise CLIError("--labels scores the claims with a citeguard verifier: use --verifier, not --verifier-id")
+    if args.labels and not args.verifier:
+        args.verifier = DEFAULT_VERIFIER
+    scores, labels, claims, passages, lines = [], [], [], [], []
     src = args.scores or args.labels
     for lineno, rec in iter_json_records(src):
         if isinstance(rec, CLIError):
             raise rec
-        if not isinstance(rec, dict) or rec.get("label") not in (0, 1, True, False):
-            raise CLIError(f"{src}:{lineno}: expected 'label' 0 (unsupported) or 1 (supported)")
+        where = f"{src}:{lineno}"
+        if not isinstance(rec, dict) or isinstance(rec.get("label"), float) or rec.get("label") not in (0, 1):
+            raise CLIError(f"{where}: expected 'label' 0 (unsupported) or 1 (supported)")
         labels.append(int(rec["label"]))
+        lines.append(lineno)
         if args.scores:
-            if not isinstance(rec.get("score"), (int, float)):
-                raise CLIError(f"{src}:{lineno}: expected a numeric 'score'")
-            scores.append(float(rec["score"]))
+            scores.append(_finite_score(rec, where))
         else:
             if not isinstance(rec.get("claim"), str) or not isinstance(rec.get("passage"), str):
-                raise CLIError(f"{src}:{lineno}: expected 'claim' and 'passage' strings")
+                raise CLIError(f"{where}: expected 'claim' and 'passage' strings")
             claims.append(rec["claim"])
             passages.append(rec["passage"])
+    if not labels:
+        raise CLIError(f"{src}: no labelled examples")
     if args.labels:
+        scorer = make_scorer(args)
         scores = list(scorer(claims, passages)[0])
+        for lineno, sc in zip(lines, scores):
+            if not np.isfinite(sc):
+                raise CLIError(f"{src}:{lineno}: verifier {scorer.name!r} gave no score for this pair")
         vhash, vname = scorer.hash, scorer.name
-    else:
+    elif args.verifier:
+        from .scorer import VerifierLoadError, verifier_configs
+        from .verifiers import verifier_hash
+        try:
+            vcfg, _, _ = verifier_configs(args.verifier, parse_overrides(args.override))
+        except VerifierLoadError as e:
+            raise CLIError(str(e)) from None
         vhash, vname = verifier_hash(vcfg), args.verifier
-    summary = calibration_summary(np.asarray(scores, float), np.asarray(labels), args.alpha, args.delta, vname, vhash)
+    else:
+        vhash, vname = args.verifier_id, args.verifier_id
+    try:
+        summary = calibration_summary(scores, labels, args.alpha, args.delta, vname, vhash)
+    except CalibrationError as e:
+        raise CLIError(f"{src}: {e}") from None
     for w in summary["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     fh = _open_out(args.out)
@@ -263,6 +284,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    _check_out(args.out)
     scorer = make_scorer(args)
     recs = []
     for lineno, rec in iter_json_records(args.input):
@@ -300,51 +322,71 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+DEFAULT_VERIFIER = "embedding"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="citeguard", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
-    def verifier_opts(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--verifier", default="embedding", help="verifier config name (config/verifier/NAME.yaml)")
+    def verifier_opts(sp: argparse.ArgumentParser, default: str | None = DEFAULT_VERIFIER) -> None:
+        sp.add_argument("--verifier", default=default,
+                        help="verifier config name (config/verifier/NAME.yaml)"
+                             + (f"; default {default}" if default else ""))
         sp.add_argument("--override", action="append", metavar="KEY=VALUE",
-                        help="override a verifier config key, e.g. model=/path/to/model device=cpu")
-        sp.add_argument("--model", help="fitted-model JSON for stacked verifiers (results/models/NAME.json)")
-        sp.add_argument("--cache-dir", default=os.environ.get("CITEGUARD_CACHE"), help="on-disk score cache")
+                        help="replace a key of the verifier config, e.g. model=/path/to/model device=cpu (repeatable)")
+        sp.add_argument("--model", metavar="JSON",
+                        help="fitted-model JSON for a stacked verifier (the pipeline writes results/models/NAME.json)")
+        sp.add_argument("--cache-dir", metavar="DIR", default=os.environ.get("CITEGUARD_CACHE"),
+                        help="folder for the on-disk score cache (default $CITEGUARD_CACHE; none: no cache)")
+
+    def out_opt(sp: argparse.ArgumentParser, what: str) -> None:
+        sp.add_argument("--out", default="-", metavar="FILE", help=f"where to write {what}; '-' = stdout (default)")
 
     g = sub.add_parser("guard", help="verify -> re-attribute -> flag the citations of cited answers")
-    g.add_argument("--input", default="-", help="answer JSON, or JSONL (one answer per line); '-' = stdin")
-    g.add_argument("--out", default="-")
-    g.add_argument("--calibration", help="calibration JSON from 'citeguard calibrate' (conformal flag rule)")
-    g.add_argument("--no-reattribute", action="store_true")
-    g.add_argument("--reattributor", choices=["bm25", "verifier"], default="bm25")
-    g.add_argument("--proposals", type=int, default=3, help="re-attribution proposals the verifier checks")
-    g.add_argument("--remove", action="store_true", help="delete flagged sentences instead of marking them")
-    g.add_argument("--base", type=int, choices=[0, 1], default=1, help="citation numbering base")
+    g.add_argument("--input", default="-", metavar="FILE",
+                   help="answer JSON, or JSONL (one answer per line); '-' = stdin (default)")
+    out_opt(g, "the guarded answers and reports (JSON; JSONL for JSONL input)")
+    g.add_argument("--html", metavar="FILE", help="also write a self-contained HTML audit page")
+    g.add_argument("--calibration", metavar="JSON", help="calibration from 'citeguard calibrate': flag iff score <= tau")
+    g.add_argument("--no-reattribute", action="store_true",
+                   help="flag failed citations without looking for a better passage")
+    g.add_argument("--reattributor", default="bm25", metavar="NAME",
+                   help="re-attributor config (config/reattributor/NAME.yaml): bm25 (default) or verifier")
+    g.add_argument("--proposals", type=int, default=3, help="BM25 proposals the verifier checks per failed citation")
+    g.add_argument("--remove", action="store_true",
+                   help="delete sentences with a flagged or invalid citation instead of marking them")
+    g.add_argument("--base", type=int, choices=[0, 1], default=1,
+                   help="citation numbering base when a record has no citation_base: 1 = [1] is the first passage")
     g.add_argument("--jsonl", action="store_true", help="treat input as JSONL even without .jsonl suffix")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     verifier_opts(g)
     g.set_defaults(func=cmd_guard)
 
     c = sub.add_parser("calibrate", help="split-conformal threshold from labelled citations or frozen scores")
-    c.add_argument("--scores", help='JSONL of {"score": float, "label": 0|1} (1 = supported)')
-    c.add_argument("--labels", help='JSONL of {"claim", "passage", "label"} scored with --verifier')
-    c.add_argument("--alpha", type=float, default=0.1, help="1 - target catch rate on unsupported citations")
-    c.add_argument("--delta", type=float, default=0.1, help="PAC failure probability")
-    c.add_argument("--out", default="-")
-    verifier_opts(c)
+    c.add_argument("--scores", metavar="JSONL", help='{"score": float, "label": 0|1} per line (1 = supported); '
+                                                     "needs --verifier or --verifier-id")
+    c.add_argument("--labels", metavar="JSONL", help='{"claim", "passage", "label"} per line, scored with --verifier')
+    c.add_argument("--verifier-id", metavar="STRING",
+                   help="with --scores from a verifier outside citeguard: a name stamped on the calibration")
+    c.add_argument("--alpha", type=float, default=0.1, help="1 - target catch rate on unsupported citations (0 < alpha < 1)")
+    c.add_argument("--delta", type=float, default=0.1, help="PAC failure probability (0 < delta < 1)")
+    out_opt(c, "the calibration JSON")
+    verifier_opts(c, default=None)
     c.set_defaults(func=cmd_calibrate)
 
     s = sub.add_parser("score", help="score claim-passage pairs with any verifier")
-    s.add_argument("--input", default="-", help='JSONL of {"claim", "passage"}')
-    s.add_argument("--out", default="-")
+    s.add_argument("--input", default="-", metavar="FILE", help='JSONL of {"claim", "passage"}; \'-\' = stdin (default)')
+    out_opt(s, "the input records with score, verdict and verifier added (JSONL)")
     verifier_opts(s)
     s.set_defaults(func=cmd_score)
 
     v = sub.add_parser("convert", help="released answers -> guard input JSONL with [N] markers")
-    v.add_argument("path")
-    v.add_argument("--format", choices=["nora", "sections", "ctxs"], required=True)
-    v.add_argument("--out", default="-")
+    v.add_argument("path", help="a released answers file (JSON or JSONL)")
+    v.add_argument("--format", choices=["nora", "sections", "ctxs"], required=True,
+                   help="nora: ScholarQA-CS Nora; sections: SQA-style sections with citations; ctxs: OpenScholar")
+    out_opt(v, "the guard input (JSONL)")
     v.set_defaults(func=cmd_convert)
     return p
 
@@ -360,8 +402,12 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:  # pragma: no cover
         pass
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    if getattr(args, "alpha", None) is not None and not 0 < args.alpha < 1:
-        print("error: --alpha must be in (0, 1)", file=sys.stderr)
+    for opt in ("alpha", "delta"):
+        if getattr(args, opt, None) is not None and not 0 < getattr(args, opt) < 1:
+            print(f"error: --{opt} must be in (0, 1), got {getattr(args, opt)}", file=sys.stderr)
+            return 2
+    if getattr(args, "proposals", 1) < 1:
+        print(f"error: --proposals must be >= 1, got {args.proposals}", file=sys.stderr)
         return 2
     try:
         return int(args.func(args) or 0)
@@ -370,6 +416,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as e:  # a write that fails after the file opened, e.g. a full disk
+        where = e.filename or getattr(args, "out", None) or "output"
+        print(f"error: {where}: cannot write ({e.strerror or e})", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

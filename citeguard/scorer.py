@@ -1,4 +1,8 @@
-"""Pair-level scoring used by the guard: any configured verifier, stacked ones included."""
+"""Pair-level scoring used by the guard and the CLI: any configured verifier, stacked ones included.
+
+:func:`load_scorer` is the one way the library and the CLI turn a verifier
+name (``config/verifier/<name>.yaml``) plus overrides into a scorer.
+"""
 from __future__ import annotations
 
 import json
@@ -7,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .verifiers import build_verifier, cache_for, score_pairs, verifier_hash
+from .verifiers import PairScores, build_verifier, cache_for, score_pairs, verifier_hash
 from .verifiers.fitted import apply_stacked
 
 
@@ -40,11 +44,46 @@ class PairScorer:
             self.cache = cache_for(cfg, cache_dir) if cache_dir else None
 
     def __call__(self, claims: Sequence[str], passages: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        if self.model is not None:
-            feats = np.column_stack([b(claims, passages)[0] for b in self.bases]) if len(claims) else np.zeros((0, len(self.bases)))
-            s = apply_stacked(self.model, feats)
-            return s, s >= float(self.cfg.get("threshold", 0.5))
-        ps = score_pairs(self.verifier, claims, passages, window_chars=self.windowing["window_chars"],
-                         stride=self.windowing["stride"], claim_cap=self.windowing["claim_cap"],
-                         cache=self.cache, progress=self.progress)
+        ps = self.score(claims, passages)
         return ps.score, ps.verdict
+
+    def score(self, claims: Sequence[str], passages: Sequence[str]) -> PairScores:
+        """Scores, verdicts and each pair's best window (for a stacked verifier: its first base's)."""
+        if self.model is not None:
+            base = [b.score(claims, passages) for b in self.bases]
+            feats = np.column_stack([p.score for p in base]) if len(claims) else np.zeros((0, len(self.bases)))
+            s = apply_stacked(self.model, feats)
+            first = base[0]
+            return PairScores(s, s >= float(self.cfg.get("threshold", 0.5)), first.best_window, first.n_windows,
+                              first.reason)
+        return score_pairs(self.verifier, claims, passages, window_chars=self.windowing["window_chars"],
+                           stride=self.windowing["stride"], claim_cap=self.windowing["claim_cap"],
+                           cache=self.cache, progress=self.progress)
+
+
+class VerifierLoadError(ValueError):
+    """A verifier that cannot be configured or loaded; the message says which and why."""
+
+
+def verifier_configs(name: str, overrides: Mapping[str, Any] | None = None
+                     ) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
+    """(the verifier's config with ``overrides`` applied, every verifier config, windowing)."""
+    from .config import ConfigError, compose_config, to_plain
+
+    try:
+        cfg = compose_config([f"verifier_panel=[{name}]", "datasets=[]", "sources=[]"])
+    except ConfigError as e:
+        raise VerifierLoadError(str(e).splitlines()[0]) from None
+    verifiers = to_plain(cfg.verifiers)
+    verifiers[name].update(overrides or {})
+    return verifiers[name], verifiers, to_plain(cfg.windowing)
+
+
+def load_scorer(name: str, overrides: Mapping[str, Any] | None = None, *, model_path: str | Path | None = None,
+                cache_dir: str | Path | None = None, progress: bool = False) -> PairScorer:
+    """A :class:`PairScorer` for ``config/verifier/<name>.yaml`` (keys replaced by ``overrides``)."""
+    vcfg, allv, windowing = verifier_configs(name, overrides)
+    try:
+        return PairScorer(vcfg, allv, windowing, cache_dir=cache_dir, model_path=model_path, progress=progress)
+    except (OSError, ValueError) as e:
+        raise VerifierLoadError(f"cannot load verifier {name!r}: {str(e).splitlines()[0]}") from None

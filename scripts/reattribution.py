@@ -3,19 +3,20 @@
 import pandas as pd
 
 from citeguard import analysis, figures
+from citeguard.reattribution import Reattributor, bm25_scores
 from citeguard.rulekit import panel, param_json, scored_sets, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)
-acfg, rcfg = param_json(sm, "analysis"), param_json(sm, "reattributor")
+acfg = param_json(sm, "analysis")
+bm25 = Reattributor.from_config(param_json(sm, "reattributor"))
 verifiers = panel(sm)
 (df,) = scored_sets(sm, "cal").values()
 df = df[df["split"] == "eval"] if (df["split"] == "eval").any() else df
 df = df.copy()
 df["score_bm25"] = 0.0
 for sid, g in df.groupby("sentence_id"):
-    df.loc[g.index, "score_bm25"] = analysis.bm25_scores(g["claim"].iloc[0], g["passage"].tolist(),
-                                                         k1=rcfg.get("k1", 1.5), b=rcfg.get("b", 0.75))
+    df.loc[g.index, "score_bm25"] = bm25_scores(g["claim"].iloc[0], g["passage"].tolist(), k1=bm25.k1, b=bm25.b)
 rankers = {"bm25": "score_bm25"} | {v: f"score_{v}" for v in verifiers}
 for path in sm.input.generator_scores:
     name = "generator:" + path.rsplit("/", 1)[1].removesuffix(".parquet")

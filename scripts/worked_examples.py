@@ -5,6 +5,7 @@ import pandas as pd
 from citeguard.conformal import ConformalGuard
 from citeguard.guarding import guard_answer as guard
 from citeguard.io import read_records
+from citeguard.reattribution import Reattributor
 from citeguard.rulekit import param_json, scored_sets, start
 from citeguard.scorer import PairScorer
 
@@ -18,6 +19,7 @@ cal_df = cal_df[cal_df["split"] == "eval"]
 cal = ConformalGuard(alpha=round(1 - ccfg["budget_target"], 10)).calibrate(
     cal_df[f"score_{name}"].to_numpy(float), cal_df["label"].to_numpy())
 model = next((m for m in sm.input.models if m.endswith(f"/{name}.json")), None)
+reattributor = Reattributor.from_config(param_json(sm, "reattributor"))
 scorer = PairScorer(verifiers[name], verifiers, param_json(sm, "windowing"), sm.params.cache_dir, model)
 want = int(acfg["worked_examples"])
 rows = []
@@ -25,12 +27,12 @@ for rec in read_records(sm.input.answers):
     passages = [c.get("text") if isinstance(c.get("text"), str) else "" for c in rec["ctxs"]]
     if not all(p.strip() for p in passages):
         continue  # the guard refuses empty passages; such answers are counted in data_summary
-    _, report = guard(rec["output"], passages, scorer, tau=cal.tau, base=0)
+    _, report = guard(rec["output"], passages, scorer, tau=cal.tau, base=0, reattribute=reattributor)
     for a in report.audit:
         if a.action in ("reattributed", "flagged"):
             rows.append({"answer_id": rec["id"], "action": a.action, "claim": a.claim, "cited": a.cited,
                          "score": a.score, "tau": cal.tau, "new_pointer": a.new_pointer, "new_score": a.new_score,
-                         "cited_passage": passages[a.cited][:400],
+                         "cited_passage": passages[a.cited][:400] if 0 <= a.cited < len(passages) else "",
                          "new_passage": passages[a.new_pointer][:400] if a.new_pointer is not None else ""})
     kinds = pd.Series([r["action"] for r in rows]).value_counts() if rows else pd.Series(dtype=int)
     if kinds.get("reattributed", 0) >= want // 2 and kinds.get("flagged", 0) >= want // 2:

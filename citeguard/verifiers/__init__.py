@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from .base import PairScores, ScoreCache, Verifier, make_windows, score_pairs, verifier_hash
+from .base import PairScores, ScoreCache, Verifier, make_windows, score_pairs, verifier_hash, window_spans
 
 
 def build_verifier(cfg: Mapping[str, Any], cache_dir: str | Path = "results/cache") -> Verifier:
@@ -38,4 +38,4 @@ def cache_for(cfg: Mapping[str, Any], cache_dir: str | Path) -> ScoreCache:
 
 
 __all__ = ["build_verifier", "cache_for", "score_pairs", "make_windows", "PairScores", "ScoreCache",
-           "Verifier", "verifier_hash"]
+           "Verifier", "verifier_hash", "window_spans"]

@@ -46,22 +46,32 @@ class Verifier(Protocol):
         ...
 
 
+def window_spans(n_chars: int, window_chars: int = 600, stride: int = 300) -> list[tuple[int, int]]:
+    """(start, end) of each window over a text of ``n_chars`` characters: ``window_chars``
+    wide at ``stride``; the last window always reaches the end.
+
+    >>> window_spans(1000)
+    [(0, 600), (300, 900), (400, 1000)]
+    >>> window_spans(5)
+    [(0, 5)]
+    """
+    if n_chars <= window_chars:
+        return [(0, n_chars)]
+    starts = list(range(0, n_chars - window_chars + 1, stride))
+    if starts[-1] != n_chars - window_chars:
+        starts.append(n_chars - window_chars)
+    return [(s, s + window_chars) for s in starts]
+
+
 def make_windows(passage: str, window_chars: int = 600, stride: int = 300) -> list[str]:
-    """Split a passage into ``window_chars`` windows at ``stride``; the last
-    window always reaches the end of the passage.
+    """The windows of a passage (see :func:`window_spans`).
 
     >>> [len(w) for w in make_windows("x" * 1000)]
     [600, 600, 600]
     >>> make_windows("short")
     ['short']
     """
-    n = len(passage)
-    if n <= window_chars:
-        return [passage]
-    starts = list(range(0, n - window_chars + 1, stride))
-    if starts[-1] != n - window_chars:
-        starts.append(n - window_chars)
-    return [passage[s:s + window_chars] for s in starts]
+    return [passage[s:e] for s, e in window_spans(len(passage), window_chars, stride)]
 
 
 class ScoreCache:

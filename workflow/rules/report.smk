@@ -12,6 +12,7 @@ rule worked_examples:
         **analysis_params(),
         verifiers=lambda w: verifier_bundle(PANEL[-1]) if PANEL else "{}",
         windowing=slice_json("windowing"),
+        reattributor=slice_json("reattributor"),
         cache_dir=CFG.cache_dir,
         guard_verifier=PANEL[-1] if PANEL else "",
     log:

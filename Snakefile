@@ -8,6 +8,18 @@ min_version("9.0")
 
 
 include: "workflow/rules/common.smk"
+
+
+# Light bookkeeping runs on the submitting host under a cluster executor: downloads need the
+# internet (compute nodes often have none), the others take seconds.
+localrules:
+    all,
+    download,
+    prepare,
+    data_summary,
+    tiny_model,
+
+
 include: "workflow/rules/data.smk"
 include: "workflow/rules/generate.smk"
 include: "workflow/rules/verify.smk"

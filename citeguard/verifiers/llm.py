@@ -161,6 +161,7 @@ class RagasVerifier:
                              timeout=float(cfg.get("timeout_seconds", 120)))
         self.metric = Faithfulness(llm=llm_factory(str(cfg["model"]), client=client,
                                                    temperature=float(cfg.get("temperature", 0))))
+        self.n_unparsed = 0
 
     def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         import asyncio
@@ -172,7 +173,17 @@ class RagasVerifier:
 
             async def one(c: str, w: str) -> float:
                 async with sem:
-                    r = await self.metric.ascore(user_input=c, response=c, retrieved_contexts=[w])
+                    try:
+                        r = await self.metric.ascore(user_input=c, response=c, retrieved_contexts=[w])
+                    except Exception as e:  # noqa: BLE001 - the model's output did not fit RAGAS's schema
+                        parse_error = isinstance(e, ValueError) or any(
+                            k.__name__.startswith("Instructor") for k in type(e).__mro__)
+                        if not parse_error:
+                            raise
+                        self.n_unparsed += 1
+                        log.warning("%s: RAGAS could not parse the model's answer (%s); unit left unscored",
+                                    self.name, str(e).splitlines()[0][:200])
+                        return float("nan")
                     return float(r.value)
 
             return await asyncio.gather(*(one(c, w) for c, w in zip(claims, windows)))

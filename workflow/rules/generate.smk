@@ -33,7 +33,7 @@ rule generate:
     params:
         generator=lambda w: config_json(generator_cfg(w.model)),
         pipeline=lambda w: config_json(CFG.pipelines[w.pipeline]),
-        max_items=CFG.max_items,
+        max_items=CFG.generation.get("max_items") or CFG.max_items,
     threads: lambda w: int(generator_cfg(w.model).get("threads", 1))
     resources:
         gpu=lambda w: int(generator_cfg(w.model).resources.gpu),

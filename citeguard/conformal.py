@@ -39,8 +39,18 @@ def tau_warnings_silenced():
         yield
 
 
+def _check_alpha(alpha: float) -> None:
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+
+
 def conformal_rank(n: int, alpha: float) -> int:
-    """k = ceil((n + 1)(1 - alpha)), computed robustly against float error."""
+    """k = ceil((n + 1)(1 - alpha)), computed robustly against float error.
+
+    >>> conformal_rank(9, 0.1), conformal_rank(10, 0.1), conformal_rank(19, 0.05)
+    (9, 10, 19)
+    """
+    _check_alpha(alpha)
     return int(math.ceil(round((n + 1) * (1 - alpha), 9)))
 
 
@@ -85,6 +95,9 @@ class ConformalGuard:
     k: int = 0
     n_unsupported: int = 0
     group_tau: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_alpha(self.alpha)
 
     def calibrate(self, scores: Sequence[float], labels: Sequence[int],
                   groups: Sequence[str] | None = None) -> "ConformalGuard":

@@ -132,3 +132,90 @@ def test_corrupted_mirror_fails_naming_the_file(tmp_path):
     log = (wd / "results" / "logs" / "download" / "scholarqabench" / "single_paper_tasks" / "scifact_test.jsonl.log")
     assert r.returncode != 0
     assert "scifact_test.jsonl: sha256 mismatch" in log.read_text()
+
+
+# ---------------------------------------------------------------- the numbers, not just the files
+
+GOLDEN = ROOT / "tests" / "golden" / "smoke"
+
+
+@pytest.mark.parametrize("table", sorted(p.stem for p in GOLDEN.glob("*.csv")))
+def test_smoke_headline_tables_equal_the_checked_in_values(smoke_run, table):
+    """A changed number fails here; a deliberate change updates tests/golden/smoke/ in the same commit
+    (tests/golden/README.md says how) with a line in the commit message saying why."""
+    res, _ = smoke_run
+    got = pd.read_csv(res / "tables" / f"{table}.csv")
+    want = pd.read_csv(GOLDEN / f"{table}.csv")
+    # tolerance only for the last digits that BLAS threading can move
+    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-9, atol=1e-12, obj=table)
+
+
+def _scored(res, set_name):
+    pairs = pd.read_parquet(res / "data" / set_name / "pairs.parquet")
+    for v in ("lexical", "embedding", "fitted"):
+        s = pd.read_parquet(res / "scores" / set_name / f"{v}.parquet").set_index("pair_id")
+        pairs[f"score_{v}"] = pairs["pair_id"].map(s["score"])
+        pairs[f"verdict_{v}"] = pairs["pair_id"].map(s["verdict"]).astype(bool)
+    return pairs
+
+
+def test_smoke_validation_recomputed_with_sklearn(smoke_run):
+    from sklearn.metrics import cohen_kappa_score, recall_score, roc_auc_score
+    res, _ = smoke_run
+    df = _scored(res, "gold/scifact_gold")
+    y = df["label"].astype(int).to_numpy()
+    val = pd.read_csv(res / "tables" / "validation.csv").set_index("verifier")
+    for v in ("lexical", "embedding", "fitted"):
+        pred = df[f"verdict_{v}"].astype(int).to_numpy()
+        assert val.loc[v, "recall_supported"] == pytest.approx(recall_score(y, pred))
+        assert val.loc[v, "specificity"] == pytest.approx(recall_score(y, pred, pos_label=0))
+        assert val.loc[v, "kappa"] == pytest.approx(cohen_kappa_score(y, pred))
+        assert val.loc[v, "roc_auc"] == pytest.approx(roc_auc_score(y, df[f"score_{v}"]))
+        assert (val.loc[v, "n_supported"], val.loc[v, "n_unsupported"]) == (int(y.sum()), int((1 - y).sum()))
+
+
+def test_smoke_unsupported_rates_recomputed(smoke_run):
+    res, _ = smoke_run
+    rates = pd.read_csv(res / "tables" / "unsupported_rates.csv").set_index(["verifier", "source"])
+    for src in ("released/nora", "released/you", "vllm/smollm2-135m/bare"):
+        df = _scored(res, src)
+        for v in ("lexical", "embedding", "fitted"):
+            row = rates.loc[(v, src)]
+            assert row["n_pairs"] == len(df)
+            assert row["unsupported_rate"] == pytest.approx(1 - df[f"verdict_{v}"].mean())  # flagged share
+            assert row["ci_low"] <= row["unsupported_rate"] <= row["ci_high"]
+
+
+def test_smoke_agreement_recomputed_by_hand(smoke_run):
+    from sklearn.metrics import cohen_kappa_score
+    res, _ = smoke_run
+    sample = pd.read_csv(res / "tables" / "agreement_sample.csv")
+    agr = pd.read_csv(res / "tables" / "agreement.csv").set_index(["verifier_a", "verifier_b"])
+    for (a, b), row in agr.iterrows():
+        if a == "jury" or b == "jury" or f"verdict_{a}" not in sample or f"verdict_{b}" not in sample:
+            continue
+        va, vb = sample[f"verdict_{a}"].astype(bool), sample[f"verdict_{b}"].astype(bool)
+        both, a_only, b_only, neither = (va & vb).sum(), (va & ~vb).sum(), (~va & vb).sum(), (~va & ~vb).sum()
+        n = len(sample)
+        assert (row["both_supported"], row["a_only"], row["b_only"], row["both_unsupported"]) == \
+            (both, a_only, b_only, neither)
+        assert row["kappa"] == pytest.approx(cohen_kappa_score(va, vb))
+        assert row["positive_specific_agreement"] == pytest.approx(2 * both / (2 * both + a_only + b_only))
+        assert row["negative_specific_agreement"] == pytest.approx(2 * neither / (2 * neither + a_only + b_only))
+        # Gwet's AC1 with the two raters' mean marginal
+        pa = (both + neither) / n
+        pi = ((va.mean() + vb.mean()) / 2)
+        pe = 2 * pi * (1 - pi)
+        assert row["gwet_ac1"] == pytest.approx((pa - pe) / (1 - pe))
+        # of a's flags, the share b calls supported (and the other way round)
+        assert row["share_a_flags_b_supports"] == pytest.approx(b_only / (b_only + neither))
+        assert row["share_b_flags_a_supports"] == pytest.approx(a_only / (a_only + neither))
+
+
+def test_smoke_reattribution_beats_random_and_matches_hits(smoke_run):
+    res, _ = smoke_run
+    rec = pd.read_csv(res / "tables" / "reattribution.csv").set_index(["ranker", "k"])
+    # recall@k can only grow with k, and BM25 is no worse than a random ranking at k = 1
+    for r in ("bm25", "lexical", "embedding", "fitted"):
+        assert rec.loc[(r, 1), "recall"] <= rec.loc[(r, 3), "recall"] <= rec.loc[(r, 5), "recall"]
+    assert rec.loc[("bm25", 1), "recall"] >= rec.loc[("random", 1), "recall"]

@@ -59,3 +59,53 @@ def test_split_coverage_counts_ties_as_caught():
     out = split_coverage(neg, np.array([0.5, 0.9]), 10, [0.1], 5, np.random.default_rng(0))
     assert (out["conformal"] == 1.0).all()
     assert (out["flag_supported"] == 0.5).all()  # 0.5 <= tau is flagged, 0.9 is not
+
+
+# ---------------------------------------------------------------- analysis functions, by hand
+
+def _cal(scores, labels, v="v"):
+    import pandas as pd
+    return pd.DataFrame({f"score_{v}": scores, "label": labels, "split": "eval"})
+
+
+def test_catch_rate_frontier_by_hand():
+    from citeguard.analysis import catch_rate_frontier
+    # unsupported scores 0.1, 0.2, 0.2, 0.4; supported 0.2, 0.5
+    df = _cal([0.1, 0.2, 0.2, 0.4, 0.2, 0.5], [0, 0, 0, 0, 1, 1])
+    f = catch_rate_frontier(df, ["v"], catch_rates=[0.5, 1.0]).set_index("target_catch_rate")
+    # c = 0.5: k = ceil(0.5 * 4) = 2, t = 0.2; ties count: 3 of 4 negatives caught, 1 of 2 positives flagged
+    assert (f.loc[0.5, "threshold"], f.loc[0.5, "achieved_catch_rate"], f.loc[0.5, "review_cost"]) == (0.2, 0.75, 0.5)
+    # c = 1.0: k = 4, t = 0.4: everything but the 0.5 positive
+    assert (f.loc[1.0, "threshold"], f.loc[1.0, "achieved_catch_rate"], f.loc[1.0, "review_cost"]) == (0.4, 1.0, 0.5)
+
+
+def test_unsupported_rates_by_hand():
+    import pandas as pd
+    from citeguard.analysis import unsupported_rates
+    a = pd.DataFrame({"item_id": ["x", "x", "y"], "verdict_v": [True, False, False]})
+    b = pd.DataFrame({"item_id": ["x", "z", "z", "z"], "verdict_v": [True, True, True, False]})
+    r = unsupported_rates({"A": a, "B": b}, ["v"], n_boot=50, seed=1).set_index("source")
+    # A: 2 of 3 pairs unsupported over items {x, y}; B: 1 of 4 over {x, z}; pooled 3 of 7 over 4 items
+    assert (r.loc["A", "unsupported_rate"], r.loc["A", "n_items"], r.loc["A", "n_pairs"]) == (2 / 3, 2, 3)
+    assert (r.loc["B", "unsupported_rate"], r.loc["B", "n_items"], r.loc["B", "n_pairs"]) == (0.25, 2, 4)
+    assert (r.loc["pooled", "unsupported_rate"], r.loc["pooled", "n_items"]) == (3 / 7, 4)
+    # item bootstrap: resampling A's two items (x: 1 of 2 unsupported, y: 1 of 1) can only give the
+    # rates 1/2 (x, x), 2/3 (x, y) and 1 (y, y), so the CI lies within [1/2, 1]
+    assert r.loc["A", "ci_low"] >= 0.5 - 1e-12 and r.loc["A", "ci_high"] <= 1.0
+
+
+def test_review_budget_and_transfer_by_hand():
+    import pandas as pd
+    from citeguard.analysis import review_budget, transfer_table
+    # 9 calibration negatives 0.1..0.9: alpha 0.1 -> k = ceil(10 * 0.9) = 9 -> tau = 0.9
+    cal = {"v": _cal([i / 10 for i in range(1, 10)] + [0.95], [0] * 9 + [1])}
+    deploy = {"S": pd.DataFrame({"score_v": [0.5, 0.9, 0.91, 1.0]})}
+    rb = review_budget(cal, deploy, 0.9).iloc[0]
+    assert (rb["tau"], rb["n_cal_unsupported"], rb["n_pairs"], rb["flag_rate"]) == (0.9, 9, 4, 0.5)  # 0.5, 0.9 flagged
+    # hard negatives 0.85, 0.92, 0.99 (and a supported 0.97): tau_easy = 0.9 catches 1 of 3;
+    # on the hard set alone k = ceil(4 * 0.9) = 4 > 3 -> tau_needed = inf, flagging the supported one too
+    hard = {"v": _cal([0.85, 0.92, 0.99, 0.97], [0, 0, 0, 1])}
+    t = transfer_table(cal, hard, [0.9]).iloc[0]
+    assert (t["tau_easy"], t["hard_catch_rate"], t["n_hard_unsupported"]) == (0.9, 1 / 3, 3)
+    assert t["tau_needed_on_hard"] == float("inf") and t["flag_rate_supported_at_tau_needed"] == 1.0
+    assert t["mean_score_gap"] == pytest.approx((0.85 + 0.92 + 0.99) / 3 - 0.5)

@@ -51,5 +51,7 @@ rule data_summary:
         ),
     log:
         f"{RES}/logs/data_summary.log",
+    benchmark:
+        f"{RES}/benchmarks/data_summary.tsv"
     script:
         "../../scripts/data_summary.py"

@@ -20,6 +20,8 @@ rule tiny_model:
         directory("resources/models/tiny-llama"),
     log:
         f"{RES}/logs/tiny_model.log",
+    benchmark:
+        f"{RES}/benchmarks/tiny_model.tsv"
     script:
         "../../scripts/tiny_model.py"
 

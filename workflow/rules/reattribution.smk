@@ -18,6 +18,8 @@ rule rank_with_generator:
         runtime=lambda w: int(generator_cfg(w.model).resources.runtime),
     log:
         f"{RES}/logs/rank_with_generator/{{model}}.log",
+    benchmark:
+        f"{RES}/benchmarks/rank_with_generator/{{model}}.tsv"
     script:
         "../../scripts/rank_with_generator.py"
 

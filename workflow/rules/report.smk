@@ -17,5 +17,7 @@ rule worked_examples:
         guard_verifier=PANEL[-1] if PANEL else "",
     log:
         f"{RES}/logs/worked_examples.log",
+    benchmark:
+        f"{RES}/benchmarks/worked_examples.tsv"
     script:
         "../../scripts/worked_examples.py"

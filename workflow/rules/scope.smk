@@ -10,5 +10,7 @@ rule scope:
         **analysis_params(),
     log:
         f"{RES}/logs/scope.log",
+    benchmark:
+        f"{RES}/benchmarks/scope.tsv"
     script:
         "../../scripts/scope.py"

@@ -44,6 +44,8 @@ rule fit_stacked_verifier:
         verifier=verifier_json,
     log:
         f"{RES}/logs/fit/{{verifier}}.log",
+    benchmark:
+        f"{RES}/benchmarks/fit/{{verifier}}.tsv"
     script:
         "../../scripts/fit_stacked.py"
 
@@ -62,5 +64,7 @@ rule score_stacked:
         verifier=verifier_json,
     log:
         f"{RES}/logs/score/{{set}}/{{verifier}}.log",
+    benchmark:
+        f"{RES}/benchmarks/score/{{set}}/{{verifier}}.tsv"
     script:
         "../../scripts/score_stacked.py"

@@ -18,16 +18,16 @@ mkdir -p "$wd"
 first_job=$(( $(scontrol show config | awk '/^NEXT_JOB_ID/ {print $3}') ))
 py=${PYTHON:-python}
 # A 2-CPU node: the many small scoring and analysis jobs of the smoke DAG are bundled into two
-# group jobs (one sbatch each) and asked for less memory than the paper profile gives them;
-# --cores/--resources tell Snakemake what one group job may use, so a group's jobs run in
-# series inside it instead of asking Slurm for their sum.
+# group jobs (one sbatch each); --cores/--resources tell Snakemake what one group job may use, so
+# a group's jobs run in series inside it instead of asking Slurm for their sum. Resources are the
+# profile's (a --set-resources here would replace the profile's, generate's GPU included).
 smk=("$py" -m snakemake -s "$root/Snakefile" --directory "$wd" --executor slurm
      --workflow-profile "$root/profiles/slurm" --jobs 4 --slurm-status-command squeue
      --slurm-init-seconds-before-status-checks 5
      --groups score=verify fit_stacked_verifier=verify score_stacked=verify validate=analysis rates=analysis
               agreement=analysis conformal=analysis reattribution=analysis scope=analysis worked_examples=analysis
      --group-components verify=100 analysis=10
-     --set-resources score:mem_mb=3000 --cores 2 --resources mem_mb=16000 --config experiment=smoke)
+     --cores 2 --resources mem_mb=16000 --config experiment=smoke)
 t0=$(date +%s)
 "${smk[@]}" >"$wd/snakemake.log" 2>&1 &
 pid=$!

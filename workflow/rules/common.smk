@@ -41,6 +41,21 @@ def _set_configs():
     return sets
 
 
+def _guard_verifier():
+    """The worked examples' verifier: named in analysis.guard_verifier, or the panel's last continuous one."""
+    name = CFG.analysis.get("guard_verifier")
+    continuous = [v for v in PANEL if not CFG.verifiers[v].get("binary", False)]
+    if name is None:
+        return continuous[-1] if continuous else None
+    if name not in PANEL:
+        raise ValueError(f"analysis.guard_verifier={name!r} is not in verifier_panel {PANEL}")
+    if name not in continuous:
+        raise ValueError(f"analysis.guard_verifier={name!r} gives binary scores, so a conformal tau means "
+                         f"nothing; pick a continuous one: {continuous}")
+    return name
+
+
+GUARD_VERIFIER = _guard_verifier()
 SET_CFG = _set_configs()
 SOURCE_SETS = [s for s in SET_CFG if not s.startswith("gold/")]
 FROZEN_SETS = [s for s, c in SET_CFG.items() if c["kind"] == "frozen_scores"]

@@ -10,11 +10,11 @@ rule worked_examples:
         table=report(f"{RES}/tables/worked_examples.csv", caption="../report/examples.rst", category="9 Worked examples"),
     params:
         **analysis_params(),
-        verifiers=lambda w: verifier_bundle(PANEL[-1]) if PANEL else "{}",
+        verifiers=lambda w: verifier_bundle(GUARD_VERIFIER) if GUARD_VERIFIER else "{}",
         windowing=slice_json("windowing"),
         reattributor=slice_json("reattributor"),
         cache_dir=CFG.cache_dir,
-        guard_verifier=PANEL[-1] if PANEL else "",
+        guard_verifier=GUARD_VERIFIER or "",
     log:
         f"{RES}/logs/worked_examples.log",
     benchmark:

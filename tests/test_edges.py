@@ -11,6 +11,7 @@ from citeguard.conformal import ConformalGuard, conformal_rank, conformal_thresh
 @pytest.mark.parametrize("n,g,k,expected", [
     (4, 1, 2, 1 - 3 / 6),        # 1 - C(3,2)/C(4,2)
     (5, 2, 1, 2 / 5),            # one draw, 2 gold of 5
+    (3, 1, 2, 1 - 1 / 3),        # n - g = k: only the one all-distractor draw misses, 1 - C(2,2)/C(3,2)
     (3, 1, 3, 1.0),              # k = n: the gold one is always in
     (2, 1, 5, 1.0),              # k > n with a gold passage
     (3, 0, 2, 0.0),              # no gold passage: never a hit

@@ -7,12 +7,12 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 declare -A TESTS=(
-  [conformal]="tests/test_edges.py tests/test_stats_conformal.py"
-  [stats]="tests/test_stats_conformal.py tests/test_edges.py"
-  [analysis]="tests/test_edges.py tests/test_stats_conformal.py"
-  [citations]="tests/test_citations.py tests/test_guard.py"
-  [guarding]="tests/test_guard.py"
-  [base]="tests/test_guard.py tests/test_edges.py"
+  [conformal]="tests/test_edges.py tests/test_stats_conformal.py tests/test_pinned.py"
+  [stats]="tests/test_stats_conformal.py tests/test_edges.py tests/test_pinned.py"
+  [analysis]="tests/test_edges.py tests/test_stats_conformal.py tests/test_pinned.py"
+  [citations]="tests/test_citations.py tests/test_guard.py tests/test_pinned.py"
+  [guarding]="tests/test_guard.py tests/test_pinned.py"
+  [base]="tests/test_verifiers.py tests/test_guard.py tests/test_edges.py tests/test_pinned.py"
 )
 declare -A FILES=([conformal]=citeguard/conformal.py [stats]=citeguard/stats.py [analysis]=citeguard/analysis.py
                   [citations]=citeguard/citations.py [guarding]=citeguard/guarding.py [base]=citeguard/verifiers/base.py)

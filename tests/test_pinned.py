@@ -1,0 +1,313 @@
+"""Hand-computed values for the statistics, the conformal layer and the scoring protocol.
+
+Every expected value is worked out by hand in the comment beside it, or comes from an
+independent library (scikit-learn, scipy, statsmodels' formulas written out), never from the
+function under test.
+"""
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+from sklearn.metrics import cohen_kappa_score, roc_auc_score
+
+from citeguard import stats as st
+from citeguard.conformal import (ConformalGuard, SmallCalibrationWarning, conformal_threshold, naive_threshold,
+                                 pac_rank, split_coverage)
+from citeguard.verifiers.base import ScoreCache, score_pairs, verifier_hash, window_spans
+
+Z975 = 1.959963984540054
+
+
+def _wilson_by_hand(k, n, z=Z975):
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
+# ---------------------------------------------------------------- stats
+
+@pytest.mark.parametrize("k,n", [(0, 5), (5, 5), (3, 7), (1, 2), (40, 100)])
+def test_wilson_by_formula(k, n):
+    lo, hi = _wilson_by_hand(k, n)
+    ci = st.wilson(k, n)
+    assert (ci.estimate, ci.low, ci.high) == pytest.approx((k / n, lo, hi), abs=1e-12)
+
+
+def test_wilson_level_and_empty():
+    lo, hi = _wilson_by_hand(3, 10, z=sps.norm.ppf(0.95))  # alpha = 0.1 -> z = 1.6449
+    assert (st.wilson(3, 10, alpha=0.1).low, st.wilson(3, 10, alpha=0.1).high) == pytest.approx((lo, hi))
+    ci = st.wilson(0, 0)
+    assert math.isnan(ci.estimate) and math.isnan(ci.low) and math.isnan(ci.high)
+
+
+def test_table2x2_is_not_symmetric_in_b_and_c():
+    x = np.array([1, 1, 1, 0, 0, 0], bool)
+    y = np.array([1, 0, 0, 1, 0, 0], bool)
+    assert st.table2x2(x, y) == (1, 2, 1, 2)
+    assert st.table2x2(y, x) == (1, 1, 2, 2)
+
+
+@pytest.mark.parametrize("a,b,c,d", [(40, 10, 5, 45), (3, 0, 7, 1), (0, 4, 4, 0), (10, 2, 0, 0), (1, 2, 3, 4)])
+def test_kappa_against_sklearn(a, b, c, d):
+    x = np.array([1] * a + [1] * b + [0] * c + [0] * d)
+    y = np.array([1] * a + [0] * b + [1] * c + [0] * d)
+    expected = cohen_kappa_score(x, y)
+    assert st.kappa_from_table(a, b, c, d) == pytest.approx(expected)
+    assert st.boot_kappa([a], [b], [c], [d])[0] == pytest.approx(expected)
+
+
+def test_kappa_undefined_cases_are_nan():
+    assert math.isnan(st.kappa_from_table(5, 0, 0, 0))  # pe = 1: both raters constant and equal
+    assert math.isnan(st.kappa_from_table(0, 0, 0, 7))
+    assert math.isnan(st.kappa_from_table(0, 0, 0, 0))
+    assert math.isnan(st.boot_kappa([5], [0], [0], [0])[0])
+    # pe just under 1 is defined: a=9, b=1 -> po = 0.9, pe = (10*9 + 0*1)/100 = 0.9 -> kappa = 0
+    assert st.kappa_from_table(9, 1, 0, 0) == pytest.approx(0.0)
+
+
+def test_ac1_by_hand_and_boot_matches():
+    # a=3, b=1, c=2, d=4 (n=10): pa = 0.7, pi = (0.4 + 0.5) / 2 = 0.45, pe = 2 * 0.45 * 0.55 = 0.495
+    expected = (0.7 - 0.495) / (1 - 0.495)
+    assert st.gwet_ac1(3, 1, 2, 4) == pytest.approx(expected)
+    assert st.boot_ac1([3, 5], [1, 0], [2, 0], [4, 5]) == pytest.approx([expected, 1.0])
+    # a=2, b=3, c=0, d=5: pa = 0.7, pi = (0.5 + 0.2) / 2 = 0.35, pe = 0.455
+    assert st.gwet_ac1(2, 3, 0, 5) == pytest.approx((0.7 - 0.455) / (1 - 0.455))
+    assert st.boot_ac1([2], [3], [0], [5])[0] == pytest.approx((0.7 - 0.455) / (1 - 0.455))
+
+
+def test_specific_agreements_and_zero_denominators():
+    assert st.positive_specific_agreement(1, 2, 3, 4) == pytest.approx(2 / 7)
+    assert st.negative_specific_agreement(1, 2, 3, 4) == pytest.approx(8 / 13)
+    assert math.isnan(st.positive_specific_agreement(0, 0, 0, 4))
+    assert math.isnan(st.negative_specific_agreement(4, 0, 0, 0))
+    assert st.positive_specific_agreement(0, 1, 0, 4) == 0.0
+
+
+@pytest.mark.parametrize("b,c", [(0, 0), (3, 3), (0, 5), (7, 1), (1, 7)])
+def test_mcnemar_against_scipy_binomtest(b, c):
+    expected = sps.binomtest(min(b, c), b + c, 0.5).pvalue if b + c else 1.0
+    assert st.mcnemar_exact(b, c) == pytest.approx(expected)
+
+
+def test_roc_auc_against_sklearn_with_ties():
+    s = np.array([0.1, 0.4, 0.4, 0.35, 0.8, 0.4, 0.9, 0.1])
+    y = np.array([0, 0, 1, 1, 1, 0, 1, 1], bool)
+    assert st.roc_auc(s, y) == pytest.approx(roc_auc_score(y, s))
+    assert math.isnan(st.roc_auc(s, np.ones(8, bool))) and math.isnan(st.roc_auc(s, np.zeros(8, bool)))
+    # hand: positives {0.9}, negatives {0.1, 0.5}: both pairs ordered -> 1; {0.5} vs {0.5}: tie -> 0.5
+    assert st.roc_auc([0.1, 0.9, 0.5], [0, 1, 0]) == 1.0
+    assert st.roc_auc([0.5, 0.5], [0, 1]) == 0.5
+
+
+def test_boot_auc_rows_against_sklearn():
+    s = np.array([0.1, 0.4, 0.4, 0.35, 0.8])
+    y = np.array([0, 0, 1, 1, 1], bool)
+    idx = np.array([[0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [0, 0, 2, 2, 4], [2, 3, 4, 2, 3]])
+    got = st.boot_auc(s, y, idx)
+    for r in range(3):
+        assert got[r] == pytest.approx(roc_auc_score(y[idx[r]], s[idx[r]]))
+    assert math.isnan(got[3])  # only positives drawn
+
+
+def test_bootstrap_indices_shape_and_range():
+    idx = st.bootstrap_indices(3, 4000, np.random.default_rng(0))
+    assert idx.shape == (4000, 3) and set(np.unique(idx)) == {0, 1, 2}
+    np.testing.assert_array_equal(idx, np.random.default_rng(0).integers(0, 3, size=(4000, 3)))
+
+
+def test_percentile_ci_drops_non_finite_and_uses_both_tails():
+    x = np.array([5.0, 1.0, np.nan, 3.0, 2.0, 4.0, np.inf, -np.inf])
+    finite = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert st.percentile_ci(x) == pytest.approx((np.quantile(finite, 0.025), np.quantile(finite, 0.975)))
+    # alpha = 0.5 -> the 25th and 75th percentiles of 1..5: 2 and 4
+    assert st.percentile_ci(finite, alpha=0.5) == pytest.approx((2.0, 4.0))
+    lo, hi = st.percentile_ci(np.array([np.nan]))
+    assert math.isnan(lo) and math.isnan(hi)
+
+
+def test_boot_tables_and_ratio():
+    x = np.array([1, 1, 0, 0], bool)
+    y = np.array([1, 0, 1, 0], bool)
+    idx = np.array([[0, 1, 2, 3], [0, 0, 1, 1], [3, 3, 3, 2]])
+    a, b, c, d = st.boot_tables(x, y, idx)
+    assert (a.tolist(), b.tolist(), c.tolist(), d.tolist()) == ([1, 2, 0], [1, 2, 0], [1, 0, 1], [1, 0, 3])
+    r = st.boot_ratio(np.array([1.0, 0.0, 2.0]), np.array([4.0, 0.0, 2.0]))
+    assert r[0] == 0.25 and math.isnan(r[1]) and r[2] == 1.0
+
+
+def test_cluster_bootstrap_rate_is_ratio_of_resampled_sums():
+    succ, tot = np.array([1.0, 0.0, 2.0]), np.array([2.0, 1.0, 4.0])
+    got = st.cluster_bootstrap_rate(succ, tot, 300, np.random.default_rng(5))
+    idx = np.random.default_rng(5).integers(0, 3, size=(300, 3))
+    expected = [sum(succ[i] for i in row) / sum(tot[i] for i in row) for row in idx]
+    assert got == pytest.approx(expected)
+
+
+# ---------------------------------------------------------------- conformal
+
+def test_threshold_at_k_equal_n_is_the_largest_not_inf():
+    # n = 9, alpha = 0.1: k = 9 = n -> the largest score, no warning
+    assert conformal_threshold([0.9, 0.1, 0.5, 0.3, 0.2, 0.4, 0.6, 0.8, 0.7], 0.1) == 0.9
+    # n = 8: k = ceil(9 * 0.9) = 9 > 8 -> inf
+    with pytest.warns(SmallCalibrationWarning):
+        assert conformal_threshold(np.arange(8) / 10, 0.1) == math.inf
+
+
+@pytest.mark.parametrize("n,alpha,k", [(10, 0.1, 9), (20, 0.05, 19), (4, 0.6, 2), (10, 0.95, 1), (3, 0.5, 2), (7, 0.99, 1)])
+def test_naive_threshold_rank_by_hand(n, alpha, k):
+    # k = max(1, ceil(n (1 - alpha))): e.g. n = 4, alpha = 0.6 -> ceil(1.6) = 2; n = 7, alpha = 0.99 -> ceil(0.07) = 1
+    s = np.arange(n, 0, -1) / 100  # unsorted on purpose
+    assert naive_threshold(s, alpha) == pytest.approx(k / 100)
+
+
+def test_pac_rank_smallest_k_and_none():
+    from scipy.stats import binom
+    for n, alpha, delta in [(30, 0.2, 0.1), (100, 0.1, 0.05), (50, 0.3, 0.5)]:
+        k = pac_rank(n, alpha, delta)
+        assert binom.cdf(k - 1, n, 1 - alpha) >= 1 - delta
+        assert binom.cdf(k - 2, n, 1 - alpha) < 1 - delta
+    # n = 5, alpha = 0.1, delta = 0.05: even k = 5 gives P(Binom(5, .9) <= 4) = 1 - .9^5 = 0.41 < 0.95 -> none
+    assert pac_rank(5, 0.1, 0.05) == 6
+    # n = 1, alpha = 0.5, delta = 0.5: k = 1 -> P(Binom(1, .5) <= 0) = 0.5 >= 0.5
+    assert pac_rank(1, 0.5, 0.5) == 1
+
+
+def test_guard_calibrate_ignores_positives_and_nan_and_falls_back_for_unknown_groups():
+    scores = [0.3, np.nan, 0.1, 0.2, 0.9, 0.05, 0.4]
+    labels = [0, 0, 0, 0, 1, 1, 0]
+    groups = ["a", "a", "a", "b", "b", "a", "b"]
+    g = ConformalGuard(alpha=0.4).calibrate(scores, labels, groups=groups)
+    # finite negatives 0.3, 0.1, 0.2, 0.4 (n = 4): k = ceil(5 * 0.6) = 3 -> tau = 0.3
+    assert (g.n_unsupported, g.k, g.tau) == (4, 3, 0.3)
+    # group a: {0.3, 0.1}, k = ceil(3 * .6) = 2 -> 0.3; group b: {0.2, 0.4} -> 0.4
+    assert g.group_tau == {"a": 0.3, "b": 0.4}
+    assert g.predict([0.35, 0.35, 0.35], groups=["a", "b", "zzz"]).tolist() == [False, True, False]
+    assert g.predict([0.3, 0.31]).tolist() == [True, False]
+
+
+def _split_coverage_by_hand(neg, pos, n_cal, alpha, n_splits, seed, delta):
+    rng = np.random.default_rng(seed)
+    perm = rng.random((n_splits, len(neg))).argsort(axis=1)
+    out = {"conformal": [], "naive": [], "pac": [], "flag_supported": [], "tau": []}
+    for p in perm:
+        cal, test = sorted(neg[p[:n_cal]]), neg[p[n_cal:]]
+        k = math.ceil(round((n_cal + 1) * (1 - alpha), 9))
+        tau = cal[k - 1] if k <= n_cal else math.inf
+        kn = max(1, math.ceil(round(n_cal * (1 - alpha), 9)))
+        kp = pac_rank(n_cal, alpha, delta)
+        tau_p = cal[kp - 1] if kp <= n_cal else math.inf
+        out["tau"].append(tau)
+        out["conformal"].append(sum(t <= tau for t in test) / len(test))
+        out["naive"].append(sum(t <= cal[kn - 1] for t in test) / len(test))
+        out["pac"].append(sum(t <= tau_p for t in test) / len(test))
+        out["flag_supported"].append(sum(q <= tau for q in pos) / len(pos))
+    return out
+
+
+@pytest.mark.parametrize("n_cal,alpha", [(5, 0.2), (9, 0.1), (4, 0.1), (6, 0.5)])
+def test_split_coverage_against_a_loop(n_cal, alpha):
+    neg = np.array([0.05, 0.1, 0.1, 0.2, 0.3, 0.35, 0.5, 0.5, 0.6, 0.7, 0.8, 0.9])
+    pos = np.array([0.1, 0.5, 0.65, 0.95])
+    got = split_coverage(neg, pos, n_cal, [alpha], 6, np.random.default_rng(11), delta=0.2)
+    want = _split_coverage_by_hand(neg, pos, n_cal, alpha, 6, 11, 0.2)
+    for key in want:
+        assert got[key].shape == (1, 6)
+        np.testing.assert_allclose(got[key][0], want[key])
+
+
+def test_split_coverage_rejects_bad_sizes_and_handles_no_positives():
+    neg = np.arange(5) / 10
+    for n_cal in (0, 5, 6):
+        with pytest.raises(ValueError, match="n_cal"):
+            split_coverage(neg, np.zeros(0), n_cal, [0.1], 2, np.random.default_rng(0))
+    out = split_coverage(neg, np.zeros(0), 4, [0.5], 2, np.random.default_rng(0))
+    assert np.isnan(out["flag_supported"]).all() and "pac" not in out
+
+
+# ---------------------------------------------------------------- the scoring protocol
+
+@pytest.mark.parametrize("n,w,s,expected", [
+    (600, 600, 300, [(0, 600)]),
+    (601, 600, 300, [(0, 600), (1, 601)]),
+    (900, 600, 300, [(0, 600), (300, 900)]),
+    (901, 600, 300, [(0, 600), (300, 900), (301, 901)]),
+    (0, 600, 300, [(0, 0)]),
+    (10, 4, 3, [(0, 4), (3, 7), (6, 10)]),
+    (11, 4, 3, [(0, 4), (3, 7), (6, 10), (7, 11)]),
+])
+def test_window_spans_by_hand(n, w, s, expected):
+    assert window_spans(n, w, s) == expected
+
+
+def test_verifier_hash_ignores_only_runtime_keys():
+    base = {"kind": "nli", "model": "m", "revision": "r", "max_length": 512, "batch_size": 8}
+    h = verifier_hash(base)
+    for k, v in [("batch_size", 64), ("device", "cuda"), ("threshold", 0.3), ("max_retries", 9),
+                 ("resources", {"gpu": 1}), ("base_url", "x"), ("timeout_seconds", 1)]:
+        assert verifier_hash({**base, k: v}) == h, k
+    for k, v in [("model", "m2"), ("revision", "r2"), ("max_length", 256), ("kind", "attrscore"),
+                 ("prompt", "p"), ("label_words", ["a"])]:
+        assert verifier_hash({**base, k: v}) != h, k
+
+
+def test_cache_key_separates_claim_from_window_and_round_trips(tmp_path):
+    assert ScoreCache.key("ab", "c") != ScoreCache.key("a", "bc")
+    c = ScoreCache(tmp_path / "c.sqlite")
+    items = [(ScoreCache.key(str(i), "w"), i / 1000, i % 2 == 0) for i in range(1201)]
+    items[7] = (items[7][0], float("nan"), False)
+    c.put_many(items)
+    got = c.get_many([k for k, _, _ in items] + ["absent"])
+    assert len(got) == 1201 and "absent" not in got  # read in chunks of 500: 500 + 500 + 201
+    assert got[items[1200][0]] == (1.2, True) and got[items[3][0]] == (0.003, False)
+    assert math.isnan(got[items[7][0]][0])
+
+
+class TableVerifier:
+    """Scores a unit by a lookup on the window's first letter; records every call."""
+    name = "table"
+    binary = False
+    batch_size = 4
+
+    def __init__(self, table, threshold=None):
+        self.table, self.calls = table, []
+        if threshold is not None:
+            self.threshold = threshold
+
+    def judge(self, claims, windows):
+        self.calls.append(list(zip(claims, windows)))
+        s = np.array([self.table[w[0]] for w in windows], float)
+        return s, s >= 0.5
+
+
+def test_score_pairs_max_over_windows_dedup_chunks_and_claim_cap():
+    # passage "aaaabbbbcccc" in windows of 4 at stride 4 -> "aaaa", "bbbb", "cccc"
+    v = TableVerifier({"a": 0.2, "b": 0.7, "c": 0.4, "d": float("nan")})
+    ps = score_pairs(v, ["claim one", "claim one", "claim two", "claim three"], ["aaaabbbbcccc", "aaaabbbbcccc", "ccccaaaa",
+                                                                      "dddd"],
+                     window_chars=4, stride=4, claim_cap=5, chunk_units=2, progress=False)
+    # units: (claim, aaaa), (claim, bbbb), (claim, cccc) shared by pairs 0 and 1 after the 5-char cap
+    # ("claim one" and "claim two" both become "claim"), plus (claim, dddd): 4 units
+    assert ps.n_units == 4 and ps.n_cached == 0
+    assert [len(c) for c in v.calls] == [2, 2]
+    assert all(c == "claim" for call in v.calls for c, _ in call)
+    assert ps.score[:3].tolist() == [0.7, 0.7, 0.4]
+    assert ps.best_window[:3].tolist() == [1, 1, 0]
+    assert ps.n_windows.tolist() == [3, 3, 2, 1]
+    assert ps.verdict.tolist() == [True, True, False, False]
+    assert math.isnan(ps.score[3]) and ps.reason == ["", "", "", "unscored"] and ps.best_window[3] == -1
+
+
+def test_score_pairs_verdict_from_threshold_for_cached_units(tmp_path):
+    cache = ScoreCache(tmp_path / "c.sqlite")
+    first = TableVerifier({"a": 0.5, "b": 0.3}, threshold=0.9)  # verdicts from judge: 0.5 -> True
+    a = score_pairs(first, ["c"], ["aaaabbbb"], window_chars=4, stride=4, cache=cache, progress=False)
+    assert a.verdict.tolist() == [True]  # fresh units keep the verifier's own verdict
+    # a second run reads the cache, and its threshold (0.4 / 0.6) re-derives verdict = score >= threshold
+    again = TableVerifier({"a": 0.0, "b": 0.0}, threshold=0.5)
+    b = score_pairs(again, ["c"], ["aaaabbbb"], window_chars=4, stride=4, cache=cache, progress=False)
+    assert again.calls == [] and b.n_cached == 2 and b.score.tolist() == [0.5] and b.verdict.tolist() == [True]
+    c = score_pairs(TableVerifier({}, threshold=0.51), ["c"], ["aaaabbbb"], window_chars=4, stride=4, cache=cache,
+                    progress=False)
+    assert c.verdict.tolist() == [False]

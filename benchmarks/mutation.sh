@@ -9,7 +9,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 declare -A TESTS=(
   [conformal]="tests/test_edges.py tests/test_stats_conformal.py tests/test_pinned.py"
   [stats]="tests/test_stats_conformal.py tests/test_edges.py tests/test_pinned.py"
-  [analysis]="tests/test_edges.py tests/test_stats_conformal.py tests/test_pinned.py"
+  [analysis]="tests/test_edges.py tests/test_stats_conformal.py tests/test_pinned.py tests/test_pinned_analysis.py"
   [citations]="tests/test_citations.py tests/test_guard.py tests/test_pinned.py"
   [guarding]="tests/test_guard.py tests/test_pinned.py"
   [base]="tests/test_verifiers.py tests/test_guard.py tests/test_edges.py tests/test_pinned.py"
@@ -32,6 +32,8 @@ reached = s["killed"] + s["survived"] + s["timeout"] + s["suspicious"]
 rate = (s["killed"] + s["timeout"]) / reached if reached else float("nan")
 print(f"{m:<10} {s['total']:>7} {s['killed']:>7} {s['survived']:>9} {s['no_tests']:>8} {rate:>10.1%}")
 PY
-  (cd "$work" && mutmut results 2>/dev/null | grep survived > "$root/benchmarks/mutation_survivors_$m.txt" || true)
+  # every survivor with its diff, to judge whether it is equivalent
+  (cd "$work" && for name in $(mutmut results 2>/dev/null | awk -F: '/survived/ {print $1}'); do
+     echo "### $name"; mutmut show "$name" 2>/dev/null | grep '^[-+][^-+]'; done) > "$root/benchmarks/mutation_survivors_$m.txt" || true
   rm -rf "$work"
 done

@@ -1,0 +1,242 @@
+"""Hand-computed values for every analysis function (tables from small inputs worked out by hand,
+or recomputed with scikit-learn / scipy in an independent loop)."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+from sklearn.metrics import cohen_kappa_score, roc_auc_score
+
+from citeguard.analysis import (agreement_table, budget_curve, calibration_size_ablation, coverage_table,
+                                lexical_overlap_by_label, mondrian_table, pac_ranks_table, reattribution_tables,
+                                scope_table, validation_table)
+
+
+def _cal(scores, labels, v="v", **extra):
+    return pd.DataFrame({f"score_{v}": scores, "label": labels, **extra})
+
+
+def _q(x):
+    x = np.asarray(x, float)
+    x = x[np.isfinite(x)]
+    return np.quantile(x, 0.025), np.quantile(x, 0.975)
+
+
+def test_validation_table_point_values_and_bootstrap_cis():
+    # gold: 1 1 1 0 0 0 (and an unlabelled row that must be dropped)
+    df = pd.DataFrame({"label": [1, 1, 1, 0, 0, 0, np.nan],
+                       "verdict_v": [True, True, False, True, False, False, True],
+                       "score_v": [0.9, 0.7, 0.2, 0.6, 0.1, np.nan, 0.5]})
+    t = validation_table(df, ["v"], n_boot=200, seed=3).iloc[0]
+    # recall on supported: 2 of 3; specificity: 2 of 3 unsupported called unsupported
+    assert (t["n"], t["n_supported"], t["n_unsupported"]) == (6, 3, 3)
+    assert t["recall_supported"] == pytest.approx(2 / 3) and t["specificity"] == pytest.approx(2 / 3)
+    y = np.array([1, 1, 1, 0, 0, 0])
+    p = np.array([1, 1, 0, 1, 0, 0])
+    s = np.array([0.9, 0.7, 0.2, 0.6, 0.1, 0.0])  # NaN score counts as 0
+    assert t["kappa"] == pytest.approx(cohen_kappa_score(y, p))
+    assert t["roc_auc"] == pytest.approx(roc_auc_score(y, s))
+    # the same 200 resamples, each statistic recomputed with scikit-learn
+    idx = np.random.default_rng(3).integers(0, 6, size=(200, 6))
+    rec, spec, kap, auc = [], [], [], []
+    for r in idx:
+        yy, pp, ss = y[r], p[r], s[r]
+        rec.append(np.mean(pp[yy == 1]) if (yy == 1).any() else np.nan)
+        spec.append(np.mean(1 - pp[yy == 0]) if (yy == 0).any() else np.nan)
+        agree_const = len(set(yy)) == 1 and len(set(pp)) == 1 and yy[0] == pp[0]
+        kap.append(np.nan if agree_const else cohen_kappa_score(yy, pp))
+        auc.append(roc_auc_score(yy, ss) if len(set(yy)) == 2 else np.nan)
+    for col, samples in [("recall_supported", rec), ("specificity", spec), ("kappa", kap), ("roc_auc", auc)]:
+        lo, hi = _q(samples)
+        assert (t[f"{col}_ci_low"], t[f"{col}_ci_high"]) == pytest.approx((lo, hi)), col
+
+
+def test_agreement_table_pairs_jury_and_shares():
+    # three verifiers over 6 pairs (True = supported)
+    x = [True, True, False, False, True, False]
+    y = [True, False, True, False, True, False]
+    z = [False, True, True, False, True, True]
+    sample = pd.DataFrame({"verdict_x": x, "verdict_y": y, "verdict_z": z})
+    t = agreement_table(sample, ["x", "y", "z"], n_boot=100, seed=0).set_index(["verifier_a", "verifier_b"])
+    assert list(t.index) == [("x", "y"), ("x", "z"), ("y", "z"), ("x", "jury"), ("y", "jury"), ("z", "jury")]
+    # x vs y: a = #both supported = 2 (pairs 0, 4); b = x only = 1 (pair 1); c = y only = 1 (pair 2); d = 2
+    r = t.loc[("x", "y")]
+    assert (r["n"], r["both_supported"], r["a_only"], r["b_only"], r["both_unsupported"]) == (6, 2, 1, 1, 2)
+    assert r["observed_agreement"] == pytest.approx(4 / 6)
+    assert r["kappa"] == pytest.approx(cohen_kappa_score(x, y))
+    # of x's flags (pairs 2, 3, 5) y supports pair 2: 1 / 3; of y's flags (1, 3, 5) x supports pair 1: 1 / 3
+    assert r["share_a_flags_b_supports"] == pytest.approx(1 / 3)
+    assert r["share_b_flags_a_supports"] == pytest.approx(1 / 3)
+    # x vs z: a = 2 (1, 4), b = x only = 1 (0), c = z only = 2 (2, 5), d = 1 (3)
+    r = t.loc[("x", "z")]
+    assert (r["both_supported"], r["a_only"], r["b_only"], r["both_unsupported"]) == (2, 1, 2, 1)
+    assert r["share_a_flags_b_supports"] == pytest.approx(2 / 3)  # x flags 2, 3, 5; z supports 2, 5
+    assert r["share_b_flags_a_supports"] == pytest.approx(1 / 2)  # z flags 0, 3; x supports 0
+    assert r["positive_specific_agreement"] == pytest.approx(4 / 7)
+    assert r["negative_specific_agreement"] == pytest.approx(2 / 5)
+    # jury = at least 2 of 3 say supported: pairs 0 (x,y), 1 (x,z), 2 (y,z), 4 (all) -> T T T F T F
+    r = t.loc[("z", "jury")]
+    jury = [True, True, True, False, True, False]
+    assert (r["both_supported"], r["a_only"], r["b_only"], r["both_unsupported"]) == (3, 1, 1, 1)
+    assert r["kappa"] == pytest.approx(cohen_kappa_score(z, jury))
+    # bootstrap CI of observed agreement recomputed from the same resamples
+    idx = np.random.default_rng(0).integers(0, 6, size=(100, 6))
+    xa, ya = np.array(x), np.array(y)
+    lo, hi = _q([np.mean(xa[i] == ya[i]) for i in idx])
+    assert (t.loc[("x", "y"), "observed_agreement_ci_low"], t.loc[("x", "y"), "observed_agreement_ci_high"]) == \
+        pytest.approx((lo, hi))
+
+
+def test_agreement_jury_with_two_verifiers_needs_both():
+    sample = pd.DataFrame({"verdict_x": [True, True, False], "verdict_y": [True, False, False]})
+    t = agreement_table(sample, ["x", "y"], n_boot=10, seed=0).set_index(["verifier_a", "verifier_b"])
+    # jury of 2: a strict majority is both -> T F F, identical to y
+    r = t.loc[("y", "jury")]
+    assert (r["both_supported"], r["a_only"], r["b_only"], r["both_unsupported"]) == (1, 0, 0, 2)
+    assert agreement_table(sample, ["x"], 10, 0).empty  # one verifier: no pair and no jury
+
+
+def test_budget_curve_by_hand():
+    # negatives 0.1, 0.2, 0.3, 0.4 (n = 4); deployment scores pooled across two sources
+    cal = {"v": _cal([0.1, 0.2, 0.3, 0.4, 0.9], [0, 0, 0, 0, 1])}
+    deploy = {"A": pd.DataFrame({"score_v": [0.15, 0.3]}), "B": pd.DataFrame({"score_v": [0.35, 0.8, np.nan]})}
+    b = budget_curve(cal, deploy, targets=[0.5, 0.6, 0.8]).set_index("target_catch_rate")
+    # t = 0.5: k = ceil(5 * 0.5) = 3 -> tau 0.3: flags 0.15, 0.3, NaN -> 3 of 5
+    assert (b.loc[0.5, "tau"], b.loc[0.5, "pooled_flag_rate"]) == (0.3, 0.6)
+    # t = 0.6: k = ceil(3.0) = 3 -> 0.3 again; t = 0.8: k = ceil(4.0) = 4 -> 0.4: adds 0.35 -> 4 of 5
+    assert (b.loc[0.6, "tau"], b.loc[0.8, "tau"], b.loc[0.8, "pooled_flag_rate"]) == (0.3, 0.4, 0.8)
+    b = budget_curve(cal, deploy, targets=[0.9]).iloc[0]  # k = ceil(4.5) = 5 > 4 -> inf, all flagged
+    assert b["tau"] == math.inf and b["pooled_flag_rate"] == 1.0
+
+
+def test_mondrian_table_one_split_by_hand():
+    # group a: negatives 0.1 .. 0.5; group b: 0.6 .. 1.0; one split whose mask we draw the same way
+    s = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    g = list("aaaaabbbbb")
+    df = _cal(s + [0.99], [0] * 10 + [1], group=g + ["a"])
+    seed = 4
+    mask = np.random.default_rng(seed).random(10) < 0.5
+    sa = np.array(s)
+    t = mondrian_table({"v": df}, "group", target=0.5, n_splits=1, seed=seed, min_group=1).set_index("group")
+
+    def tau(x):  # k = ceil((n + 1) * 0.5)
+        x = np.sort(x)
+        k = math.ceil((len(x) + 1) * 0.5)
+        return x[k - 1] if k <= len(x) else math.inf
+
+    for grp, lo in (("a", 0), ("b", 5)):
+        gm = np.zeros(10, bool)
+        gm[lo:lo + 5] = True
+        test = sa[gm & ~mask]
+        if not (gm & mask).any() or not len(test):
+            assert grp not in t.index
+            continue
+        assert t.loc[grp, "pooled_mean_coverage"] == pytest.approx(np.mean(test <= tau(sa[mask])))
+        assert t.loc[grp, "mondrian_mean_coverage"] == pytest.approx(np.mean(test <= tau(sa[gm & mask])))
+        assert t.loc[grp, "n_unsupported"] == 5
+    assert set(t.index) <= {"a", "b"}
+
+
+def test_mondrian_table_min_group_and_pooled_undercoverage():
+    rng = np.random.default_rng(0)
+    low, high = rng.uniform(0, 0.5, 200), rng.uniform(0.5, 1, 200)
+    df = _cal(np.r_[low, high, 0.1], [0] * 400 + [1], group=["lo"] * 200 + ["hi"] * 200 + ["x"])
+    t = mondrian_table({"v": df}, "group", target=0.9, n_splits=40, seed=1, min_group=201)
+    assert t.empty  # both groups have 200 < 201 negatives
+    t = mondrian_table({"v": df}, "group", target=0.9, n_splits=40, seed=1).set_index("group")
+    # one pooled tau sits near the pooled 0.9 quantile (~0.9): the high group is under-covered
+    # (~0.8) and the low one over-covered (1.0); per-group taus bring both to ~0.9
+    assert t.loc["lo", "pooled_mean_coverage"] == 1.0
+    assert t.loc["hi", "pooled_mean_coverage"] < 0.85
+    assert t.loc["hi", "mondrian_mean_coverage"] >= 0.88 and t.loc["lo", "mondrian_mean_coverage"] >= 0.88
+    assert t.loc["hi", "pooled_share_below_target"] > 0.9
+
+
+def test_coverage_and_size_ablation_tables_sizes():
+    neg = list(np.linspace(0, 1, 21))
+    cal = {"v": _cal(neg + [0.5, np.nan], [0] * 21 + [1, 0])}
+    summ, per = coverage_table(cal, [0.8], n_splits=30, fraction=0.5, delta=0.1, seed=0)
+    r = summ.iloc[0]
+    # 21 finite negatives (the NaN one is dropped): n_cal = round(10.5) = 10 (banker's rounding), 11 test
+    assert (r["n_cal"], r["n_test_unsupported"], r["n_supported"]) == (10, 11, 1)
+    assert len(per) == 30 and per["conformal"].mean() == pytest.approx(r["mean_coverage"])
+    assert r["share_splits_below_target"] == pytest.approx(np.mean(per["conformal"] < 0.8))
+    abl = calibration_size_ablation(cal, [3, 10, 21, 25], [0.8], n_splits=5, seed=0)
+    # sizes >= the 21 negatives are skipped; n_cal = 3 with alpha 0.2: k = ceil(3.2) = 4 > 3 -> inf tau
+    assert sorted(set(abl["n_cal"])) == [3, 10]
+    r3 = abl[(abl["n_cal"] == 3) & (abl["method"] == "conformal")].iloc[0]
+    assert bool(r3["infinite_tau"]) and r3["mean_coverage"] == 1.0
+
+
+def test_pac_ranks_table_by_hand():
+    t = pac_ranks_table([9, 5], [0.9], 0.05).set_index("n_cal")
+    assert t.loc[9, "k_marginal"] == 9 and t.loc[5, "k_marginal"] == 6  # ceil(10 * .9), ceil(6 * .9)
+    assert t.loc[5, "k_pac"] == 6  # P(Binom(5, .9) <= 4) = 0.41 < 0.95: no k works -> n + 1
+
+
+def _reattr_frame():
+    # three sentences with gold; one without gold (dropped)
+    rows = [
+        # sentence, passage, label, bm25, lex, claim, passage text
+        (0, 0, 1, 3.0, 0.1, "cells make atp", "cells make atp"),
+        (0, 1, 0, 2.0, 0.9, "cells make atp", "rivers"),
+        (0, 2, 0, 1.0, 0.5, "cells make atp", "mountains"),
+        (1, 0, 0, 5.0, 0.8, "gene raises risk", "weather"),
+        (1, 1, 1, 4.0, 0.2, "gene raises risk", "the gene raises cancer risk in mice"),
+        (2, 0, 0, 1.0, 0.3, "protein binds receptor", "x"),
+        (2, 1, 0, 2.0, 0.2, "protein binds receptor", "y"),
+        (2, 2, 1, 0.5, 0.9, "protein binds receptor", "protein"),
+        (3, 0, 0, 9.0, 0.1, "no gold", "z"),
+    ]
+    return pd.DataFrame(rows, columns=["sentence_id", "passage_idx", "label", "bm25", "lex", "claim", "passage"])
+
+
+def test_reattribution_tables_by_hand():
+    out = reattribution_tables(_reattr_frame(), {"bm25": "bm25", "lex": "lex"}, [1, 2], seed=0)
+    rec = out["recall"].set_index(["ranker", "k"])
+    # bm25 top-1: s0 gold (3.0), s1 distractor (5.0), s2 distractor (2.0) -> 1 of 3; top-2: s0, s1 -> 2 of 3
+    # lex top-1: s0 no (0.9), s1 no (0.8), s2 gold (0.9) -> 1 of 3; top-2: s0 no (0.9, 0.5), s1 yes, s2 yes -> 2/3
+    assert rec.loc[("bm25", 1), "recall"] == pytest.approx(1 / 3) and rec.loc[("bm25", 2), "recall"] == pytest.approx(2 / 3)
+    assert rec.loc[("lex", 1), "recall"] == pytest.approx(1 / 3) and rec.loc[("lex", 2), "recall"] == pytest.approx(2 / 3)
+    assert rec.loc[("bm25", 1), "n_sentences"] == 3  # the sentence without gold is dropped
+    # random: k = 1 -> mean(1/3, 1/2, 1/3) = 7/18; k = 2 -> mean(1 - C(2,2)/C(3,2), 1, same) = (2/3 + 1 + 2/3)/3
+    assert rec.loc[("random", 1), "recall"] == pytest.approx(7 / 18)
+    assert rec.loc[("random", 2), "recall"] == pytest.approx((2 / 3 + 1 + 2 / 3) / 3)
+    # McNemar at k = 1: bm25 hits {s0}, lex hits {s2}: one discordant each way -> p = 1
+    mc = out["mcnemar"].iloc[0]
+    assert (mc["a_only"], mc["b_only"], mc["mcnemar_exact_p"]) == (1, 1, 1.0)
+    st_ = out["strata"]
+    halves = st_[(st_["scheme"] == "halves") & (st_["ranker"] == "bm25")]
+    assert halves["n_sentences"].sum() == 3
+
+
+def test_reattribution_mcnemar_direction():
+    df = _reattr_frame()
+    df["good"] = df["label"].astype(float)
+    out = reattribution_tables(df, {"good": "good", "bm25": "bm25"}, [1], seed=0)
+    mc = out["mcnemar"].iloc[0]
+    # 'good' hits all 3 at k = 1, bm25 only s0: a_only = 2, b_only = 0; exact p = 2 * 0.5^2 = 0.5
+    assert (mc["ranker_a"], mc["a_only"], mc["b_only"]) == ("good", 2, 0)
+    assert mc["mcnemar_exact_p"] == pytest.approx(0.5)
+
+
+def test_scope_table_by_hand():
+    df = pd.DataFrame({"label": [1, 1, 1, 0, 0], "verdict_v": [True, True, False, True, False]})
+    r = scope_table(df, ["v"], n_boot=50, seed=0).iloc[0]
+    assert r["supported_rate_yes"] == pytest.approx(2 / 3) and r["supported_rate_no"] == pytest.approx(1 / 2)
+    assert r["kappa"] == pytest.approx(cohen_kappa_score([1, 1, 1, 0, 0], [1, 1, 0, 1, 0]))
+    assert r["n"] == 5
+
+
+def test_lexical_overlap_by_label_against_scipy():
+    from citeguard.verifiers.lexical import token_jaccard
+    df = pd.DataFrame({"claim": ["a b c", "a b", "x y", "p q r"], "passage": ["a b c d", "a", "z", "r s"],
+                       "label": [1, 1, 0, 0]})
+    t = lexical_overlap_by_label(df).set_index("label")
+    sup = [token_jaccard("a b c", "a b c d"), token_jaccard("a b", "a")]
+    ref = [token_jaccard("x y", "z"), token_jaccard("p q r", "r s")]
+    assert t.loc["supported", "mean_jaccard"] == pytest.approx(np.mean(sup))
+    assert t.loc["refuted", "median_jaccard"] == pytest.approx(np.median(ref))
+    assert t.loc["supported", "mannwhitney_p"] == pytest.approx(sps.mannwhitneyu(sup, ref).pvalue)
+    assert (t.loc["supported", "n"], t.loc["refuted", "n"]) == (2, 2)

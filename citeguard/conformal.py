@@ -80,12 +80,6 @@ def pac_rank(n: int, alpha: float, delta: float) -> int:
     return int(ks[ok][0]) if ok.any() else n + 1
 
 
-def pac_threshold(neg_scores: Sequence[float], alpha: float, delta: float) -> float:
-    s = np.sort(np.asarray(neg_scores, float))
-    k = pac_rank(len(s), alpha, delta)
-    return float("inf") if k > len(s) else float(s[k - 1])
-
-
 @dataclass
 class ConformalGuard:
     """Split-conformal flag threshold (optionally Mondrian: one per group)."""

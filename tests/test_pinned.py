@@ -311,3 +311,26 @@ def test_score_pairs_verdict_from_threshold_for_cached_units(tmp_path):
     c = score_pairs(TableVerifier({}, threshold=0.51), ["c"], ["aaaabbbb"], window_chars=4, stride=4, cache=cache,
                     progress=False)
     assert c.verdict.tolist() == [False]
+
+
+@pytest.mark.filterwarnings("error")  # undefined statistics are NaN quietly, not with a RuntimeWarning
+def test_undefined_statistics_are_quiet_nans():
+    assert math.isnan(st.kappa_from_table(0, 0, 0, 0)) and math.isnan(st.gwet_ac1(0, 0, 0, 0))
+    assert math.isnan(st.boot_kappa([3], [0], [0], [0])[0]) and math.isnan(st.boot_ac1([0], [0], [0], [0])[0])
+    assert math.isnan(st.boot_ratio(np.array([0.0]), np.array([0.0]))[0])
+    got = st.boot_auc([0.2, 0.8, 0.5], [1, 1, 0], np.array([[0, 1, 1], [2, 2, 2], [0, 2, 1]]))
+    assert math.isnan(got[0]) and math.isnan(got[1]) and got[2] == 0.5  # row 2: 0.5 beats 0.2, not 0.8
+
+
+def test_boot_ratio_small_and_fractional_denominators():
+    r = st.boot_ratio(np.array([1.0, 0.25, 3.0]), np.array([1.0, 0.5, 2.0]))
+    assert r.tolist() == [1.0, 0.5, 1.5]
+
+
+def test_table2x2_and_ac1_accept_integer_votes():
+    assert st.table2x2([1, 1, 0, 0, 1], [1, 0, 1, 0, 1]) == (2, 1, 1, 1)
+    a, b, c, d = st.boot_tables([1, 1, 0, 0], [1, 0, 1, 0], np.array([[0, 1, 2, 3]]))
+    assert (a[0], b[0], c[0], d[0]) == (1, 1, 1, 1)
+    # one positive and one negative per row: AUC is 0 or 1, never NaN
+    assert st.boot_auc([0.1, 0.9], [0, 1], np.array([[0, 1]]))[0] == 1.0
+    assert st.boot_auc([0.9, 0.1], [0, 1], np.array([[0, 1]]))[0] == 0.0

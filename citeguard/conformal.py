@@ -62,7 +62,7 @@ def conformal_threshold(neg_scores: Sequence[float], alpha: float) -> float:
     if k > n:
         warnings.warn(f"{n} unsupported calibration examples are too few for alpha={alpha} "
                       f"(need k={k} <= n): tau = +inf, everything is flagged", SmallCalibrationWarning)
-        return float("inf")
+        return math.inf
     return float(s[k - 1])
 
 
@@ -75,9 +75,8 @@ def naive_threshold(neg_scores: Sequence[float], alpha: float) -> float:
 
 def pac_rank(n: int, alpha: float, delta: float) -> int:
     """Smallest k with P(Binom(n, 1 - alpha) <= k - 1) >= 1 - delta; n + 1 if none."""
-    ks = np.arange(1, n + 1)
-    ok = sps.binom.cdf(ks - 1, n, 1 - alpha) >= 1 - delta
-    return int(ks[ok][0]) if ok.any() else n + 1
+    ks = np.arange(1, n + 2)  # k = n + 1 always qualifies (the cdf at n is 1): it stands for 'none'
+    return int(ks[sps.binom.cdf(ks - 1, n, 1 - alpha) >= 1 - delta][0])
 
 
 @dataclass
@@ -85,7 +84,7 @@ class ConformalGuard:
     """Split-conformal flag threshold (optionally Mondrian: one per group)."""
 
     alpha: float = 0.1
-    tau: float = float("nan")
+    tau: float = math.nan
     k: int = 0
     n_unsupported: int = 0
     group_tau: dict[str, float] = field(default_factory=dict)

@@ -96,7 +96,7 @@ def boot_kappa(a, b, c, d) -> np.ndarray:
     """Cohen's kappa (po - pe) / (1 - pe) for arrays of 2x2 counts. Where chance agreement
     pe is 1 (both raters constant and equal) po is 1 too, so 0 / 0 gives the NaN."""
     a, b, c, d = (np.asarray(v, float) for v in (a, b, c, d))
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore"):
         n = a + b + c + d
         po = (a + d) / n
         pe = ((a + b) * (a + c) + (c + d) * (b + d)) / n**2
@@ -107,7 +107,7 @@ def boot_ac1(a, b, c, d) -> np.ndarray:
     """Gwet's AC1 for arrays of 2x2 counts: pe = 2 pi (1 - pi) with pi the raters' mean
     'supported' marginal, so pe <= 1/2 and only an empty table (0 / 0) gives NaN."""
     a, b, c, d = (np.asarray(v, float) for v in (a, b, c, d))
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore"):
         n = a + b + c + d
         pi = ((a + b) / n + (a + c) / n) / 2
         pe = 2 * pi * (1 - pi)
@@ -115,8 +115,8 @@ def boot_ac1(a, b, c, d) -> np.ndarray:
 
 
 def boot_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.maximum(den, 1e-300), np.nan)
+    """num / den, NaN where den is 0 (no division by zero is attempted)."""
+    return np.where(den > 0, num / np.maximum(den, 1e-300), np.nan)
 
 
 def boot_auc(scores: np.ndarray, labels: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -127,7 +127,7 @@ def boot_auc(scores: np.ndarray, labels: np.ndarray, idx: np.ndarray) -> np.ndar
     n1, n0 = y.sum(1), (~y).sum(1)
     # a row with one class has n1 * n0 = 0 and a zero numerator (the positives' ranks are
     # 1..n1, or there are none), so 0 / 0 gives the NaN
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore"):
         return ((r * y).sum(1) - n1 * (n1 + 1) / 2) / (n1 * n0)
 
 

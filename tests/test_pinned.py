@@ -130,9 +130,11 @@ def test_percentile_ci_drops_non_finite_and_uses_both_tails():
 def test_boot_tables_and_ratio():
     x = np.array([1, 1, 0, 0], bool)
     y = np.array([1, 0, 1, 0], bool)
-    idx = np.array([[0, 1, 2, 3], [0, 0, 1, 1], [3, 3, 3, 2]])
+    # rows: each pair once; (both, both, x only, x only); (neither x3, y only)
+    idx = np.array([[0, 1, 2, 3], [0, 0, 1, 1], [3, 3, 3, 2], [1, 1, 1, 0]])
     a, b, c, d = st.boot_tables(x, y, idx)
-    assert (a.tolist(), b.tolist(), c.tolist(), d.tolist()) == ([1, 2, 0], [1, 2, 0], [1, 0, 1], [1, 0, 3])
+    assert (a.tolist(), b.tolist(), c.tolist(), d.tolist()) == ([1, 2, 0, 1], [1, 2, 0, 3], [1, 0, 1, 0],
+                                                                [1, 0, 3, 0])
     r = st.boot_ratio(np.array([1.0, 0.0, 2.0]), np.array([4.0, 0.0, 2.0]))
     assert r[0] == 0.25 and math.isnan(r[1]) and r[2] == 1.0
 
@@ -206,9 +208,13 @@ def _split_coverage_by_hand(neg, pos, n_cal, alpha, n_splits, seed, delta):
     return out
 
 
-@pytest.mark.parametrize("n_cal,alpha", [(5, 0.2), (9, 0.1), (4, 0.1), (6, 0.5)])
-def test_split_coverage_against_a_loop(n_cal, alpha):
-    neg = np.array([0.05, 0.1, 0.1, 0.2, 0.3, 0.35, 0.5, 0.5, 0.6, 0.7, 0.8, 0.9])
+# (8, 0.2) and (4, 0.4): the PAC rank is exactly n_cal (delta 0.2); (1, 0.5), (4, 0.8): the naive rank is 1
+@pytest.mark.parametrize("n_cal,alpha", [(5, 0.2), (9, 0.1), (4, 0.1), (6, 0.5), (8, 0.2), (4, 0.4), (1, 0.5),
+                                         (4, 0.8)])
+@pytest.mark.parametrize("neg", [[0.05, 0.1, 0.1, 0.2, 0.3, 0.35, 0.5, 0.5, 0.6, 0.7, 0.8, 0.9],
+                                 [0.1, 0.2, 0.3, 0.4] * 3])  # heavy ties: test scores equal to tau
+def test_split_coverage_against_a_loop(n_cal, alpha, neg):
+    neg = np.array(neg)
     pos = np.array([0.1, 0.5, 0.65, 0.95])
     got = split_coverage(neg, pos, n_cal, [alpha], 6, np.random.default_rng(11), delta=0.2)
     want = _split_coverage_by_hand(neg, pos, n_cal, alpha, 6, 11, 0.2)
@@ -217,6 +223,7 @@ def test_split_coverage_against_a_loop(n_cal, alpha):
         np.testing.assert_allclose(got[key][0], want[key])
 
 
+@pytest.mark.filterwarnings("error")  # no mean of an empty array
 def test_split_coverage_rejects_bad_sizes_and_handles_no_positives():
     neg = np.arange(5) / 10
     for n_cal in (0, 5, 6):
@@ -329,6 +336,13 @@ def test_boot_ratio_small_and_fractional_denominators():
 
 def test_table2x2_and_ac1_accept_integer_votes():
     assert st.table2x2([1, 1, 0, 0, 1], [1, 0, 1, 0, 1]) == (2, 1, 1, 1)
+    # verdict columns read back from CSV with gaps come as floats 0.0 / 1.0
+    assert st.table2x2(np.array([1.0, 1.0, 0.0]), np.array([1.0, 0.0, 0.0])) == (1, 1, 0, 1)
+    assert st.table2x2(np.array([True, False]), np.array([1.0, 0.0])) == (1, 0, 0, 1)
+    a, b, c, d = st.boot_tables(np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([[0, 1]]))
+    assert (a[0], b[0], c[0], d[0]) == (0, 1, 1, 0)
+    a, b, c, d = st.boot_tables(np.array([True, False]), np.array([0.0, 1.0]), np.array([[0, 1]]))
+    assert (a[0], b[0], c[0], d[0]) == (0, 1, 1, 0)
     a, b, c, d = st.boot_tables([1, 1, 0, 0], [1, 0, 1, 0], np.array([[0, 1, 2, 3]]))
     assert (a[0], b[0], c[0], d[0]) == (1, 1, 1, 1)
     # one positive and one negative per row: AUC is 0 or 1, never NaN

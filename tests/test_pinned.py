@@ -348,3 +348,57 @@ def test_table2x2_and_ac1_accept_integer_votes():
     # one positive and one negative per row: AUC is 0 or 1, never NaN
     assert st.boot_auc([0.1, 0.9], [0, 1], np.array([[0, 1]]))[0] == 1.0
     assert st.boot_auc([0.9, 0.1], [0, 1], np.array([[0, 1]]))[0] == 0.0
+
+
+def test_default_protocol_is_600_char_windows_at_stride_300():
+    assert window_spans(1000) == [(0, 600), (300, 900), (400, 1000)]
+    from citeguard.verifiers.base import make_windows
+    assert [len(w) for w in make_windows("x" * 901)] == [600, 600, 600]
+    assert make_windows("ab" * 300) == ["ab" * 300]  # exactly 600: one window
+
+
+def test_score_pairs_defaults_cap_claims_at_600_and_chunk_256_units(capsys):
+    v = TableVerifier({"a": 0.9})
+    claims = ["c" * 700] + [f"claim {i}" for i in range(299)]
+    ps = score_pairs(v, claims, ["a" * 50] * 300)
+    assert [len(c) for c in v.calls] == [256, 44]
+    assert len(v.calls[0][0][0]) == 600
+    assert ps.n_units == 300
+    err = capsys.readouterr().err
+    assert "score[table]" in err and "300/300" in err and "win" in err  # a progress bar by default
+    score_pairs(TableVerifier({"a": 0.9}), ["c"], ["a"], progress=False)
+    assert "score[" not in capsys.readouterr().err
+
+
+def test_score_pairs_logs_its_counts(caplog, tmp_path):
+    import logging
+    cache = ScoreCache(tmp_path / "c.sqlite")
+    score_pairs(TableVerifier({"a": 0.9, "b": 0.1}), ["c"], ["aaaa"], window_chars=4, stride=4, cache=cache,
+                progress=False)
+    with caplog.at_level(logging.INFO, logger="citeguard.verifiers.base"):
+        score_pairs(TableVerifier({"a": 0.9, "b": 0.1}), ["c", "c", "d"], ["aaaa", "aaaabbbb", "bbbb"],
+                    window_chars=4, stride=4, cache=cache, progress=False)
+    # units: (c, aaaa) cached, (c, bbbb), (d, bbbb) new
+    assert caplog.messages == ["table: 3 pairs, 3 unique (claim, window) units, 1 cached, 2 to score"]
+
+
+def test_score_pairs_skipped_pairs_do_not_stop_the_ones_after_them():
+    v = TableVerifier({"a": 0.9, "d": float("nan")})
+    ps = score_pairs(v, ["c", None, "c", "c", "e"], ["dddd", "aaaa", "", "aaaa", "aaaa"], window_chars=4, stride=4,
+                     progress=False)
+    assert ps.reason == ["unscored", "missing_claim", "empty_passage", "", ""]
+    assert ps.score[3:].tolist() == [0.9, 0.9] and ps.verdict.tolist() == [False, False, False, True, True]
+    assert ps.score[2] == 0.0 and ps.n_windows.tolist() == [1, 0, 0, 1, 1]
+    # the arrays keep their types when written to a table
+    assert ps.verdict.dtype == bool and ps.best_window.dtype.kind == "i" and ps.n_windows.dtype.kind == "i"
+    assert ps.best_window.tolist() == [-1, -1, -1, 0, 0]
+
+
+def test_cache_in_a_new_nested_folder_and_key_format(tmp_path):
+    c = ScoreCache(tmp_path / "new" / "deeper" / "c.sqlite")
+    c.put_many([(ScoreCache.key("c", "w"), 0.5, True)])
+    assert (tmp_path / "new" / "deeper" / "c.sqlite").exists()
+    k = ScoreCache.key("c", "w")
+    assert len(k) == 40 and int(k, 16) >= 0  # 40 hex digits of sha256("c\x1fw")
+    import hashlib
+    assert k == hashlib.sha256(b"c\x1fw").hexdigest()[:40]

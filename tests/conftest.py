@@ -3,6 +3,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import tqdm
+
+# no tqdm monitor thread: a thread alive at fork() can leave a forked test runner (mutmut) deadlocked
+tqdm.tqdm.monitor_interval = 0
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))

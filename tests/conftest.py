@@ -1,11 +1,15 @@
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 import tqdm
 
-# no tqdm monitor thread: a thread alive at fork() can leave a forked test runner (mutmut) deadlocked
+# tqdm's default write lock is a multiprocessing semaphore shared across fork(): a forked test
+# runner (mutmut) killed while holding it deadlocks every later one. Tests need only a thread lock,
+# and no monitor thread.
+tqdm.tqdm.set_lock(threading.RLock())
 tqdm.tqdm.monitor_interval = 0
 
 ROOT = Path(__file__).resolve().parent.parent

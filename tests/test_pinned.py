@@ -240,6 +240,8 @@ def test_split_coverage_rejects_bad_sizes_and_handles_no_positives():
     (601, 600, 300, [(0, 600), (1, 601)]),
     (900, 600, 300, [(0, 600), (300, 900)]),
     (901, 600, 300, [(0, 600), (300, 900), (301, 901)]),
+    (899, 600, 300, [(0, 600), (299, 899)]),  # no window may run past the end
+    (9, 4, 3, [(0, 4), (3, 7), (5, 9)]),
     (0, 600, 300, [(0, 0)]),
     (10, 4, 3, [(0, 4), (3, 7), (6, 10)]),
     (11, 4, 3, [(0, 4), (3, 7), (6, 10), (7, 11)]),
@@ -358,14 +360,19 @@ def test_default_protocol_is_600_char_windows_at_stride_300():
 
 
 def test_score_pairs_defaults_cap_claims_at_600_and_chunk_256_units(capsys):
-    v = TableVerifier({"a": 0.9})
-    claims = ["c" * 700] + [f"claim {i}" for i in range(299)]
-    ps = score_pairs(v, claims, ["a" * 50] * 300)
+    import re
+    v = TableVerifier({"a": 0.5, "b": 0.6, "c": 0.9, "d": 0.1})
+    claims = ["c" * 700] + [f"claim {i}" for i in range(99)]
+    # 1,000 chars: windows start at 0 ("a"), 300 ("b") and 400 ("c")
+    ps = score_pairs(v, claims, ["a" * 300 + "b" + "d" * 99 + "c" * 600] * 100)
     assert [len(c) for c in v.calls] == [256, 44]
     assert len(v.calls[0][0][0]) == 600
-    assert ps.n_units == 300
+    assert {w[0] for call in v.calls for _, w in call} == {"a", "b", "c"}
+    assert {len(w) for call in v.calls for _, w in call} == {600}
+    assert ps.n_units == 300 and ps.n_windows.tolist() == [3] * 100
+    assert ps.best_window.tolist() == [2] * 100 and ps.score.tolist() == [0.9] * 100
     err = capsys.readouterr().err
-    assert "score[table]" in err and "300/300" in err and "win" in err  # a progress bar by default
+    assert "score[table]" in err and "300/300" in err and re.search(r"[\d.]+win/s", err)  # a bar by default
     score_pairs(TableVerifier({"a": 0.9}), ["c"], ["a"], progress=False)
     assert "score[" not in capsys.readouterr().err
 

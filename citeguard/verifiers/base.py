@@ -8,6 +8,7 @@ if any window is) live once, in :func:`score_pairs`, not in each verifier.
 from __future__ import annotations
 
 import hashlib
+import math
 import logging
 import sqlite3
 from dataclasses import dataclass
@@ -98,7 +99,7 @@ class ScoreCache:
             chunk = list(keys[i:i + 500])
             q = f"SELECT key, score, verdict FROM unit WHERE key IN ({','.join('?' * len(chunk))})"
             for k, s, v in self.db.execute(q, chunk):
-                out[k] = (float("nan") if s is None else s, bool(v))
+                out[k] = (math.nan if s is None else s, bool(v))
         return out
 
     def put_many(self, items: Sequence[tuple[str, float, bool]]) -> None:
@@ -178,12 +179,10 @@ def score_pairs(
         n_cached = len(units) - len(todo)
     threshold = getattr(verifier, "threshold", None)
     if threshold is not None:  # verdict = score >= threshold, whatever threshold the cache was made with
-        with np.errstate(invalid="ignore"):
-            u_verdict = u_score >= float(threshold)
+        u_verdict = u_score >= float(threshold)  # NaN compares False, quietly
     log.info("%s: %d pairs, %d unique (claim, window) units, %d cached, %d to score",
-             getattr(verifier, "name", "verifier"), n, len(units), n_cached, len(todo))
-    bar = tqdm(total=len(todo), desc=f"score[{getattr(verifier, 'name', '?')}]", unit="win",
-               disable=not progress)
+             verifier.name, n, len(units), n_cached, len(todo))
+    bar = tqdm(total=len(todo), desc=f"score[{verifier.name}]", unit="win", disable=not progress)
     for start in range(0, len(todo), chunk_units):
         idx = todo[start:start + chunk_units]
         s, v = verifier.judge([units[j][0] for j in idx], [units[j][1] for j in idx])

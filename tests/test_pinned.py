@@ -157,7 +157,8 @@ def test_threshold_at_k_equal_n_is_the_largest_not_inf():
         assert conformal_threshold(np.arange(8) / 10, 0.1) == math.inf
 
 
-@pytest.mark.parametrize("n,alpha,k", [(10, 0.1, 9), (20, 0.05, 19), (4, 0.6, 2), (10, 0.95, 1), (3, 0.5, 2), (7, 0.99, 1)])
+@pytest.mark.parametrize("n,alpha,k", [(10, 0.1, 9), (20, 0.05, 19), (4, 0.6, 2), (10, 0.95, 1), (3, 0.5, 2), (7, 0.99, 1),
+                                       (10, 0.28, 8)])  # ceil(7.2) = 8, not round(7.2) = 7
 def test_naive_threshold_rank_by_hand(n, alpha, k):
     # k = max(1, ceil(n (1 - alpha))): e.g. n = 4, alpha = 0.6 -> ceil(1.6) = 2; n = 7, alpha = 0.99 -> ceil(0.07) = 1
     s = np.arange(n, 0, -1) / 100  # unsorted on purpose
@@ -409,3 +410,10 @@ def test_cache_in_a_new_nested_folder_and_key_format(tmp_path):
     assert len(k) == 40 and int(k, 16) >= 0  # 40 hex digits of sha256("c\x1fw")
     import hashlib
     assert k == hashlib.sha256(b"c\x1fw").hexdigest()[:40]
+
+
+def test_guard_takes_json_nulls_as_missing_scores():
+    # scores read from JSON may hold null: not a calibration example, and flagged at deployment
+    g = ConformalGuard(alpha=0.5).calibrate([0.2, None, 0.4, 0.9], [0, 0, 0, 1])
+    assert (g.n_unsupported, g.k, g.tau) == (2, 2, 0.4)  # k = ceil(3 * 0.5) = 2 of {0.2, 0.4}
+    assert g.predict([None, 0.5, 0.4]).tolist() == [True, False, True]

@@ -10,8 +10,8 @@ declare -A TESTS=(
   [conformal]="tests/test_edges.py tests/test_stats_conformal.py tests/test_pinned.py"
   [stats]="tests/test_stats_conformal.py tests/test_edges.py tests/test_pinned.py"
   [analysis]="tests/test_edges.py tests/test_stats_conformal.py tests/test_pinned.py tests/test_pinned_analysis.py"
-  [citations]="tests/test_citations.py tests/test_guard.py tests/test_guard_cli.py tests/test_io_prepare.py"
-  [guarding]="tests/test_guard.py tests/test_guard_cli.py"
+  [citations]="tests/test_citations.py tests/test_guard.py"
+  [guarding]="tests/test_guard.py"
   [base]="tests/test_verifiers.py tests/test_guard.py tests/test_edges.py tests/test_pinned.py"
 )
 declare -A FILES=([conformal]=citeguard/conformal.py [stats]=citeguard/stats.py [analysis]=citeguard/analysis.py

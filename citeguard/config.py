@@ -19,6 +19,8 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
+from .schema import SchemaError, validate_config
+
 # The Hydra config tree lives in the repository (an editable install finds it);
 # point CITEGUARD_CONFIG_DIR at a copy of config/ to use another tree.
 CONFIG_DIR = Path(os.environ.get("CITEGUARD_CONFIG_DIR") or Path(__file__).resolve().parent.parent / "config")
@@ -97,6 +99,10 @@ def compose_config(overrides: Sequence[str] = (), config_dir: Path = CONFIG_DIR)
     extra += [f"+pipeline@pipelines.{p}={p}" for p in base.generation.pipelines]
     cfg = _compose(config_dir, list(overrides) + extra)
     OmegaConf.resolve(cfg)
+    try:
+        validate_config(to_plain(cfg))
+    except SchemaError as e:
+        raise ConfigError(f"config error: {e}") from None
     return cfg
 
 

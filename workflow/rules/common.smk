@@ -5,11 +5,13 @@ import re
 from pathlib import Path
 
 from citeguard.config import compose_config, config_json, source_key, to_plain
+from citeguard.schema import SchemaError, check_analysis_sets, check_cli_keys
 
 ROOT = Path(workflow.basedir)
 
 
 def _user_overrides():
+    check_cli_keys(config)
     ov = config.get("overrides", [])
     if isinstance(ov, str):
         ov = json.loads(ov) if ov.strip().startswith("[") else [ov]
@@ -20,6 +22,7 @@ def _user_overrides():
 
 
 CFG = compose_config(_user_overrides(), config_dir=ROOT / "config")
+check_analysis_sets(to_plain(CFG))
 RAW = CFG.raw_dir
 RES = CFG.results_dir
 FIG = CFG.figures_dir
@@ -42,16 +45,12 @@ def _set_configs():
 
 
 def _guard_verifier():
-    """The worked examples' verifier: named in analysis.guard_verifier, or the panel's last continuous one."""
+    """The worked examples' verifier: named in analysis.guard_verifier (checked by the schema),
+    or the panel's last continuous one."""
     name = CFG.analysis.get("guard_verifier")
     continuous = [v for v in PANEL if not CFG.verifiers[v].get("binary", False)]
     if name is None:
         return continuous[-1] if continuous else None
-    if name not in PANEL:
-        raise ValueError(f"analysis.guard_verifier={name!r} is not in verifier_panel {PANEL}")
-    if name not in continuous:
-        raise ValueError(f"analysis.guard_verifier={name!r} gives binary scores, so a conformal tau means "
-                         f"nothing; pick a continuous one: {continuous}")
     return name
 
 

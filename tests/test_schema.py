@@ -1,0 +1,98 @@
+"""The config schema: every shipped config validates, every schema key is used, bad values and
+unknown keys fail before the DAG with the key and the nearest valid one."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+
+from conftest import ROOT
+from citeguard.config import ConfigError, compose_config, to_plain
+from citeguard.schema import SchemaError, check_cli_keys, load_schema, validate_config
+
+CONFIG = ROOT / "config"
+GROUP_DEF = {"verifier": "verifier", "generator": "generator", "pipeline": "pipeline", "dataset": "set",
+             "source/released": "set"}
+
+
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (CONFIG / "experiment").glob("*.yaml")))
+def test_every_experiment_composes_and_validates(experiment):
+    validate_config(to_plain(compose_config([f"experiment={experiment}"])))
+
+
+@pytest.mark.parametrize("group,path", [(g, p) for g in GROUP_DEF for p in sorted((CONFIG / g).glob("*.yaml"))],
+                         ids=lambda x: str(x).split("config/")[-1])
+def test_every_group_file_matches_its_schema(group, path):
+    schema = load_schema()
+    sub = {"$defs": schema["$defs"], **schema["$defs"][GROUP_DEF[group]]}
+    errors = list(Draft202012Validator(sub).iter_errors(yaml.safe_load(path.read_text())))
+    assert not errors, [e.message for e in errors]
+
+
+def test_every_schema_key_is_used_somewhere_in_config():
+    schema = load_schema()
+    used: dict[str, set] = {d: set() for d in GROUP_DEF.values()}
+    for group, d in GROUP_DEF.items():
+        for p in (CONFIG / group).glob("*.yaml"):
+            used[d] |= set(yaml.safe_load(p.read_text()))
+    for d, keys in used.items():
+        stale = set(schema["$defs"][d]["properties"]) - keys
+        assert not stale, f"{d}: schema keys no config file uses: {stale}"
+    root = yaml.safe_load((CONFIG / "config.yaml").read_text())
+    for section in ("windowing", "generation", "analysis"):
+        assert set(schema["properties"][section]["properties"]) == set(root[section]), section
+    conformal = yaml.safe_load((CONFIG / "conformal" / "default.yaml").read_text())
+    assert set(schema["properties"]["conformal"]["properties"]) == set(conformal)
+    # every key of the root file is in the schema and every schema key has a description
+    assert set(root) - {"defaults"} <= set(schema["properties"])
+    for section in ("windowing", "generation", "analysis", "conformal"):
+        for key, spec in schema["properties"][section]["properties"].items():
+            assert spec.get("description"), f"{section}.{key} has no description"
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["+analysis.n_bootsrap=10"], "unknown config key 'analysis.n_bootsrap' (did you mean 'analysis.n_bootstrap'?)"),
+    (["+verifiers.embedding.batch_sise=3"],
+     "unknown config key 'verifiers.embedding.batch_sise' (did you mean 'verifiers.embedding.batch_size'?)"),
+    (["+windowng={window_chars: 5}"], "unknown config key 'windowng' (did you mean 'windowing'?)"),
+    (["conformal.targets=[0.9,1.5]"], "config key 'conformal.targets.1': 1.5 is greater than or equal to the maximum of 1"),
+    (["conformal.pac_delta=0"], "config key 'conformal.pac_delta': 0 is less than or equal to the minimum of 0"),
+    (["analysis.n_bootstrap=0"], "config key 'analysis.n_bootstrap': 0 is less than the minimum of 1"),
+    (["analysis.n_bootstrap=many"], "config key 'analysis.n_bootstrap': 'many' is not of type 'integer'"),
+    (["windowing.stride=600"], "windowing.stride (600) must be smaller than windowing.window_chars (600)"),
+    (["windowing.stride=0"], "config key 'windowing.stride': 0 is less than the minimum of 1"),
+    (["analysis.guard_verifier=lexcal"], "analysis.guard_verifier='lexcal' is not in verifier_panel"),
+    (["experiment=paper", "analysis.guard_verifier=openscholar_posthoc"], "gives binary scores"),
+])
+def test_bad_values_and_unknown_keys_are_refused(overrides, message):
+    with pytest.raises(ConfigError) as e:
+        compose_config(overrides)
+    assert message in str(e.value)
+
+
+def test_analysis_sets_must_be_selected_datasets():
+    from citeguard.schema import check_analysis_sets
+    check_analysis_sets(to_plain(compose_config([])))
+    with pytest.raises(SchemaError, match=r"analysis.calibration_set='gold/attribution' is not a selected dataset "
+                                          r"\(did you mean 'gold/attribution_gold'\?\)"):
+        check_analysis_sets(to_plain(compose_config(["analysis.calibration_set=gold/attribution"])))
+
+
+def test_cli_config_keys():
+    check_cli_keys({"experiment": "paper", "overrides": "[]"})
+    with pytest.raises(SchemaError, match=r"unknown --config key 'experimnt' \(did you mean 'experiment'\?\)"):
+        check_cli_keys({"experimnt": "paper"})
+
+
+def test_misspelt_config_key_fails_before_the_dag(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+                        str(tmp_path), "-n", "--config", "experimnt=paper"], capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "unknown --config key 'experimnt' (did you mean 'experiment'?)" in r.stdout + r.stderr
+    assert "Job stats" not in r.stdout
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
+                        str(tmp_path), "-n", "--config", "overrides=[\"+analysis.n_bootsrap=10\"]"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "did you mean 'analysis.n_bootstrap'?" in r.stdout + r.stderr

@@ -111,10 +111,10 @@ def _judge(scorer: Any, claims: list[str], passages: Sequence[str], idx: list[in
            base: int) -> _Judged:
     """Score (claim, passage idx) pairs; pass/fail by tau or verdict; the best window of each."""
     texts = [passages[i] for i in idx]
-    windowing = getattr(scorer, "windowing", None)
-    if windowing is not None and hasattr(scorer, "score"):
+    windowing = None
+    if hasattr(scorer, "score"):  # a PairScorer: the full-passage protocol, with its windows
         ps = scorer.score(claims, texts)
-        s, v, best = np.asarray(ps.score, float), ps.verdict, ps.best_window
+        s, v, best, windowing = np.asarray(ps.score, float), ps.verdict, ps.best_window, scorer.windowing
     else:  # a plain callable: no windows, so the evidence is the whole passage
         res = scorer(claims, texts)
         s, v, best = np.asarray(res[0], float), res[1], None
@@ -122,7 +122,7 @@ def _judge(scorer: Any, claims: list[str], passages: Sequence[str], idx: list[in
     ev = []
     for t, (i, text) in enumerate(zip(idx, texts)):
         lo, hi = 0, len(text)
-        if best is not None and best[t] >= 0:
+        if windowing is not None and best[t] >= 0:
             lo, hi = window_spans(len(text), int(windowing["window_chars"]), int(windowing["stride"]))[int(best[t])]
         ev.append(Evidence(i + base, lo, hi, text[lo:hi], None if np.isnan(s[t]) else float(s[t])))
     return _Judged(s, np.asarray(passed, bool), ev)

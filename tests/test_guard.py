@@ -171,3 +171,86 @@ def test_guard_imports_no_study_code():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_full_report_by_hand():
+    # 4 sentences, 3 cited; [1] supported, [2] fails and moves to passage 3, [9] points at nothing
+    scorer = table_scorer({("A.", 0): 0.9, ("B.", 1): 0.2, ("B.", 2): 0.7, ("B.", 0): 0.1})
+    text, rep = guard_answer("A [1]. B [2]. No cite here. C [9].", P, scorer, reattribute="verifier",
+                             guarantee="catches >= 90%")
+    assert text == "A [1]. B [3]. No cite here. C [9 INVALID]."
+    assert (rep.n_sentences, rep.n_cited_sentences, rep.n_citations) == (4, 3, 3)
+    assert (rep.verified, rep.reattributed, rep.flagged, rep.invalid) == (1, 1, 0, 1)
+    assert rep.review_budget == pytest.approx(1 / 3)
+    assert rep.guarantee == "catches >= 90%" and rep.rule == "pass iff verifier verdict"
+    a, b, c = rep.audit
+    assert (a.sentence_index, a.claim, a.cited, a.marker, a.score, a.reason) == (0, "A.", 1, "[1]", 0.9, "")
+    assert (b.cited, b.marker, b.score, b.new_pointer, b.new_score, b.reason) == (2, "[2]", 0.2, 3, 0.7, "")
+    assert (c.cited, c.marker, c.score, c.new_pointer) == (9, "[9]", None, None)
+    assert c.reason == "citation [9] points at no passage (have 3, numbered from 1)"
+    assert a.evidence.text == P[0] and (a.evidence.start, a.evidence.end) == (0, len(P[0]))
+    assert b.new_evidence.passage == 3 and b.new_evidence.text == P[2]
+    _, rep = guard_answer("A [1].", P, scorer, tau=0.123456789)
+    assert rep.rule == "pass iff score > tau = 0.123457"
+    _, rep = guard_answer("Nothing cited.", P, scorer)
+    assert (rep.n_citations, rep.review_budget, rep.n_sentences, rep.n_cited_sentences) == (0, 0.0, 1, 0)
+
+
+def test_reattribution_uses_tau_too_and_ties_keep_the_first_proposal():
+    # with tau = 0.65 a proposal must score above 0.65: passage 2's 0.6 would pass its own verdict
+    # (>= 0.5) but not tau; passage 3's 0.7 passes
+    scorer = table_scorer({("C.", 1): 0.6, ("C.", 2): 0.7})
+    _, rep = guard_answer("C [1].", P, scorer, tau=0.65, reattribute="verifier")
+    assert rep.audit[0].new_pointer == 3
+    scorer = table_scorer({("C.", 1): 0.6})
+    text, rep = guard_answer("C [1].", P, scorer, tau=0.65, reattribute="verifier")
+    assert text == "C [1 UNVERIFIED]."
+    # equal scores: the re-attributor's first proposal (passage 2, in passage order for 'verifier') wins
+    scorer = table_scorer({("C.", 1): 0.8, ("C.", 2): 0.8})
+    assert guard_answer("C [1].", P, scorer, reattribute="verifier")[1].audit[0].new_pointer == 2
+
+
+def test_default_reattribution_is_bm25_with_three_proposals():
+    passages = [f"filler {i} words" for i in range(5)] + ["cells make atp in mitochondria"]
+    scorer_calls = []
+
+    def scorer(claims, ps):
+        scorer_calls.append(list(ps))
+        s = np.array([0.9 if "atp" in p else 0.0 for p in ps])
+        return s, s >= 0.5
+    text, rep = guard_answer("Cells make atp [1].", passages, scorer)
+    assert text == "Cells make atp [6]."
+    assert len(scorer_calls[1]) == 3 and scorer_calls[1][0] == passages[5]  # BM25's best first
+
+
+def test_non_string_answer_message():
+    with pytest.raises(Exception, match="^'answer' must be a string$"):
+        guard_answer(["x"], P, table_scorer({}))
+
+
+def test_remove_takes_the_whitespace_around_a_dropped_sentence():
+    scorer = table_scorer({("Good.", 0): 0.9, ("Also good.", 0): 0.9})
+    # a dropped sentence in the middle takes the spaces after it
+    assert guard_answer("Good [1].  Bad [2].  Also good [1].", P, scorer, reattribute=None,
+                        remove=True)[0] == "Good [1].  Also good [1]."
+    # a dropped last sentence takes the spaces before it
+    assert guard_answer("Good [1].   Bad [2].", P, scorer, reattribute=None, remove=True)[0] == "Good [1]."
+    # a dropped first sentence at the very start
+    assert guard_answer("Bad [2]. Good [1].", P, scorer, reattribute=None, remove=True)[0] == "Good [1]."
+    # nothing dropped: the text keeps its trailing whitespace
+    assert guard_answer("Good [1].  ", P, scorer, reattribute=None, remove=True)[0] == "Good [1].  "
+
+
+def test_evidence_window_uses_the_configured_stride_and_the_first_window():
+    from citeguard.scorer import load_scorer
+    passage = "Mitochondria produce ATP. " + "x " * 600
+    scorer = load_scorer("lexical")
+    scorer.windowing = {**scorer.windowing, "window_chars": 100, "stride": 40}
+    _, rep = guard_answer("Mitochondria produce ATP [1].", [passage], scorer)
+    ev = rep.audit[0].evidence
+    assert (ev.start, ev.end) == (0, 100)  # the best window is the first one
+    passage2 = "x " * 60 + "Mitochondria produce ATP. " + "x " * 600
+    _, rep = guard_answer("Mitochondria produce ATP [1].", [passage2], scorer)
+    ev = rep.audit[0].evidence
+    # windows start at 0, 40, 80, 120 ...: the claim at 120..145 lies whole first in the window at 80
+    assert (ev.start, ev.end) == (80, 180)

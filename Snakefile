@@ -10,6 +10,13 @@ min_version("9.0")
 include: "workflow/rules/common.smk"
 
 
+wildcard_constraints:
+    set=alt(SET_CFG),
+    raw_path=alt(RAW_FILES),
+    model=alt([g.name for g in CFG.get("generators", {}).values()]),
+    pipeline=alt(CFG.generation.pipelines),
+
+
 # Light bookkeeping runs on the submitting host under a cluster executor: downloads need the
 # internet (compute nodes often have none), the others take seconds.
 localrules:
@@ -33,6 +40,6 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_targets(),
-    default_target: True

@@ -9,8 +9,9 @@
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 __version__ = "0.1.0"
 __all__ = ["guard", "load_scorer"]

@@ -8,9 +8,10 @@ calibration's guarantee line head the page.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .citations import sentences
 from .guarding import ACTIONS

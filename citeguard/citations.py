@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 CLAIM_CAP = 600
 
@@ -105,7 +106,7 @@ class Extraction:
     pairs: list[Pair] = field(default_factory=list)
     skips: list[Skip] = field(default_factory=list)
 
-    def extend(self, other: "Extraction", sentence_offset: int, passage_offset: int = 0) -> None:
+    def extend(self, other: Extraction, sentence_offset: int, passage_offset: int = 0) -> None:
         """Append another section's result, shifting its sentence and passage indices."""
         self.n_sentences += other.n_sentences
         self.n_cited_sentences += other.n_cited_sentences

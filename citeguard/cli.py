@@ -15,8 +15,9 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -118,8 +119,7 @@ def iter_json_records(path: str) -> Iterator[tuple[int, Any]]:
             yield from _jsonl(path, iter(text.splitlines()))
             return
         raise CLIError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
-    for i, rec in enumerate(data if isinstance(data, list) else [data], 1):
-        yield i, rec
+    yield from enumerate(data if isinstance(data, list) else [data], 1)
 
 
 def parse_answer(rec: Any, where: str) -> tuple[str, list[str], int | None]:

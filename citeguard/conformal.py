@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextlib
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 from scipy import stats as sps
@@ -61,7 +61,8 @@ def conformal_threshold(neg_scores: Sequence[float], alpha: float) -> float:
     k = conformal_rank(n, alpha)
     if k > n:
         warnings.warn(f"{n} unsupported calibration examples are too few for alpha={alpha} "
-                      f"(need k={k} <= n): tau = +inf, everything is flagged", SmallCalibrationWarning)
+                      f"(need k={k} <= n): tau = +inf, everything is flagged", SmallCalibrationWarning,
+                      stacklevel=2)
         return math.inf
     return float(s[k - 1])
 
@@ -93,7 +94,7 @@ class ConformalGuard:
         _check_alpha(self.alpha)
 
     def calibrate(self, scores: Sequence[float], labels: Sequence[int],
-                  groups: Sequence[str] | None = None) -> "ConformalGuard":
+                  groups: Sequence[str] | None = None) -> ConformalGuard:
         s, y = np.asarray(scores, float), np.asarray(labels)
         neg = s[(y == 0) & np.isfinite(s)]
         self.n_unsupported = len(neg)

@@ -8,8 +8,9 @@ Unresolved markers are left in the text and counted.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from .citations import MARKER_RE, citation_passages, resolve_marker, uses_string_ids
 from .io import read_records

@@ -1,8 +1,8 @@
 """Figures a reviewer wants to look at (matplotlib, saved as PNG and PDF)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import matplotlib
 

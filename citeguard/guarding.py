@@ -24,8 +24,9 @@ statistics), only citation parsing, re-attribution and the verifier windows.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -170,7 +171,7 @@ def guard_answer(answer: str, passages: Sequence[str], scorer: Scorer, *, tau: f
     valid = [a for a in audits if a.action == "verified"]
     if valid:
         j = _judge(scorer, [a.claim for a in valid], passages, [a.cited - base for a in valid], tau, base)
-        for a, sc, ok, ev in zip(valid, j.score, j.passed, j.evidence):
+        for a, ok, ev in zip(valid, j.passed, j.evidence):
             a.score, a.evidence = ev.score, ev
             if not ok:
                 a.action = "flagged"

@@ -7,9 +7,10 @@ import os
 import shutil
 import tempfile
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 MIRROR_ENV = "CITEGUARD_DATA_MIRROR"
 
@@ -28,7 +29,7 @@ class FileSpec:
     licence: str = ""
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "FileSpec":
+    def from_dict(cls, d: dict[str, Any]) -> FileSpec:
         return cls(path=d["path"], url=d["url"], sha256=d.get("sha256") or "", licence=d.get("licence", ""))
 
 

@@ -14,7 +14,8 @@ import asyncio
 import logging
 import os
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .serving import Endpoint
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -187,7 +188,7 @@ def prepare_scifact_corpus(files: Mapping[str, Path], cfg: Mapping[str, Any], b:
             b.pair(item, 0, rec["claim"], corpus[doc], j, 1.0 if label == {"SUPPORT"} else 0.0, group="scifact_train")
 
 
-def _ctxs_records(path: Path, key: str, b: "_Builder"):
+def _ctxs_records(path: Path, key: str, b: _Builder):
     for i, rec in enumerate(read_records(path)):
         item = str(rec.get("id", f"{key}:{i}")) if isinstance(rec, dict) else f"{key}:{i}"
         if not b.accept(item):

@@ -7,9 +7,10 @@ BM25's ``k1``/``b`` from ``config/reattributor/<name>.yaml``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class Reattributor:
             raise ValueError(f"re-attributor {self.name!r}: proposals must be >= 1, got {self.proposals}")
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any], proposals: int = 3) -> "Reattributor":
+    def from_config(cls, cfg: Mapping[str, Any], proposals: int = 3) -> Reattributor:
         return cls(name=str(cfg.get("name", cfg["kind"])), kind=str(cfg["kind"]), k1=float(cfg.get("k1", 1.5)),
                    b=float(cfg.get("b", 0.75)), proposals=int(proposals))
 

@@ -24,18 +24,29 @@ def param_json(snakemake: Any, name: str) -> Any:
     return json.loads(getattr(snakemake.params, name))
 
 
-def scored_sets(snakemake: Any, name: str) -> dict[str, "Any"]:
-    """{set name: pairs + score_/verdict_ columns} from ``<name>_pairs``/``<name>_scores`` inputs."""
+def settings(snakemake: Any) -> dict[str, Any]:
+    """The rule's ``settings`` param: exactly the config keys (and set names) the rule reads."""
+    return json.loads(snakemake.params.settings)
+
+
+def scored_sets(snakemake: Any, name: str) -> dict[str, Any]:
+    """{set name: pairs + score_/verdict_ columns} from the ``<name>_pairs``/``<name>_scores``
+    inputs; the set names come from ``settings['sets'][name]``, in input order (scores are
+    grouped per set, one file per verifier)."""
     from .scores import load_scored
 
-    out = {}
+    sets = settings(snakemake)["sets"][name]
+    pair_files = list(getattr(snakemake.input, f"{name}_pairs"))
     score_files = list(getattr(snakemake.input, f"{name}_scores"))
-    for p in getattr(snakemake.input, f"{name}_pairs"):
-        set_dir = p.rsplit("/data/", 1)[1].rsplit("/pairs.parquet", 1)[0]
-        mine = [s for s in score_files if f"/scores/{set_dir}/" in s]
-        out[set_dir] = load_scored(p, mine)
-    return out
+    per_set = len(score_files) // len(sets) if sets else 0
+    if len(pair_files) != len(sets) or per_set * len(sets) != len(score_files):
+        raise ValueError(f"{name}: {len(sets)} sets but {len(pair_files)} pair and {len(score_files)} score files")
+    return {s: load_scored(p, score_files[i * per_set:(i + 1) * per_set])
+            for i, (s, p) in enumerate(zip(sets, pair_files))}
 
 
-def panel(snakemake: Any) -> list[str]:
-    return json.loads(snakemake.params.panel)
+def eval_split(df: Any) -> Any:
+    """The rows of the 'eval' split (the part not used to fit the stacked verifier), or all rows
+    when the set has no such split."""
+    is_eval = df["split"] == "eval"
+    return df[is_eval] if is_eval.any() else df

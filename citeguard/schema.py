@@ -9,8 +9,9 @@ cannot express live here.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 from jsonschema import Draft202012Validator

@@ -6,8 +6,9 @@ name (``config/verifier/<name>.yaml``) plus overrides into a scorer.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

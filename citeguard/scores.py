@@ -1,8 +1,8 @@
 """Score tables: reading, writing and joining verifier outputs with pairs."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd

@@ -11,10 +11,11 @@ import json
 import queue
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Mapping
+from typing import Any
 
 Messages = list[dict[str, str]]
 
@@ -72,7 +73,7 @@ class LocalChatServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def start(self) -> "LocalChatServer":
+    def start(self) -> LocalChatServer:
         for t in self._threads:
             t.start()
         return self

@@ -7,8 +7,8 @@ meaningless; they exercise code paths, batching and numerics.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 

@@ -1,11 +1,11 @@
 """Rule agreement: pairwise verifier agreement on a fixed sample of deployment pairs."""
 from citeguard import analysis, figures
-from citeguard.rulekit import panel, param_json, scored_sets, start
+from citeguard.rulekit import scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)
-cfg = param_json(sm, "analysis")
-verifiers = panel(sm)
+cfg = settings(sm)
+verifiers = cfg["panel"]
 sample = analysis.agreement_sample(scored_sets(sm, "src"), cfg["agreement_sample"], cfg["seed"])
 cols = ["source", "pair_id"] + [c for v in verifiers for c in (f"score_{v}", f"verdict_{v}")]
 sample[cols].to_csv(sm.output.sample, index=False)

@@ -2,15 +2,15 @@
 import pandas as pd
 
 from citeguard import analysis, figures
-from citeguard.rulekit import panel, param_json, scored_sets, start
+from citeguard.rulekit import eval_split, scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)
-acfg, ccfg = param_json(sm, "analysis"), param_json(sm, "conformal")
-verifiers = panel(sm)
-seed, targets = acfg["seed"], ccfg["targets"]
+cfg = settings(sm)
+ccfg, verifiers = cfg["conformal"], cfg["panel"]
+seed, targets = cfg["seed"], ccfg["targets"]
 (cal_df,) = scored_sets(sm, "cal").values()
-cal_df = cal_df[cal_df["split"] == "eval"] if (cal_df["split"] == "eval").any() else cal_df
+cal_df = eval_split(cal_df)
 cal = {v: cal_df for v in verifiers}
 frozen = pd.read_parquet(sm.input.frozen_pairs[0])
 cal_all = dict(cal, attrscore_released=frozen.assign(score_attrscore_released=frozen["frozen_score"]))

@@ -3,14 +3,14 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from citeguard.generation import build_backend
-from citeguard.rulekit import param_json, start
+from citeguard.rulekit import eval_split, param_json, start
 
 if __name__ == "__main__":  # vLLM may spawn worker processes
     sm = snakemake  # noqa: F821
     log = start(sm)
     gen = param_json(sm, "generator")
     pairs = pd.read_parquet(sm.input.pairs)
-    pairs = pairs[pairs["split"] == "eval"] if (pairs["split"] == "eval").any() else pairs
+    pairs = eval_split(pairs)
     backend = build_backend(gen)
     if not hasattr(backend, "yes_probability"):
         raise ValueError(f"generator {gen['name']}: backend {gen.get('backend')!r} gives no token probabilities")

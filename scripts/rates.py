@@ -2,12 +2,12 @@
 import pandas as pd
 
 from citeguard import analysis, figures
-from citeguard.rulekit import panel, param_json, scored_sets, start
+from citeguard.rulekit import scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)
-cfg = param_json(sm, "analysis")
-verifiers = panel(sm)
+cfg = settings(sm)
+verifiers = cfg["panel"]
 rates = analysis.unsupported_rates(scored_sets(sm, "src"), verifiers, cfg["n_bootstrap"], cfg["seed"])
 rates.to_csv(sm.output.table, index=False)
 val = pd.read_csv(sm.input.validation)

@@ -4,18 +4,17 @@ import pandas as pd
 
 from citeguard import analysis, figures
 from citeguard.reattribution import Reattributor, bm25_scores
-from citeguard.rulekit import panel, param_json, scored_sets, start
+from citeguard.rulekit import eval_split, scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)
-acfg = param_json(sm, "analysis")
-bm25 = Reattributor.from_config(param_json(sm, "reattributor"))
-verifiers = panel(sm)
+cfg = settings(sm)
+bm25 = Reattributor.from_config(cfg["reattributor"])
+verifiers = cfg["panel"]
 (df,) = scored_sets(sm, "cal").values()
-df = df[df["split"] == "eval"] if (df["split"] == "eval").any() else df
-df = df.copy()
+df = eval_split(df).copy()
 df["score_bm25"] = 0.0
-for sid, g in df.groupby("sentence_id"):
+for _, g in df.groupby("sentence_id"):
     df.loc[g.index, "score_bm25"] = bm25_scores(g["claim"].iloc[0], g["passage"].tolist(), k1=bm25.k1, b=bm25.b)
 rankers = {"bm25": "score_bm25"} | {v: f"score_{v}" for v in verifiers}
 for path in sm.input.generator_scores:
@@ -23,7 +22,7 @@ for path in sm.input.generator_scores:
     g = pd.read_parquet(path).set_index("pair_id")["score"]
     df[f"score_{name}"] = df["pair_id"].map(g).astype(float)
     rankers[name] = f"score_{name}"
-out = analysis.reattribution_tables(df, rankers, [1, 3, 5], acfg["seed"])
+out = analysis.reattribution_tables(df, rankers, [1, 3, 5], cfg["seed"])
 out["recall"].to_csv(sm.output.table, index=False)
 out["mcnemar"].to_csv(sm.output.mcnemar, index=False)
 out["strata"].to_csv(sm.output.strata, index=False)

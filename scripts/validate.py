@@ -2,12 +2,12 @@
 import pandas as pd
 
 from citeguard import analysis, figures
-from citeguard.rulekit import panel, param_json, scored_sets, start
+from citeguard.rulekit import scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)
-cfg = param_json(sm, "analysis")
-verifiers = panel(sm) + [v for v in cfg.get("validation_extra", []) if v not in panel(sm)]
+cfg = settings(sm)
+verifiers = cfg["panel"] + [v for v in cfg["validation_extra"] if v not in cfg["panel"]]
 sets = scored_sets(sm, "val")
 table = pd.concat([analysis.validation_table(df, verifiers, cfg["n_bootstrap"], cfg["seed"]).assign(set=name)
                    for name, df in sets.items()], ignore_index=True)

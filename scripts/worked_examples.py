@@ -6,22 +6,22 @@ from citeguard.conformal import ConformalGuard
 from citeguard.guarding import guard_answer as guard
 from citeguard.io import read_records
 from citeguard.reattribution import Reattributor
-from citeguard.rulekit import param_json, scored_sets, start
+from citeguard.rulekit import eval_split, param_json, scored_sets, settings, start
 from citeguard.scorer import PairScorer
 
 sm = snakemake  # noqa: F821
 log = start(sm)
-acfg, ccfg = param_json(sm, "analysis"), param_json(sm, "conformal")
+cfg = settings(sm)
 verifiers = param_json(sm, "verifiers")
-name = sm.params.guard_verifier
+name = cfg["guard_verifier"]
 (cal_df,) = scored_sets(sm, "cal").values()
-cal_df = cal_df[cal_df["split"] == "eval"]
-cal = ConformalGuard(alpha=round(1 - ccfg["budget_target"], 10)).calibrate(
+cal_df = eval_split(cal_df)
+cal = ConformalGuard(alpha=round(1 - cfg["budget_target"], 10)).calibrate(
     cal_df[f"score_{name}"].to_numpy(float), cal_df["label"].to_numpy())
 model = next((m for m in sm.input.models if m.endswith(f"/{name}.json")), None)
-reattributor = Reattributor.from_config(param_json(sm, "reattributor"))
-scorer = PairScorer(verifiers[name], verifiers, param_json(sm, "windowing"), sm.params.cache_dir, model)
-want = int(acfg["worked_examples"])
+reattributor = Reattributor.from_config(cfg["reattributor"])
+scorer = PairScorer(verifiers[name], verifiers, cfg["windowing"], sm.params.cache_dir, model)
+want = int(cfg["worked_examples"])
 rows = []
 for rec in read_records(sm.input.answers):
     passages = [c.get("text") if isinstance(c.get("text"), str) else "" for c in rec["ctxs"]]
@@ -41,4 +41,5 @@ table = pd.DataFrame(rows)
 if len(table):
     table = pd.concat([g.head(want // 2) for _, g in table.groupby("action")], ignore_index=True)
 table.to_csv(sm.output.table, index=False)
-log.info("verifier %s, tau=%.4f (guaranteed catch rate %.2f): %d examples", name, cal.tau, ccfg["budget_target"], len(table))
+log.info("verifier %s, tau=%.4f (guaranteed catch rate %.2f): %d examples", name, cal.tau, cfg["budget_target"],
+         len(table))

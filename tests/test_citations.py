@@ -58,3 +58,79 @@ def test_trailing_marker_after_period_stays_with_sentence_and_claim_cap():
     ex = extract_pairs("Long " + "x" * 700 + " end [1].", 1)
     assert len(ex.pairs[0].claim) == 600
     assert strip_markers("Corona forms [1, 2] fast [[3]](http://a).") == "Corona forms fast."
+
+
+def test_sentence_spans_by_hand():
+    from citeguard.citations import sentences
+    text = "  A is B.   [2]   C is D.\n\n\nE [1], [3]; F."
+    got = [(s.index, s.start, s.end, s.text) for s in sentences(text)]
+    # leading spaces trimmed; "[2]" after the period joins sentence 0 (its span runs to the marker's end);
+    # blank lines are no sentence; "E [1], [3]; F." stays one sentence
+    assert got == [(0, 2, 15, "A is B. [2]"), (1, 18, 25, "C is D."), (2, 28, 42, "E [1], [3]; F.")]
+    for s in sentences(text)[1:]:
+        assert text[s.start:s.end] == s.text
+    # markers that open a chunk with nothing after them: no empty sentence, and the next sentence is kept
+    got = [(s.index, s.start, s.end, s.text) for s in sentences("A. [1], [2]\nB [3].")]
+    assert got == [(0, 0, 11, "A. [1], [2]"), (1, 12, 18, "B [3].")]
+    # a marker opening the first chunk has no sentence before it to join
+    assert [s.text for s in sentences("[1] A is B.")] == ["[1] A is B."]
+    # trailing whitespace is not part of a span
+    assert [(s.start, s.end) for s in sentences("A b.  ")] == [(0, 4)]
+
+
+def test_blank_values():
+    from citeguard.citations import is_blank
+    assert is_blank(None) and is_blank(float("nan")) and is_blank("  \n") and is_blank("")
+    assert not is_blank("x") and not is_blank(0.0) and not is_blank(0) and not is_blank(" a ")
+
+
+def test_skip_and_pair_records_carry_sentence_marker_and_key():
+    ex = extract_pairs("Fine [1]. Gone [2]. Far [5]. Odd (Zed et al., 1999).", 2, passage_blank=[False, True])
+    assert [(p.sentence_index, p.claim, p.marker, p.citation_key, p.passage_index) for p in ex.pairs] == \
+        [(0, "Fine.", "[1]", "1", 0)]
+    assert [(s.sentence_index, s.marker, s.reason) for s in ex.skips] == [(1, "[2]", "empty_passage"),
+                                                                         (2, "[5]", "out_of_range")]
+    # a skipped citation does not stop the ones after it in the same sentence
+    ex = extract_pairs("A [9] [1] [9] [2].", 2)
+    assert [p.passage_index for p in ex.pairs] == [0, 1] and len(ex.skips) == 1
+    ex = extract_pairs("A [2] [1].", 2, passage_blank=[False, True])
+    assert [p.passage_index for p in ex.pairs] == [0]
+    ex = extract_pairs("A (Zed et al., 1999) [1].", 1, id_table={"(Rego et al., 2022)": 0, "1": 0})
+    assert [p.passage_index for p in ex.pairs] == [0] and ex.skips[0].sentence_index == 0
+    # an uncited sentence does not stop the ones after it
+    assert [p.sentence_index for p in extract_pairs("None here. Then [1].", 1).pairs] == [1]
+
+
+def test_default_claim_cap_is_600():
+    from citeguard.citations import strip_markers
+    assert len(strip_markers("y" * 700)) == 600
+
+
+def test_id_table_lookups_for_numeric_markers():
+    # a table keyed "[N]" (STORM) and one keyed "N" (You.com); the whole marker or its body matches first
+    assert [(p.citation_key, p.passage_index) for p in extract_pairs("A [2].", 3, id_table={"[2]": 1}).pairs] == \
+        [("[2]", 1)]
+    assert [(p.citation_key, p.passage_index) for p in extract_pairs("A [2].", 3, id_table={"2": 2}).pairs] == \
+        [("2", 2)]
+    # a group marker looks each number up: "1" as "1", "3" as "[3]"
+    ex = extract_pairs("A [1, 3].", 3, id_table={"1": 0, "[3]": 2})
+    assert [(p.citation_key, p.passage_index) for p in ex.pairs] == [("1", 0), ("[3]", 2)]
+    ex = extract_pairs("A [1, 4].", 3, id_table={"1": 0, "[3]": 2})
+    assert [(s.marker, s.reason) for s in ex.skips] == [("[1, 4]", "unknown_id")]
+
+
+def test_author_year_groups_and_bracket_ids_in_a_table():
+    table = {"(Rego et al., 2022)": 0, "Wu and Li, 2020": 1, "[77 | Doe | 2020 | Citations: 0]": 2}
+    ex = extract_pairs("X (Rego et al., 2022; Wu and Li, 2020; Nobody et al., 2001).", 3, id_table=table)
+    assert [(p.marker, p.citation_key, p.passage_index) for p in ex.pairs] == [
+        ("(Rego et al., 2022)", "(Rego et al., 2022)", 0), ("(Wu and Li, 2020)", "Wu and Li, 2020", 1)]
+    assert [(s.marker, s.reason) for s in ex.skips] == [("(Nobody et al., 2001)", "unknown_id")]
+    # a bracketed id with ';' is one id, not a group
+    ex = extract_pairs("Y [77 | Doe | 2020 | Citations: 0]. Z [78 | A; B | 2021 | x].", 3, id_table=table)
+    assert [p.passage_index for p in ex.pairs] == [2]
+    assert [(s.marker, s.reason) for s in ex.skips] == [("[78 | A; B | 2021 | x]", "unknown_id")]
+
+
+def test_expand_numeric_degenerate_range():
+    from citeguard.citations import expand_numeric
+    assert expand_numeric("3-3") == [3] and expand_numeric("2 - 4") == [2, 3, 4] and expand_numeric("5") == [5]

@@ -82,6 +82,7 @@ def test_catch_rate_frontier_by_hand():
 
 def test_unsupported_rates_by_hand():
     import pandas as pd
+
     from citeguard.analysis import unsupported_rates
     a = pd.DataFrame({"item_id": ["x", "x", "y"], "verdict_v": [True, False, False]})
     b = pd.DataFrame({"item_id": ["x", "z", "z", "z"], "verdict_v": [True, True, True, False]})
@@ -97,6 +98,7 @@ def test_unsupported_rates_by_hand():
 
 def test_review_budget_and_transfer_by_hand():
     import pandas as pd
+
     from citeguard.analysis import review_budget, transfer_table
     # 9 calibration negatives 0.1..0.9: alpha 0.1 -> k = ceil(10 * 0.9) = 9 -> tau = 0.9
     cal = {"v": _cal([i / 10 for i in range(1, 10)] + [0.95], [0] * 9 + [1])}

@@ -2,10 +2,17 @@ import json
 
 import pytest
 import yaml
-
 from conftest import ROOT
-from citeguard.generation import (TransformersBackend, format_passages, generate_file, load_tasks,
-                                  normalise_citations, resolved_revision, run_pipeline)
+
+from citeguard.generation import (
+    TransformersBackend,
+    format_passages,
+    generate_file,
+    load_tasks,
+    normalise_citations,
+    resolved_revision,
+    run_pipeline,
+)
 
 TASKS = [{"id": f"q{i}", "question": f"what do mitochondria produce {i}?",
           "passages": [{"text": "mitochondria produce atp", "title": "A"}, {"text": "cells", "title": ""}]}

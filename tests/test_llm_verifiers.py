@@ -2,12 +2,12 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import verifier_cfg
 from fake_openai import FakeOpenAI
+
 from citeguard.verifiers import build_verifier
-from citeguard.verifiers.llm import MissingAPIKey, parse_verdict
 from citeguard.verifiers.lexical import term_recall
+from citeguard.verifiers.llm import MissingAPIKey, parse_verdict
 
 KEY = "CITEGUARD_TEST_API_KEY"
 

@@ -5,10 +5,10 @@ import threading
 
 import openai
 import yaml
-
 from conftest import ROOT
 from fake_openai import FakeOpenAI
-from citeguard.generation import (Completion, OpenAIBackend, TransformersBackend, generate_file, run_pipeline)
+
+from citeguard.generation import Completion, OpenAIBackend, TransformersBackend, generate_file, run_pipeline
 from citeguard.paperqa_engine import markers_from_citation_keys, paperqa_settings
 from citeguard.serving import Endpoint, LocalChatServer
 

@@ -12,8 +12,14 @@ from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score, roc_auc_score
 
 from citeguard import stats as st
-from citeguard.conformal import (ConformalGuard, SmallCalibrationWarning, conformal_threshold, naive_threshold,
-                                 pac_rank, split_coverage)
+from citeguard.conformal import (
+    ConformalGuard,
+    SmallCalibrationWarning,
+    conformal_threshold,
+    naive_threshold,
+    pac_rank,
+    split_coverage,
+)
 from citeguard.verifiers.base import ScoreCache, score_pairs, verifier_hash, window_spans
 
 Z975 = 1.959963984540054

@@ -8,9 +8,18 @@ import pytest
 from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score, roc_auc_score
 
-from citeguard.analysis import (agreement_table, budget_curve, calibration_size_ablation, coverage_table,
-                                lexical_overlap_by_label, mondrian_table, pac_ranks_table, reattribution_tables,
-                                scope_table, validation_table)
+from citeguard.analysis import (
+    agreement_table,
+    budget_curve,
+    calibration_size_ablation,
+    coverage_table,
+    lexical_overlap_by_label,
+    mondrian_table,
+    pac_ranks_table,
+    reattribution_tables,
+    scope_table,
+    validation_table,
+)
 
 
 def _cal(scores, labels, v="v", **extra):

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 import yaml
-
 from conftest import ROOT, verifier_cfg
+
 from citeguard.generation import build_backend, format_passages, generate_file, load_tasks
 from citeguard.verifiers import build_verifier, score_pairs
 

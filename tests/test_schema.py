@@ -2,13 +2,12 @@
 unknown keys fail before the DAG with the key and the nearest valid one."""
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT
 from jsonschema import Draft202012Validator
 
-from conftest import ROOT
 from citeguard.config import ConfigError, compose_config, to_plain
 from citeguard.schema import SchemaError, check_cli_keys, load_schema, validate_config
 

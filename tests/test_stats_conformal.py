@@ -4,8 +4,15 @@ import numpy as np
 import pytest
 
 from citeguard import stats as st
-from citeguard.conformal import (ConformalGuard, SmallCalibrationWarning, conformal_rank, conformal_threshold,
-                                 naive_threshold, pac_rank, split_coverage)
+from citeguard.conformal import (
+    ConformalGuard,
+    SmallCalibrationWarning,
+    conformal_rank,
+    conformal_threshold,
+    naive_threshold,
+    pac_rank,
+    split_coverage,
+)
 
 # 2x2: a=40 both supported, b=10, c=5, d=45 (n=100)
 A, B, C, D = 40, 10, 5, 45

@@ -3,8 +3,8 @@ import math
 import numpy as np
 import pytest
 import torch
-
 from conftest import verifier_cfg
+
 from citeguard.verifiers import ScoreCache, build_verifier, make_windows, score_pairs
 from citeguard.verifiers.lexical import LexicalVerifier, term_recall
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import MIRROR, ROOT
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
@@ -94,6 +93,16 @@ def test_rerun_is_noop_and_verifier_edit_reruns_only_descendants(smoke_run, tmp_
     assert "prepare" not in counts and "generate" not in counts and "download" not in counts
     assert counts["score"] == 9  # lexical on the 9 scored sets (3 gold, 3 released, 3 generated); embedding untouched
     assert counts["score_stacked"] == 9 and counts["fit_stacked_verifier"] == 1
+
+
+@pytest.mark.parametrize("override,only", [("analysis.worked_examples=5", "worked_examples"),
+                                           ("conformal.n_splits=50", "conformal"),
+                                           ("analysis.agreement_sample=10", "agreement")])
+def test_a_changed_key_reruns_only_the_rule_that_reads_it(smoke_run, override, only):
+    _, wd = smoke_run
+    r = snake(["-n", "--cores", "2", "--config", "experiment=smoke", f"overrides=[\"{override}\"]"], wd)
+    counts = job_counts(r.stdout)
+    assert counts == {only: 1, "all": 1, "total": 2}, r.stdout[-2000:]
 
 
 def test_paper_dry_run_lists_generation_and_five_verifiers(tmp_path):

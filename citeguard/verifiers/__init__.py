@@ -1,8 +1,9 @@
 """Verifier panel: build any configured verifier behind one interface."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .base import PairScores, ScoreCache, Verifier, make_windows, score_pairs, verifier_hash, window_spans
 

@@ -8,12 +8,13 @@ if any window is) live once, in :func:`score_pairs`, not in each verifier.
 from __future__ import annotations
 
 import hashlib
-import math
 import logging
+import math
 import sqlite3
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 from tqdm.auto import tqdm

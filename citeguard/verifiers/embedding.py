@@ -1,8 +1,8 @@
 """Sentence-embedding verifier: all-MiniLM-L6-v2 (mean pooling), score = (cos + 1) / 2."""
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch

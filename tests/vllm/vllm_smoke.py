@@ -39,8 +39,9 @@ def real_output(recs: list[dict], prompts: list[str]) -> None:
 
 
 def main() -> int:
-    from citeguard.generation import VLLMBackend, TransformersBackend, format_passages, generate_file, load_tasks
     import yaml
+
+    from citeguard.generation import TransformersBackend, VLLMBackend, format_passages, generate_file, load_tasks
 
     mirror = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "data"
     tmp = Path(tempfile.mkdtemp())

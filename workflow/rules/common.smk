@@ -1,5 +1,5 @@
-# Helpers shared by every rule file: config composition, set lists, input
-# functions, the final-target list and wildcard constraints.
+# Helpers shared by all the rule files (config composition, set lists, input
+# functions and the final-target list).
 import json
 import re
 from pathlib import Path
@@ -23,6 +23,7 @@ def _user_overrides():
 
 CFG = compose_config(_user_overrides(), config_dir=ROOT / "config")
 check_analysis_sets(to_plain(CFG))
+config["experiment_name"] = CFG.experiment_name  # for report captions (the experiment may come via overrides)
 RAW = CFG.raw_dir
 RES = CFG.results_dir
 FIG = CFG.figures_dir
@@ -39,8 +40,7 @@ def _set_configs():
         sets[d.name] = to_plain(d)
     for m in CFG.generation.models:
         for p in CFG.generation.pipelines:
-            sets[f"vllm/{m}/{p}"] = {"name": f"vllm/{m}/{p}", "kind": "ctxs_answers",
-                                     "citation_base": 1, "files": {}}
+            sets[f"vllm/{m}/{p}"] = {"name": f"vllm/{m}/{p}", "kind": "ctxs_answers", "citation_base": 1, "files": {}}
     return sets
 
 
@@ -63,15 +63,9 @@ SCORED_SETS = [s for s in SET_CFG if s not in FROZEN_SETS]
 RAW_FILES = {f["path"]: f for c in SET_CFG.values() for f in c["files"].values()}
 
 
-def _alt(names):
+def alt(names):
+    """A wildcard constraint matching exactly the given names."""
     return "|".join(re.escape(n) for n in names) if names else "$^"
-
-
-wildcard_constraints:
-    set=_alt(SET_CFG),
-    raw_path=_alt(RAW_FILES),
-    model=_alt([g.name for g in CFG.get("generators", {}).values()]),
-    pipeline=_alt(CFG.generation.pipelines),
 
 
 def set_json(w):
@@ -88,6 +82,12 @@ def raw_inputs(w):
 
 def verifier_json(w):
     return config_json(CFG.verifiers[w.verifier])
+
+
+def verifier_env(name):
+    """Conda env of a verifier's score jobs: the CUDA one for GPU verifiers, else the CPU one."""
+    gpu = int(CFG.verifiers[name].get("resources", {}).get("gpu", 0))
+    return str(ROOT / "envs" / ("vllm.yaml" if gpu else "cpu.yaml"))
 
 
 def verifier_resources(name, key, default):
@@ -129,7 +129,12 @@ def all_targets():
 # ---- analysis inputs --------------------------------------------------------------
 A = CFG.analysis
 VAL_SET, CAL_SET, HARD_SET, SCOPE_SET, FROZEN_SET = (
-    A.validation_set, A.calibration_set, A.hard_negative_set, A.scope_set, A.frozen_scores_set)
+    A.validation_set,
+    A.calibration_set,
+    A.hard_negative_set,
+    A.scope_set,
+    A.frozen_scores_set,
+)
 VAL_SETS = [VAL_SET] + ([A.validation_heldout_set] if A.get("validation_heldout_set") else [])
 
 
@@ -138,11 +143,30 @@ def scored_inputs(name, sets, verifiers=None):
     return {f"{name}_pairs": pairs(sets), f"{name}_scores": scores(sets, verifiers)}
 
 
-def analysis_params():
-    return {"panel": json.dumps(PANEL), "analysis": slice_json("analysis"), "conformal": slice_json("conformal")}
+def settings(**keys):
+    """A rule's one config param: exactly the keys it reads, as sorted JSON, so that changing
+    a key reruns only the rules that read it."""
+    return {"settings": json.dumps({k: to_plain(v) for k, v in keys.items()}, sort_keys=True)}
 
 
 def verifier_bundle(name):
     """JSON of one verifier's config plus those of its feature verifiers (stacked)."""
     names = [name] + list(CFG.verifiers[name].get("features", []) or [])
     return json.dumps({n: to_plain(CFG.verifiers[n]) for n in names}, sort_keys=True)
+
+
+def generator_cfg(name):
+    return CFG.generators[source_key(name)]
+
+
+def generation_inputs(w):
+    task = SET_CFG[CFG.generation.task_set]
+    inputs = {"tasks": f"{RAW}/{task['files']['answers']['path']}"}
+    if generator_cfg(w.model).get("build_tiny"):
+        inputs["model"] = generator_cfg(w.model).model
+    return inputs
+
+
+def stacked_features(w, set_name):
+    """Score files of a stacked verifier's feature verifiers on one set."""
+    return scores([set_name], list(CFG.verifiers[w.verifier].features))

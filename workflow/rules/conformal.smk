@@ -9,8 +9,12 @@ rule conformal:
         **scored_inputs("src", SOURCE_SETS),
         frozen_pairs=pairs([FROZEN_SET]),
     output:
-        coverage=report(f"{RES}/tables/conformal_coverage.csv", caption="../report/conformal.rst", category="4 Conformal guard"),
-        ablation=report(f"{RES}/tables/conformal_ablation.csv", caption="../report/conformal.rst", category="4 Conformal guard"),
+        coverage=report(
+            f"{RES}/tables/conformal_coverage.csv", caption="../report/conformal.rst", category="4 Conformal guard"
+        ),
+        ablation=report(
+            f"{RES}/tables/conformal_ablation.csv", caption="../report/conformal.rst", category="4 Conformal guard"
+        ),
         budget=report(f"{RES}/tables/review_budget.csv", caption="../report/budget.rst", category="4 Conformal guard"),
         curve=f"{RES}/tables/budget_curve.csv",
         transfer=report(f"{RES}/tables/transfer.csv", caption="../report/transfer.rst", category="5 Transfer"),
@@ -20,11 +24,18 @@ rule conformal:
         abl_png=report(f"{FIG}/conformal_ablation.png", caption="../report/conformal.rst", category="4 Conformal guard"),
         budget_png=report(f"{FIG}/review_budget.png", caption="../report/budget.rst", category="4 Conformal guard"),
         transfer_png=report(f"{FIG}/transfer.png", caption="../report/transfer.rst", category="5 Transfer"),
-    params:
-        **analysis_params(),
     log:
         f"{RES}/logs/conformal.log",
     benchmark:
         f"{RES}/benchmarks/conformal.tsv"
+    conda:
+        "../../envs/cpu.yaml"
+    params:
+        **settings(
+            panel=PANEL,
+            seed=A.seed,
+            conformal=CFG.conformal,
+            sets={"cal": [CAL_SET], "hard": [HARD_SET], "src": SOURCE_SETS},
+        ),
     script:
         "../../scripts/conformal.py"

@@ -9,12 +9,14 @@ rule download:
     """
     output:
         f"{RAW}/{{raw_path}}",
-    params:
-        spec=lambda w: config_json(RAW_FILES[w.raw_path]),
     log:
         f"{RES}/logs/download/{{raw_path}}.log",
     benchmark:
         f"{RES}/benchmarks/download/{{raw_path}}.tsv"
+    conda:
+        "../../envs/cpu.yaml"
+    params:
+        spec=lambda w: config_json(RAW_FILES[w.raw_path]),
     script:
         "../../scripts/download.py"
 
@@ -27,14 +29,16 @@ rule prepare:
         pairs=f"{RES}/data/{{set}}/pairs.parquet",
         skipped=f"{RES}/data/{{set}}/skipped.csv",
         stats=f"{RES}/data/{{set}}/stats.json",
-    params:
-        set_cfg=set_json,
-        claim_cap=CFG.windowing.claim_cap,
-        max_items=CFG.max_items,
     log:
         f"{RES}/logs/prepare/{{set}}.log",
     benchmark:
         f"{RES}/benchmarks/prepare/{{set}}.tsv"
+    conda:
+        "../../envs/cpu.yaml"
+    params:
+        set_cfg=set_json,
+        claim_cap=CFG.windowing.claim_cap,
+        max_items=CFG.max_items,
     script:
         "../../scripts/prepare_set.py"
 
@@ -53,5 +57,7 @@ rule data_summary:
         f"{RES}/logs/data_summary.log",
     benchmark:
         f"{RES}/benchmarks/data_summary.tsv"
+    conda:
+        "../../envs/cpu.yaml"
     script:
         "../../scripts/data_summary.py"

@@ -9,11 +9,15 @@ rule rates:
         table=report(f"{RES}/tables/unsupported_rates.csv", caption="../report/rates.rst", category="2 Rates"),
         png=report(f"{FIG}/unsupported_rates.png", caption="../report/rates.rst", category="2 Rates"),
         pdf=f"{FIG}/unsupported_rates.pdf",
-    params:
-        **analysis_params(),
     log:
         f"{RES}/logs/rates.log",
     benchmark:
         f"{RES}/benchmarks/rates.tsv"
+    conda:
+        "../../envs/cpu.yaml"
+    params:
+        **settings(
+            panel=PANEL, validation_set=VAL_SET, n_bootstrap=A.n_bootstrap, seed=A.seed, sets={"src": SOURCE_SETS}
+        ),
     script:
         "../../scripts/rates.py"

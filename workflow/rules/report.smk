@@ -4,20 +4,30 @@
 rule worked_examples:
     input:
         **scored_inputs("cal", [CAL_SET]),
-        answers=f"{RAW}/{SET_CFG['released/expert']['files']['answers']['path']}" if "released/expert" in SET_CFG else [],
+        answers=(
+            f"{RAW}/{SET_CFG['released/expert']['files']['answers']['path']}" if "released/expert" in SET_CFG else []
+        ),
         models=[f"{RES}/models/{v}.json" for v in STACKED],
     output:
-        table=report(f"{RES}/tables/worked_examples.csv", caption="../report/examples.rst", category="9 Worked examples"),
-    params:
-        **analysis_params(),
-        verifiers=lambda w: verifier_bundle(GUARD_VERIFIER) if GUARD_VERIFIER else "{}",
-        windowing=slice_json("windowing"),
-        reattributor=slice_json("reattributor"),
-        cache_dir=CFG.cache_dir,
-        guard_verifier=GUARD_VERIFIER or "",
+        table=report(
+            f"{RES}/tables/worked_examples.csv", caption="../report/examples.rst", category="9 Worked examples"
+        ),
     log:
         f"{RES}/logs/worked_examples.log",
     benchmark:
         f"{RES}/benchmarks/worked_examples.tsv"
+    conda:
+        "../../envs/cpu.yaml"
+    params:
+        **settings(
+            worked_examples=A.worked_examples,
+            budget_target=CFG.conformal.budget_target,
+            guard_verifier=GUARD_VERIFIER,
+            windowing=CFG.windowing,
+            reattributor=CFG.reattributor,
+            sets={"cal": [CAL_SET]},
+        ),
+        verifiers=lambda w: verifier_bundle(GUARD_VERIFIER) if GUARD_VERIFIER else "{}",
+        cache_dir=CFG.cache_dir,
     script:
         "../../scripts/worked_examples.py"

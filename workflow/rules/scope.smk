@@ -6,11 +6,13 @@ rule scope:
         **scored_inputs("scope", [SCOPE_SET]),
     output:
         table=report(f"{RES}/tables/scope.csv", caption="../report/scope.rst", category="8 Scope"),
-    params:
-        **analysis_params(),
     log:
         f"{RES}/logs/scope.log",
     benchmark:
         f"{RES}/benchmarks/scope.tsv"
+    conda:
+        "../../envs/cpu.yaml"
+    params:
+        **settings(panel=PANEL, n_bootstrap=A.n_bootstrap, seed=A.seed, sets={"scope": [SCOPE_SET]}),
     script:
         "../../scripts/scope.py"

@@ -9,11 +9,20 @@ rule validate:
         frontier=report(f"{RES}/tables/frontier.csv", caption="../report/validation.rst", category="1 Validation"),
         png=report(f"{FIG}/validation.png", caption="../report/validation.rst", category="1 Validation"),
         pdf=f"{FIG}/validation.pdf",
-    params:
-        **analysis_params(),
     log:
         f"{RES}/logs/validate.log",
     benchmark:
         f"{RES}/benchmarks/validate.tsv"
+    conda:
+        "../../envs/cpu.yaml"
+    params:
+        **settings(
+            panel=PANEL,
+            validation_extra=A.validation_extra,
+            validation_set=VAL_SET,
+            n_bootstrap=A.n_bootstrap,
+            seed=A.seed,
+            sets={"val": VAL_SETS},
+        ),
     script:
         "../../scripts/validate.py"

@@ -36,7 +36,7 @@ include: "workflow/rules/agreement.smk"
 include: "workflow/rules/conformal.smk"
 include: "workflow/rules/reattribution.smk"
 include: "workflow/rules/scope.smk"
-include: "workflow/rules/report.smk"
+include: "workflow/rules/examples.smk"
 
 
 rule all:

@@ -9,12 +9,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 declare -A TESTS=(
   [conformal]="tests/test_edges.py tests/test_stats_conformal.py tests/test_pinned.py"
   [stats]="tests/test_stats_conformal.py tests/test_edges.py tests/test_pinned.py"
-  [analysis]="tests/test_edges.py tests/test_stats_conformal.py tests/test_pinned.py tests/test_pinned_analysis.py"
+  [analysis]="tests/test_edges.py tests/test_pinned_analysis.py"
   [citations]="tests/test_citations.py tests/test_guard.py"
   [guarding]="tests/test_guard.py"
   [base]="tests/test_verifiers.py tests/test_guard.py tests/test_edges.py tests/test_pinned.py"
 )
-declare -A FILES=([conformal]=citeguard/conformal.py [stats]=citeguard/stats.py [analysis]=citeguard/analysis.py
+declare -A FILES=([conformal]=citeguard/conformal.py [stats]=citeguard/stats.py [analysis]="citeguard/analysis/*"
                   [citations]=citeguard/citations.py [guarding]=citeguard/guarding.py [base]=citeguard/verifiers/base.py)
 mods=("$@"); [ ${#mods[@]} -gt 0 ] || mods=(conformal stats analysis citations guarding base)
 printf "%-10s %7s %7s %9s %8s %10s\n" module mutants killed survived no_test kill_rate

@@ -20,7 +20,7 @@ __all__ = ["guard", "load_scorer"]
 def load_scorer(verifier: str = "embedding", *, overrides: Mapping[str, Any] | None = None,
                 model_path: str | None = None, cache_dir: str | None = None):
     """A pair scorer for a configured verifier (``config/verifier/<name>.yaml``)."""
-    from .scorer import load_scorer as _load
+    from .pair_scoring import load_scorer as _load
 
     return _load(verifier, overrides, model_path=model_path, cache_dir=cache_dir)
 

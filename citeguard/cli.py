@@ -45,7 +45,7 @@ def parse_overrides(pairs: list[str] | None) -> dict[str, Any]:
 
 
 def make_scorer(args: argparse.Namespace):
-    from .scorer import VerifierLoadError, load_scorer
+    from .pair_scoring import VerifierLoadError, load_scorer
 
     try:
         return load_scorer(args.verifier, parse_overrides(args.override), model_path=args.model,
@@ -261,7 +261,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                 raise CLIError(f"{src}:{lineno}: verifier {scorer.name!r} gave no score for this pair")
         vhash, vname = scorer.hash, scorer.name
     elif args.verifier:
-        from .scorer import VerifierLoadError, verifier_configs
+        from .pair_scoring import VerifierLoadError, verifier_configs
         from .verifiers import verifier_hash
         try:
             vcfg, _, _ = verifier_configs(args.verifier, parse_overrides(args.override))

@@ -87,7 +87,7 @@ def compose_config(overrides: Sequence[str] = (), config_dir: Path = CONFIG_DIR)
         if family != "released" or not option:
             raise ConfigError(
                 f"unknown source {src!r}: list released/<system> here "
-                f"({available('source/released', config_dir)}); vllm/<model>/<pipeline> sources "
+                f"({available('source/released', config_dir)}); generated/<model>/<pipeline> sources "
                 "come from generation.models x generation.pipelines"
             )
         _check_choices("source", "source/released", [option], config_dir)

@@ -67,10 +67,20 @@ def conformal_threshold(neg_scores: Sequence[float], alpha: float) -> float:
     return float(s[k - 1])
 
 
+def empirical_rank(n: int, level: float) -> int:
+    """k = ceil(n * level), at least 1: the rank of the plain empirical ``level`` quantile (no +1
+    correction), computed robustly against float error.
+
+    >>> empirical_rank(10, 0.9), empirical_rank(10, 0.72), empirical_rank(4, 0.1)
+    (9, 8, 1)
+    """
+    return max(1, int(math.ceil(round(n * level, 9))))
+
+
 def naive_threshold(neg_scores: Sequence[float], alpha: float) -> float:
     """Empirical (1 - alpha) quantile without the +1 correction: k = ceil(n (1 - alpha))."""
     s = np.sort(np.asarray(neg_scores, float))
-    k = max(1, int(math.ceil(round(len(s) * (1 - alpha), 9))))
+    k = empirical_rank(len(s), 1 - alpha)
     return float(s[min(k, len(s)) - 1])
 
 
@@ -134,7 +144,7 @@ def split_coverage(neg: np.ndarray, pos: np.ndarray, n_cal: int, alphas: Sequenc
     for a in alphas:
         k = conformal_rank(n_cal, a)
         tau = cal[:, k - 1] if k <= n_cal else np.full(n_splits, np.inf)
-        kn = max(1, int(math.ceil(round(n_cal * (1 - a), 9))))
+        kn = empirical_rank(n_cal, 1 - a)
         tau_naive = cal[:, min(kn, n_cal) - 1]
         out["tau"].append(tau)
         out["conformal"].append((test <= tau[:, None]).mean(1))

@@ -33,7 +33,7 @@ def scored_sets(snakemake: Any, name: str) -> dict[str, Any]:
     """{set name: pairs + score_/verdict_ columns} from the ``<name>_pairs``/``<name>_scores``
     inputs; the set names come from ``settings['sets'][name]``, in input order (scores are
     grouped per set, one file per verifier)."""
-    from .scores import load_scored
+    from .score_tables import load_scored
 
     sets = settings(snakemake)["sets"][name]
     pair_files = list(getattr(snakemake.input, f"{name}_pairs"))

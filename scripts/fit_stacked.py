@@ -2,7 +2,7 @@
 import json
 
 from citeguard.rulekit import param_json, start
-from citeguard.scores import feature_matrix, load_scored
+from citeguard.score_tables import feature_matrix, load_scored
 from citeguard.verifiers.fitted import fit_stacked
 
 sm = snakemake  # noqa: F821

@@ -2,7 +2,7 @@
 import pandas as pd
 
 from citeguard.rulekit import param_json, start
-from citeguard.scores import score_table
+from citeguard.score_tables import score_table
 from citeguard.verifiers import build_verifier, cache_for, score_pairs
 
 sm = snakemake  # noqa: F821

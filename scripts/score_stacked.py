@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from citeguard.rulekit import param_json, start
-from citeguard.scores import SCORE_COLUMNS, feature_matrix, load_scored
+from citeguard.score_tables import SCORE_COLUMNS, feature_matrix, load_scored
 from citeguard.verifiers.fitted import apply_stacked
 
 sm = snakemake  # noqa: F821

@@ -5,9 +5,9 @@ import pandas as pd
 from citeguard.conformal import ConformalGuard
 from citeguard.guarding import guard_answer as guard
 from citeguard.io import read_records
+from citeguard.pair_scoring import PairScorer
 from citeguard.reattribution import Reattributor
 from citeguard.rulekit import eval_split, param_json, scored_sets, settings, start
-from citeguard.scorer import PairScorer
 
 sm = snakemake  # noqa: F821
 log = start(sm)

@@ -79,7 +79,7 @@ def test_page_holds_every_citation_with_its_outcome(page):
 
 
 def test_guarantee_line_on_the_page_with_a_calibration(tmp_path):
-    from citeguard.scorer import load_scorer
+    from citeguard.pair_scoring import load_scorer
     cal = {"alpha": 0.1, "tau": 0.5, "k": 9, "n_unsupported": 9, "verifier": "lexical",
            "verifier_hash": load_scorer("lexical").hash,
            "marginal_guarantee": "a new unsupported citation is flagged with probability >= 0.9"}

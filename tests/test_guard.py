@@ -12,8 +12,8 @@ from rank_bm25 import BM25Okapi
 
 from citeguard.citations import extract_pairs
 from citeguard.guarding import guard_answer
+from citeguard.pair_scoring import load_scorer
 from citeguard.reattribution import Reattributor, load_reattributor
-from citeguard.scorer import load_scorer
 
 P = ["Mitochondria make ATP in cells.", "Ribosomes build proteins.", "Paris is in France."]
 
@@ -163,7 +163,7 @@ def test_reattributor_reads_k1_b_from_config(tmp_path):
 
 
 def test_guard_imports_no_study_code():
-    code = ("import sys, citeguard.guarding as g, citeguard.scorer as s\n"
+    code = ("import sys, citeguard.guarding as g, citeguard.pair_scoring as s\n"
             "sc = s.load_scorer('lexical')\n"
             "g.guard_answer('Mitochondria make ATP [2].', ['Mitochondria make ATP.', 'Other.'], sc)\n"
             "bad = [m for m in ('citeguard.analysis', 'statsmodels', 'citeguard.stats') if m in sys.modules]\n"
@@ -242,7 +242,7 @@ def test_remove_takes_the_whitespace_around_a_dropped_sentence():
 
 
 def test_evidence_window_uses_the_configured_stride_and_the_first_window():
-    from citeguard.scorer import load_scorer
+    from citeguard.pair_scoring import load_scorer
     passage = "Mitochondria produce ATP. " + "x " * 600
     scorer = load_scorer("lexical")
     scorer.windowing = {**scorer.windowing, "window_chars": 100, "stride": 40}

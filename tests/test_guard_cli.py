@@ -217,7 +217,7 @@ def test_calibration_by_verifier_id_is_refused_by_a_configured_verifier(tmp_path
 
 
 def test_calibration_stamped_with_the_named_verifier_config(tmp_path, capsys, monkeypatch):
-    from citeguard.scorer import verifier_configs
+    from citeguard.pair_scoring import verifier_configs
     from citeguard.verifiers import verifier_hash
     src = _write_scores(tmp_path / "s.jsonl", [{"score": 0.2, "label": 0}, {"score": 0.9, "label": 1}])
     rc, out, _ = run_cli(["calibrate", "--scores", src, "--verifier", "lexical"], None, capsys, monkeypatch)

@@ -38,13 +38,13 @@ def test_smoke_data_summary_counts_everything(smoke_run):
     res, _ = smoke_run
     ds = pd.read_csv(res / "tables" / "data_summary.csv").set_index("set")
     assert {"gold/scifact_gold", "gold/attribution_gold", "released/nora", "released/you",
-            "vllm/smollm2-135m/bare", "vllm/smollm2-135m/openscholar", "vllm/smollm2-135m/paperqa2"} <= set(ds.index)
+            "generated/smollm2-135m/bare", "generated/smollm2-135m/openscholar", "generated/smollm2-135m/paperqa2"} <= set(ds.index)
     # the real model's answers carry [N] citations that become pairs, scored by the whole panel
-    assert ds.loc["vllm/smollm2-135m/bare", "n_pairs"] > 0
+    assert ds.loc["generated/smollm2-135m/bare", "n_pairs"] > 0
     scored = pd.read_parquet(res / "scores" / "vllm" / "smollm2-135m" / "bare" / "embedding.parquet")
-    assert len(scored) == ds.loc["vllm/smollm2-135m/bare", "n_pairs"] and scored["score"].notna().all()
+    assert len(scored) == ds.loc["generated/smollm2-135m/bare", "n_pairs"] and scored["score"].notna().all()
     rates = pd.read_csv(res / "tables" / "unsupported_rates.csv")
-    assert "vllm/smollm2-135m/bare" in set(rates["source"])
+    assert "generated/smollm2-135m/bare" in set(rates["source"])
     assert (ds.loc[["gold/scifact_gold", "gold/attribution_gold", "released/nora", "released/you"], "n_pairs"] > 0).all()
     assert ds.loc["released/nora", "n_items"] == 12
     assert ds.loc["gold/qasa_frozen_scores", "n_pairs"] == 1000  # frozen scores are never capped
@@ -114,7 +114,7 @@ def test_paper_dry_run_lists_generation_and_five_verifiers(tmp_path):
     assert len(gen) == 12 and all("gpu=1" in g for g in gen)
     for v in ("attrscore", "deberta_nli", "llm_judge", "ragas", "openscholar_posthoc"):
         assert f"verifier={v}" in r.stdout
-    assert "set=vllm/gemma-4-31b-it/paperqa2, verifier=attrscore" in r.stdout
+    assert "set=generated/gemma-4-31b-it/paperqa2, verifier=attrscore" in r.stdout
     assert counts["rank_with_generator"] == 1
     slurm = snake(["-n", "--executor", "slurm", "--workflow-profile", str(ROOT / "profiles" / "slurm"),
                    "--jobs", "4", "--config", "experiment=paper"], tmp_path)
@@ -186,7 +186,7 @@ def test_smoke_validation_recomputed_with_sklearn(smoke_run):
 def test_smoke_unsupported_rates_recomputed(smoke_run):
     res, _ = smoke_run
     rates = pd.read_csv(res / "tables" / "unsupported_rates.csv").set_index(["verifier", "source"])
-    for src in ("released/nora", "released/you", "vllm/smollm2-135m/bare"):
+    for src in ("released/nora", "released/you", "generated/smollm2-135m/bare"):
         df = _scored(res, src)
         for v in ("lexical", "embedding", "fitted"):
             row = rates.loc[(v, src)]

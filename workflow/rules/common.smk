@@ -40,7 +40,7 @@ def _set_configs():
         sets[d.name] = to_plain(d)
     for m in CFG.generation.models:
         for p in CFG.generation.pipelines:
-            sets[f"vllm/{m}/{p}"] = {"name": f"vllm/{m}/{p}", "kind": "ctxs_answers", "citation_base": 1, "files": {}}
+            sets[f"generated/{m}/{p}"] = {"name": f"generated/{m}/{p}", "kind": "ctxs_answers", "citation_base": 1, "files": {}}
     return sets
 
 
@@ -74,7 +74,7 @@ def set_json(w):
 
 def raw_inputs(w):
     """Raw files of a set (downloaded or mirrored), or its generation output."""
-    if w.set.startswith("vllm/"):
+    if w.set.startswith("generated/"):
         _, m, p = w.set.split("/")
         return {"answers": f"{RES}/generations/{m}/{p}.jsonl"}
     return {k: f"{RAW}/{f['path']}" for k, f in SET_CFG[w.set]["files"].items()}

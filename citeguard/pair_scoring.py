@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .verifiers import PairScores, build_verifier, cache_for, score_pairs, verifier_hash
-from .verifiers.fitted import apply_stacked
+from .verifiers.fitted import stacked_verdicts
 
 
 class PairScorer:
@@ -53,10 +53,9 @@ class PairScorer:
         if self.model is not None:
             base = [b.score(claims, passages) for b in self.bases]
             feats = np.column_stack([p.score for p in base]) if len(claims) else np.zeros((0, len(self.bases)))
-            s = apply_stacked(self.model, feats)
+            s, verdict = stacked_verdicts(self.model, feats, self.cfg)
             first = base[0]
-            return PairScores(s, s >= float(self.cfg.get("threshold", 0.5)), first.best_window, first.n_windows,
-                              first.reason)
+            return PairScores(s, verdict, first.best_window, first.n_windows, first.reason)
         return score_pairs(self.verifier, claims, passages, window_chars=self.windowing["window_chars"],
                            stride=self.windowing["stride"], claim_cap=self.windowing["claim_cap"],
                            cache=self.cache, progress=self.progress)

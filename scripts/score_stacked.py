@@ -6,17 +6,17 @@ import pandas as pd
 
 from citeguard.rulekit import param_json, start
 from citeguard.score_tables import SCORE_COLUMNS, feature_matrix, load_scored
-from citeguard.verifiers.fitted import apply_stacked
+from citeguard.verifiers.fitted import stacked_verdicts
 
 sm = snakemake  # noqa: F821
 log = start(sm)
 cfg = param_json(sm, "verifier")
 model = json.load(open(sm.input.model))
 pairs = load_scored(sm.input.pairs, sm.input.features)
-score = apply_stacked(model, feature_matrix(pairs, model["features"]))
+score, verdict = stacked_verdicts(model, feature_matrix(pairs, model["features"]), cfg)
 table = pd.DataFrame({
     "pair_id": pairs["pair_id"], "verifier": cfg["name"], "score": score,
-    "verdict": score >= float(cfg["threshold"]), "best_window": -1, "n_windows": 0,
+    "verdict": verdict, "best_window": -1, "n_windows": 0,
     "reason": np.where(np.isfinite(score), "", "missing_feature"), "binary": False,
 }, columns=SCORE_COLUMNS)
 table.to_parquet(sm.output[0], index=False)

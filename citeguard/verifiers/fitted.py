@@ -25,3 +25,11 @@ def apply_stacked(model: Mapping[str, Any], features: np.ndarray) -> np.ndarray:
     """P(support) = sigmoid(coef . x + intercept); NaN where any feature is NaN."""
     z = features @ np.asarray(model["coef"], dtype=float) + float(model["intercept"])
     return 1.0 / (1.0 + np.exp(-z))
+
+
+def stacked_verdicts(model: Mapping[str, Any], features: np.ndarray,
+                     cfg: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(P(support), verdict = score >= the config's threshold): the one way a stacked verifier
+    judges, in the pipeline's score_stacked rule and in the guard alike."""
+    score = apply_stacked(model, features)
+    return score, score >= float(cfg["threshold"])

@@ -254,3 +254,32 @@ def test_evidence_window_uses_the_configured_stride_and_the_first_window():
     ev = rep.audit[0].evidence
     # windows start at 0, 40, 80, 120 ...: the claim at 120..145 lies whole first in the window at 80
     assert (ev.start, ev.end) == (80, 180)
+
+
+@pytest.mark.parametrize("text,citations,answer,n_passages", [
+    # numeric formats a section can use, with its own citation list of 3 (ids 1..3)
+    ("A [1]. B [1, 2]. C [1-3]. D [1\u20133]. E [3-1]. F [1][1]. G [[2]](http://x.org/a). H [7].",
+     [{"id": str(i), "snippets": [f"s{i}"]} for i in (1, 2, 3)],
+     "A [1]. B [1, 2]. C [1, 2, 3]. D [1, 2, 3]. E [3, 1]. F [1][1]. G [2]. H [7].", 3),
+    # author-year and bracketed string ids
+    ("X (Rego et al., 2022). Y [77 | Doe | 2020 | Citations: 0]. Z (Nobody et al., 2001).",
+     [{"id": "(Rego et al., 2022)", "snippets": ["r"]}, {"id": "[77 | Doe | 2020 | Citations: 0]", "snippets": ["d"]}],
+     "X [1]. Y [2]. Z (Nobody et al., 2001).", 2),
+])
+def test_convert_rewrites_every_format_and_the_guard_counts_what_extraction_counts(tmp_path, text, citations, answer,
+                                                                                   n_passages):
+    import json
+
+    from citeguard.convert import convert_records
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps([{"question": "q", "response": {"sections": [{"text": text, "citations": citations}]}}]))
+    (rec,) = convert_records(p, "sections")
+    assert rec["answer"] == answer and rec["citation_base"] == 1 and len(rec["passages"]) == n_passages
+    assert rec["unresolved_markers"] == 1  # [7] / (Nobody et al., 2001): in no citation list, left as written
+    # the converted answer, 1-based: extraction and the guard see the same citations
+    ex = extract_pairs(rec["answer"], n_passages, base=1)
+    def zero(claims, passages):
+        return np.zeros(len(claims)), np.zeros(len(claims), bool)
+    _, rep = guard_answer(rec["answer"], [q["text"] for q in rec["passages"]], zero, reattribute=None)
+    assert rep.n_citations == len(ex.pairs) + len(ex.skips)
+    assert rep.invalid == sum(s.reason == "out_of_range" for s in ex.skips)

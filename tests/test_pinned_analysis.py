@@ -18,6 +18,7 @@ from citeguard.analysis import (
     pac_ranks_table,
     reattribution_tables,
     scope_table,
+    unsupported_rates,
     validation_table,
 )
 
@@ -249,3 +250,139 @@ def test_lexical_overlap_by_label_against_scipy():
     assert t.loc["refuted", "median_jaccard"] == pytest.approx(np.median(ref))
     assert t.loc["supported", "mannwhitney_p"] == pytest.approx(sps.mannwhitneyu(sup, ref).pvalue)
     assert (t.loc["supported", "n"], t.loc["refuted", "n"]) == (2, 2)
+
+
+def _boot_idx(n, n_boot, seed):
+    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+
+
+def _q_or_nan(x):
+    x = np.asarray(x, float)
+    x = x[np.isfinite(x)]
+    return (np.quantile(x, 0.025), np.quantile(x, 0.975)) if len(x) else (np.nan, np.nan)
+
+
+def test_agreement_table_every_ci_from_the_same_resamples():
+    rng = np.random.default_rng(5)
+    n = 30
+    v = {name: rng.random(n) < p for name, p in (("x", 0.6), ("y", 0.5), ("z", 0.7))}
+    sample = pd.DataFrame({f"verdict_{k}": a for k, a in v.items()})
+    t = agreement_table(sample, ["x", "y", "z"], n_boot=150, seed=9).set_index(["verifier_a", "verifier_b"])
+    v["jury"] = (v["x"].astype(int) + v["y"] + v["z"]) >= 2
+    idx = _boot_idx(n, 150, 9)
+    for (a_name, b_name), row in t.iterrows():
+        x, y = v[a_name], v[b_name]
+        stats = {k: [] for k in ("observed_agreement", "kappa", "gwet_ac1", "positive_specific_agreement",
+                                 "negative_specific_agreement")}
+        for r in idx:
+            xa, ya = x[r], y[r]
+            a, b = np.sum(xa & ya), np.sum(xa & ~ya)
+            c, d = np.sum(~xa & ya), np.sum(~xa & ~ya)
+            stats["observed_agreement"].append((a + d) / n)
+            same_const = len(set(xa)) == 1 and len(set(ya)) == 1 and xa[0] == ya[0]
+            stats["kappa"].append(np.nan if same_const else cohen_kappa_score(xa, ya))
+            pi = (xa.mean() + ya.mean()) / 2
+            stats["gwet_ac1"].append(((a + d) / n - 2 * pi * (1 - pi)) / (1 - 2 * pi * (1 - pi)))
+            stats["positive_specific_agreement"].append(2 * a / (2 * a + b + c) if 2 * a + b + c else np.nan)
+            stats["negative_specific_agreement"].append(2 * d / (2 * d + b + c) if 2 * d + b + c else np.nan)
+        for col, samples in stats.items():
+            lo, hi = _q_or_nan(samples)
+            assert (row[f"{col}_ci_low"], row[f"{col}_ci_high"]) == pytest.approx((lo, hi)), (a_name, b_name, col)
+        pi = (x.mean() + y.mean()) / 2
+        a, d = np.sum(x & y), np.sum(~x & ~y)
+        assert row["gwet_ac1"] == pytest.approx(((a + d) / n - 2 * pi * (1 - pi)) / (1 - 2 * pi * (1 - pi)))
+
+
+def test_agreement_shares_are_nan_without_flags():
+    sample = pd.DataFrame({"verdict_x": [True, True], "verdict_y": [True, False]})
+    r = agreement_table(sample, ["x", "y"], n_boot=5, seed=0).set_index(["verifier_a", "verifier_b"]).loc[("x", "y")]
+    # x flags nothing: c + d = 0 -> NaN; y flags pair 1, which x supports: b / (b + d) = 1
+    assert math.isnan(r["share_a_flags_b_supports"]) and r["share_b_flags_a_supports"] == 1.0
+
+
+def test_coverage_table_every_column_against_split_coverage():
+    from citeguard.conformal import split_coverage
+    neg = list(np.round(np.linspace(0.05, 0.95, 19), 3))
+    pos = [0.2, 0.6, 0.9]
+    cal = {"v": _cal(neg + pos, [0] * 19 + [1] * 3)}
+    summ, per = coverage_table(cal, [0.8, 0.9], n_splits=25, fraction=0.4, delta=0.2, seed=3)
+    n_cal = round(0.4 * 19)  # 8
+    cov = split_coverage(np.array(neg), np.array(pos), n_cal, [0.2, 0.1], 25, np.random.default_rng(3), delta=0.2)
+    assert list(summ.columns) == ["verifier", "target", "n_cal", "n_test_unsupported", "n_supported", "mean_coverage",
+                                  "coverage_q05", "share_splits_below_target", "pac_mean_coverage",
+                                  "pac_share_splits_below_target", "pac_delta", "mean_flag_rate_supported",
+                                  "naive_mean_coverage"]
+    for i, (t, r) in enumerate(zip([0.8, 0.9], summ.itertuples())):
+        c, p = cov["conformal"][i], cov["pac"][i]
+        assert (r.verifier, r.target, r.n_cal, r.n_test_unsupported, r.n_supported, r.pac_delta) == \
+            ("v", t, 8, 11, 3, 0.2)
+        assert r.mean_coverage == pytest.approx(c.mean()) and r.coverage_q05 == pytest.approx(np.quantile(c, 0.05))
+        assert r.share_splits_below_target == pytest.approx(np.mean(c < t))
+        assert r.pac_mean_coverage == pytest.approx(p.mean())
+        assert r.pac_share_splits_below_target == pytest.approx(np.mean(p < t))
+        assert r.mean_flag_rate_supported == pytest.approx(cov["flag_supported"][i].mean())
+        assert r.naive_mean_coverage == pytest.approx(cov["naive"][i].mean())
+    assert list(per.columns) == ["verifier", "target", "split", "conformal", "pac", "naive"]
+    assert per["split"].tolist() == list(range(25)) * 2 and per["target"].tolist() == [0.8] * 25 + [0.9] * 25
+    np.testing.assert_allclose(per["pac"], np.r_[cov["pac"][0], cov["pac"][1]])
+    np.testing.assert_allclose(per["naive"], np.r_[cov["naive"][0], cov["naive"][1]])
+    # coverage exactly at the target is not "below" it: every split of constant negatives covers 1.0
+    flat = {"v": _cal([0.5] * 10, [0] * 10)}
+    s, _ = coverage_table(flat, [1.0 - 1e-9], n_splits=5, fraction=0.5, delta=0.2, seed=0)
+    assert s["share_splits_below_target"].iloc[0] == 0.0
+
+
+def test_coverage_table_calibration_size_edges():
+    # fraction 0.1 of 10 negatives: n_cal = 1 (allowed); fraction 1.0: n_cal = n (skipped, nothing to test on)
+    cal = {"a": _cal(list(np.linspace(0, 1, 10)), [0] * 10, v="a"),
+           "b": _cal(list(np.linspace(0, 1, 10)), [0] * 10, v="b")}
+    s, per = coverage_table(cal, [0.5], n_splits=3, fraction=0.1, delta=0.2, seed=0)
+    assert s["n_cal"].tolist() == [1, 1] and s["verifier"].tolist() == ["a", "b"]
+    s, per = coverage_table(cal, [0.5], n_splits=3, fraction=1.0, delta=0.2, seed=0)
+    assert s.empty and per.empty
+
+
+def test_calibration_size_ablation_columns_by_hand():
+    from citeguard.conformal import split_coverage
+    neg = list(np.linspace(0.0, 1.0, 12))
+    cal = {"v": _cal(neg, [0] * 12)}
+    t = calibration_size_ablation(cal, [5], [0.8], n_splits=10, seed=2)
+    cov = split_coverage(np.array(neg), np.zeros(0), 5, [0.2], 10, np.random.default_rng(2))
+    assert list(t.columns) == ["verifier", "n_cal", "target", "method", "mean_coverage", "share_splits_below_target",
+                               "infinite_tau"]
+    for method in ("conformal", "naive"):
+        r = t[t.method == method].iloc[0]
+        assert (r["verifier"], r["n_cal"], r["target"]) == ("v", 5, 0.8)
+        assert r["mean_coverage"] == pytest.approx(cov[method][0].mean())
+        assert r["share_splits_below_target"] == pytest.approx(np.mean(cov[method][0] < 0.8))
+        assert not r["infinite_tau"]  # k = ceil(6 * 0.8) = 5 <= 5
+
+
+def test_unsupported_rates_ci_from_item_resamples():
+    df = pd.DataFrame({"item_id": ["a", "a", "b", "c", "c", "c"], "verdict_v": [True, False, False, True, True, False]})
+    r = unsupported_rates({"S": df}, ["v"], n_boot=300, seed=4).set_index("source").loc["S"]
+    flags = {"a": (1, 2), "b": (1, 1), "c": (1, 3)}  # (unsupported, pairs) per item, in sorted item order
+    items = sorted(flags)
+    idx = _boot_idx(3, 300, 4)
+    draws = [sum(flags[items[i]][0] for i in row) / sum(flags[items[i]][1] for i in row) for row in idx]
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx(_q_or_nan(draws))
+    assert (r["verifier"], r["n_items"], r["n_pairs"], r["unsupported_rate"]) == ("v", 3, 6, 0.5)
+    assert list(unsupported_rates({"S": df}, ["v"], 10, 0).columns) == ["verifier", "source", "n_items", "n_pairs",
+                                                                         "unsupported_rate", "ci_low", "ci_high"]
+
+
+def test_scope_table_ci_and_columns():
+    y = np.array([1, 1, 1, 0, 0, 1, 0, 1])
+    p = np.array([1, 0, 1, 1, 0, 1, 0, 0], bool)
+    df = pd.DataFrame({"label": y, "verdict_v": p})
+    r = scope_table(df, ["v"], n_boot=120, seed=6)
+    assert list(r.columns) == ["verifier", "n", "supported_rate_yes", "supported_rate_no", "kappa", "kappa_ci_low",
+                               "kappa_ci_high"]
+    r = r.iloc[0]
+    ks = []
+    for row in _boot_idx(8, 120, 6):
+        yy, pp = y[row] == 1, p[row]
+        const = len(set(yy)) == 1 and len(set(pp)) == 1 and yy[0] == pp[0]
+        ks.append(np.nan if const else cohen_kappa_score(yy, pp))
+    assert (r["kappa_ci_low"], r["kappa_ci_high"]) == pytest.approx(_q_or_nan(ks))
+    assert r["supported_rate_yes"] == pytest.approx(3 / 5) and r["supported_rate_no"] == pytest.approx(1 / 3)

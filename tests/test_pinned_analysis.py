@@ -17,7 +17,9 @@ from citeguard.analysis import (
     mondrian_table,
     pac_ranks_table,
     reattribution_tables,
+    review_budget,
     scope_table,
+    transfer_table,
     unsupported_rates,
     validation_table,
 )
@@ -386,3 +388,95 @@ def test_scope_table_ci_and_columns():
         ks.append(np.nan if const else cohen_kappa_score(yy, pp))
     assert (r["kappa_ci_low"], r["kappa_ci_high"]) == pytest.approx(_q_or_nan(ks))
     assert r["supported_rate_yes"] == pytest.approx(3 / 5) and r["supported_rate_no"] == pytest.approx(1 / 3)
+
+
+def test_review_budget_transfer_mondrian_columns_and_ties():
+    cal = {"v": _cal([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], [0] * 9)}
+    rb = review_budget(cal, {"S": pd.DataFrame({"score_v": [0.9, 0.95]})}, 0.9)
+    assert list(rb.columns) == ["verifier", "source", "target_catch_rate", "tau", "n_cal_unsupported", "n_pairs",
+                                "flag_rate", "ci_low", "ci_high"]
+    from citeguard.stats import wilson
+    ci = wilson(1, 2)  # tau = 0.9: the score at tau is flagged, 0.95 is not
+    assert rb[["flag_rate", "ci_low", "ci_high"]].iloc[0].tolist() == pytest.approx([ci.estimate, ci.low, ci.high])
+    # transfer: a hard negative exactly at tau_easy is caught; a verifier without hard data is skipped, not the end
+    cal2 = {"u": _cal([0.5] * 9, [0] * 9, v="u"), "v": cal["v"]}
+    hard = {"v": _cal([0.9, 0.95, 0.3], [0, 0, 1])}
+    t = transfer_table(cal2, hard, [0.9])
+    assert t["verifier"].tolist() == ["v"] and t["hard_catch_rate"].iloc[0] == 0.5
+    assert list(t.columns) == ["verifier", "target", "tau_easy", "n_easy_unsupported", "n_hard_unsupported",
+                               "hard_catch_rate", "ci_low", "ci_high", "easy_mean_score", "hard_mean_score",
+                               "mean_score_gap", "tau_needed_on_hard", "flag_rate_supported_at_tau_needed"]
+    r = t.iloc[0]
+    assert (r["target"], r["n_easy_unsupported"], r["easy_mean_score"], r["hard_mean_score"]) == \
+        pytest.approx((0.9, 9, 0.5, 0.925))
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx((wilson(1, 2).low, wilson(1, 2).high))
+    t = transfer_table(cal, {"v": _cal([0.9, 0.95], [0, 0])}, [0.5])
+    assert math.isnan(t["flag_rate_supported_at_tau_needed"].iloc[0])  # no supported hard pairs
+
+
+def test_mondrian_ties_min_group_and_columns():
+    # 20 and 21 negatives in two groups, scores with ties: coverage counts test scores equal to tau
+    s = [0.5] * 20 + [0.5] * 21
+    df = _cal(s, [0] * 41, group=["a"] * 20 + ["b"] * 21)
+    t = mondrian_table({"v": df}, "group", target=0.5, n_splits=4, seed=0)
+    assert t["group"].tolist() == ["a", "b"]  # default min_group = 20 keeps a group of exactly 20
+    assert list(t.columns) == ["verifier", "group", "n_unsupported", "target", "pooled_mean_coverage",
+                               "mondrian_mean_coverage", "pooled_share_below_target", "mondrian_share_below_target"]
+    assert t["n_unsupported"].tolist() == [20, 21] and (t["target"] == 0.5).all()
+    assert (t["pooled_mean_coverage"] == 1.0).all() and (t["mondrian_mean_coverage"] == 1.0).all()
+    assert (t["pooled_share_below_target"] == 0.0).all() and (t["mondrian_share_below_target"] == 0.0).all()
+    t = mondrian_table({"v": df}, "group", target=0.5, n_splits=4, seed=0, min_group=21)
+    assert t["group"].tolist() == ["b"]
+
+
+def test_reattribution_columns_random_ties_and_strata():
+    rows = []
+    for sid in range(8):  # 8 sentences, 3 candidates each, gold at position sid % 3; a constant ranker ties all
+        for j in range(3):
+            rows.append((sid, j, int(j == sid % 3), 1.0, float(j == sid % 3), f"claim {sid} words", f"claim {sid}"
+                         if j == sid % 3 else "other text"))
+    df = pd.DataFrame(rows, columns=["sentence_id", "passage_idx", "label", "const", "oracle", "claim", "passage"])
+    df.loc[len(df)] = (8, 0, 0, 1.0, 0.0, "no gold", "x")
+    out = reattribution_tables(df, {"const": "const", "oracle": "oracle"}, [1, 3], seed=11)
+    rec = out["recall"]
+    assert list(rec.columns) == ["ranker", "k", "n_sentences", "recall", "ci_low", "ci_high"]
+    # the constant ranker's ties are broken by the seeded generator, exactly as rank_hits does with it
+    from citeguard.analysis import rank_hits
+    h = rank_hits(df[df.sentence_id < 8], "const", [1, 3], np.random.default_rng(11))
+    assert rec.set_index(["ranker", "k"]).loc[("const", 1), "recall"] == pytest.approx(h["hit@1"].mean())
+    assert rec.set_index(["ranker", "k"]).loc[("oracle", 1), "recall"] == 1.0
+    r = rec[rec.ranker == "random"]
+    assert r["n_sentences"].tolist() == [8, 8] and r["ci_low"].isna().all() and r["ci_high"].isna().all()
+    mc = out["mcnemar"]
+    assert list(mc.columns) == ["ranker_a", "ranker_b", "k", "a_only", "b_only", "mcnemar_exact_p"]
+    assert mc["k"].tolist() == [1]
+    same = reattribution_tables(df, {"o1": "oracle", "o2": "oracle"}, [1], seed=0)["mcnemar"].iloc[0]
+    assert (same["a_only"], same["b_only"], same["mcnemar_exact_p"]) == (0, 0, 1.0)  # no discordant pairs
+    strata = out["strata"]
+    assert list(strata.columns) == ["scheme", "stratum", "ranker", "n_sentences", "mean_jaccard", "recall@1",
+                                    "ci_low", "ci_high"]
+    q = strata[(strata.scheme == "quartiles") & (strata.ranker == "oracle")]
+    assert q["stratum"].tolist() == ["Q1/4", "Q2/4", "Q3/4", "Q4/4"] and q["n_sentences"].tolist() == [2, 2, 2, 2]
+    hv = strata[(strata.scheme == "halves") & (strata.ranker == "oracle")]
+    assert hv["stratum"].tolist() == ["Q1/2", "Q2/2"] and (hv["recall@1"] == 1.0).all()
+    from citeguard.verifiers.lexical import token_jaccard
+    j = sorted(token_jaccard(f"claim {s} words", f"claim {s}") for s in range(8))
+    assert q["mean_jaccard"].tolist() == pytest.approx([np.mean(j[0:2]), np.mean(j[2:4]), np.mean(j[4:6]),
+                                                        np.mean(j[6:8])])
+
+
+def test_lexical_overlap_ignores_unlabelled_rows_and_one_sided_sets():
+    df = pd.DataFrame({"claim": ["cells make energy", "cells make energy", "genes cause risk", "proteins bind"],
+                       "passage": ["cells make energy", "cells rest", "genes", "rivers flow"],
+                       "label": [1, 1, np.nan, 0]})
+    t = lexical_overlap_by_label(df).set_index("label")
+    assert list(lexical_overlap_by_label(df).columns) == ["label", "n", "mean_jaccard", "median_jaccard",
+                                                         "mannwhitney_p"]
+    assert (t.loc["supported", "n"], t.loc["refuted", "n"]) == (2, 1)  # the NaN-labelled row is neither
+    assert t.loc["refuted", "median_jaccard"] == 0.0 and t.loc["refuted", "mean_jaccard"] == 0.0
+    one = lexical_overlap_by_label(df[df.label == 1]).set_index("label")
+    assert math.isnan(one.loc["supported", "mannwhitney_p"]) and math.isnan(one.loc["refuted", "mean_jaccard"])
+    from citeguard.verifiers.lexical import token_jaccard
+    expected = np.median([token_jaccard("cells make energy", "cells make energy"),
+                          token_jaccard("cells make energy", "cells rest")])
+    assert math.isnan(one.loc["refuted", "median_jaccard"]) and one.loc["supported", "median_jaccard"] == expected

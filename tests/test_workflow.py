@@ -41,7 +41,7 @@ def test_smoke_data_summary_counts_everything(smoke_run):
             "generated/smollm2-135m/bare", "generated/smollm2-135m/openscholar", "generated/smollm2-135m/paperqa2"} <= set(ds.index)
     # the real model's answers carry [N] citations that become pairs, scored by the whole panel
     assert ds.loc["generated/smollm2-135m/bare", "n_pairs"] > 0
-    scored = pd.read_parquet(res / "scores" / "vllm" / "smollm2-135m" / "bare" / "embedding.parquet")
+    scored = pd.read_parquet(res / "scores" / "generated" / "smollm2-135m" / "bare" / "embedding.parquet")
     assert len(scored) == ds.loc["generated/smollm2-135m/bare", "n_pairs"] and scored["score"].notna().all()
     rates = pd.read_csv(res / "tables" / "unsupported_rates.csv")
     assert "generated/smollm2-135m/bare" in set(rates["source"])

@@ -61,8 +61,10 @@ def paperqa_settings(endpoint: Endpoint, overrides: Mapping[str, Any] | None = N
     from paperqa import Settings
 
     name = f"openai/{endpoint.model}"
+    # timeout: a model served on a busy CPU can take minutes per call; litellm's 60 s default made a
+    # loaded smoke run record timeouts as generation errors
     params: dict[str, Any] = {"model": name, "api_base": endpoint.base_url, "api_key": endpoint.api_key,
-                              "temperature": 0.0}
+                              "temperature": 0.0, "timeout": 600}
     if endpoint.extra_body:
         params["extra_body"] = dict(endpoint.extra_body)
     router = {"model_list": [{"model_name": name, "litellm_params": params}]}

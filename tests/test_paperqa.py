@@ -42,7 +42,7 @@ def test_paperqa_settings_from_config_keep_retrieval_off_and_point_at_the_endpoi
     assert s.answer.answer_max_sources == 3 and s.answer.evidence_summary_length == "about 100 words"  # default kept
     assert s.llm == s.summary_llm == "openai/m" and s.temperature == 0.0  # the generator always wins
     params = s.llm_config["model_list"][0]["litellm_params"]
-    assert params == {"model": "openai/m", "api_base": "http://127.0.0.1:9/v1", "api_key": "k", "temperature": 0.0,
+    assert params == {"model": "openai/m", "api_base": "http://127.0.0.1:9/v1", "api_key": "k", "temperature": 0.0, "timeout": 600,
                       "extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}
     assert s.summary_llm_config == s.llm_config
 

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 from citeguard.config import compose_config, config_json, source_key, to_plain
-from citeguard.schema import SchemaError, check_analysis_sets, check_cli_keys
+from citeguard.schema import check_analysis_sets, check_cli_keys
 
 ROOT = Path(workflow.basedir)
 
@@ -40,7 +40,12 @@ def _set_configs():
         sets[d.name] = to_plain(d)
     for m in CFG.generation.models:
         for p in CFG.generation.pipelines:
-            sets[f"generated/{m}/{p}"] = {"name": f"generated/{m}/{p}", "kind": "ctxs_answers", "citation_base": 1, "files": {}}
+            sets[f"generated/{m}/{p}"] = {
+                "name": f"generated/{m}/{p}",
+                "kind": "ctxs_answers",
+                "citation_base": 1,
+                "files": {},
+            }
     return sets
 
 

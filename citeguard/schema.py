@@ -48,7 +48,7 @@ def _where(path: Iterable[Any]) -> str:
     return ".".join(str(p) for p in path) or "<root>"
 
 
-def _message(err: ValidationError, schema: Mapping[str, Any]) -> str:
+def _message(err: ValidationError) -> str:
     where = _where(err.absolute_path)
     if err.validator == "additionalProperties":
         allowed = err.schema.get("properties", {})
@@ -66,7 +66,7 @@ def validate_config(cfg: Mapping[str, Any], schema: Mapping[str, Any] | None = N
     errors = sorted(Draft202012Validator(schema).iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
         extra = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise SchemaError(_message(errors[0], schema) + extra)
+        raise SchemaError(_message(errors[0]) + extra)
     w = cfg["windowing"]
     if not w["window_chars"] > w["stride"]:
         raise SchemaError(f"windowing.stride ({w['stride']}) must be smaller than windowing.window_chars "

@@ -95,3 +95,32 @@ def test_misspelt_config_key_fails_before_the_dag(tmp_path):
                         str(tmp_path), "-n", "--config", "overrides=[\"+analysis.n_bootsrap=10\"]"],
                        capture_output=True, text=True)
     assert r.returncode != 0 and "did you mean 'analysis.n_bootstrap'?" in r.stdout + r.stderr
+
+
+def test_rule_settings_and_scored_sets_split_by_set_name(tmp_path):
+    import json
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from citeguard.rulekit import eval_split, scored_sets
+    files = {}
+    for s in ("A", "B"):
+        pd.DataFrame({"pair_id": [f"{s}1", f"{s}2"], "label": [1.0, 0.0]}).to_parquet(tmp_path / f"{s}.parquet")
+        for v in ("x", "y"):
+            pd.DataFrame({"pair_id": [f"{s}1", f"{s}2"], "verifier": v, "score": [0.1, 0.9] if s == "A" else [0.3, 0.4],
+                          "verdict": [False, True], "best_window": 0, "n_windows": 1, "reason": "", "binary": False}
+                         ).to_parquet(tmp_path / f"{s}_{v}.parquet")
+            files.setdefault("scores", []).append(str(tmp_path / f"{s}_{v}.parquet"))
+    sm = SimpleNamespace(params=SimpleNamespace(settings=json.dumps({"sets": {"src": ["A", "B"]}})),
+                         input=SimpleNamespace(src_pairs=[str(tmp_path / "A.parquet"), str(tmp_path / "B.parquet")],
+                                               src_scores=files["scores"]))
+    out = scored_sets(sm, "src")
+    assert list(out) == ["A", "B"]
+    assert out["A"]["score_y"].tolist() == [0.1, 0.9] and out["B"]["score_x"].tolist() == [0.3, 0.4]
+    sm.input.src_scores = files["scores"][:3]
+    with pytest.raises(ValueError, match="src: 2 sets but 2 pair and 3 score files"):
+        scored_sets(sm, "src")
+    df = pd.DataFrame({"split": ["fit", "eval", "eval"], "v": [1, 2, 3]})
+    assert eval_split(df)["v"].tolist() == [2, 3]
+    assert eval_split(df[df.split == "fit"])["v"].tolist() == [1]  # no eval split: all rows

@@ -51,7 +51,7 @@ def conformal_rank(n: int, alpha: float) -> int:
     (9, 10, 19)
     """
     _check_alpha(alpha)
-    return int(math.ceil(round((n + 1) * (1 - alpha), 9)))
+    return empirical_rank(n + 1, 1 - alpha)  # the +1 correction: the empirical rank among n + 1
 
 
 def conformal_threshold(neg_scores: Sequence[float], alpha: float) -> float:

@@ -39,6 +39,11 @@ include: "workflow/rules/scope.smk"
 include: "workflow/rules/examples.smk"
 
 
+if KIT:
+
+    include: "workflow/rules/kit.smk"
+
+
 rule all:
     default_target: True
     input:

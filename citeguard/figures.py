@@ -149,3 +149,21 @@ def reattribution_figure(rec: pd.DataFrame) -> plt.Figure:
     ax.set(ylabel="human-labelled passage in top k", ylim=(0, 1.05), title="Re-attribution among provided passages")
     ax.legend(fontsize=7, ncol=2)
     return fig
+
+
+def kit_coverage_figure(cells: pd.DataFrame) -> plt.Figure:
+    """Reference coverage (ROUGE-L recall) per model x cell: as written, kept by the guard, and with as
+    many random cited sentences removed, with 95% item-bootstrap intervals."""
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(cells) + 2), 4))
+    x = np.arange(len(cells))
+    for k, (col, label) in enumerate([("coverage_answer", "answer as written"), ("coverage_guard", "guard"),
+                                      ("coverage_random", "random removal")]):
+        mid = cells[col].to_numpy(float)
+        err = np.vstack([mid - cells[f"{col}_ci_low"].to_numpy(float), cells[f"{col}_ci_high"].to_numpy(float) - mid])
+        ax.bar(x + (k - 1) * 0.27, mid, 0.27, yerr=np.nan_to_num(err), capsize=2, label=label)
+    ax.set_xticks(x, [f"{m}\n{c}" for m, c in zip(cells["model"], cells["pipeline"])], fontsize=7)
+    ax.set_ylabel("ROUGE-L recall of the reference answer")
+    ax.set_title("Coverage kept by the guard vs random removal of as many cited sentences")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -22,7 +22,8 @@ def _user_overrides():
 
 
 CFG = compose_config(_user_overrides(), config_dir=ROOT / "config")
-check_analysis_sets(to_plain(CFG))
+if CFG.standard_analyses:
+    check_analysis_sets(to_plain(CFG))
 config["experiment_name"] = CFG.experiment_name  # for report captions (the experiment may come via overrides)
 RAW = CFG.raw_dir
 RES = CFG.results_dir
@@ -34,9 +35,9 @@ BASE_VERIFIERS = [v for v in CFG.verifiers if v not in STACKED]
 
 def _set_configs():
     sets = {}
-    for name, d in CFG.dataset_cfg.items():
+    for name, d in CFG.get("dataset_cfg", {}).items():
         sets[f"gold/{name}"] = to_plain(d)
-    for d in CFG.source_cfg.values():
+    for d in CFG.get("source_cfg", {}).values():
         sets[d.name] = to_plain(d)
     for m in CFG.generation.models:
         for p in CFG.generation.pipelines:
@@ -66,6 +67,9 @@ FROZEN_SETS = [s for s, c in SET_CFG.items() if c["kind"] == "frozen_scores"]
 SCORED_SETS = [s for s in SET_CFG if s not in FROZEN_SETS]
 
 RAW_FILES = {f["path"]: f for c in SET_CFG.values() for f in c["files"].values()}
+KIT = CFG.get("kit")
+if KIT:
+    RAW_FILES.update({f.path: to_plain(f) for f in KIT.files.values()})
 
 
 def alt(names):
@@ -127,8 +131,15 @@ def analysis_targets():
     ]
 
 
+def kit_targets():
+    return [f"{RES}/tables/{t}.csv" for t in ("kit_cells", "kit_paired", "kit_conformal", "kit_vs_authors")] + [
+        f"{FIG}/kit_coverage.png"
+    ]
+
+
 def all_targets():
-    return [f"{RES}/tables/data_summary.csv"] + scores(SCORED_SETS) + analysis_targets()
+    targets = [f"{RES}/tables/data_summary.csv"] + scores(SCORED_SETS)
+    return targets + (analysis_targets() if CFG.standard_analyses else []) + (kit_targets() if KIT else [])
 
 
 # ---- analysis inputs --------------------------------------------------------------
@@ -165,8 +176,10 @@ def generator_cfg(name):
 
 
 def generation_inputs(w):
-    task = SET_CFG[CFG.generation.task_set]
-    inputs = {"tasks": f"{RAW}/{task['files']['answers']['path']}"}
+    if CFG.generation.task_set == "kit/bioasq":
+        inputs = {"tasks": f"{RES}/data/kit/bioasq_slice.json"}
+    else:
+        inputs = {"tasks": f"{RAW}/{SET_CFG[CFG.generation.task_set]['files']['answers']['path']}"}
     if generator_cfg(w.model).get("build_tiny"):
         inputs["model"] = generator_cfg(w.model).model
     return inputs
@@ -175,3 +188,19 @@ def generation_inputs(w):
 def stacked_features(w, set_name):
     """Score files of a stacked verifier's feature verifiers on one set."""
     return scores([set_name], list(CFG.verifiers[w.verifier].features))
+
+
+def kit_raw(role):
+    return f"{RAW}/{KIT.files[role].path}"
+
+
+def kit_slice_inputs(w):
+    """The kit manifest (raw) or the local test dataset's files."""
+    if KIT.local:
+        d = KIT.local.dir
+        return {"manifest": f"{d}/manifest.json", "qa": f"{d}/qa.parquet", "corpus": f"{d}/corpus.parquet"}
+    return {"manifest": kit_raw("manifest")}
+
+
+def kit_cells():
+    return [(m, p) for m in CFG.generation.models for p in CFG.generation.pipelines]

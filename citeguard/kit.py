@@ -167,22 +167,22 @@ def _first_changed(records: Sequence[Mapping[str, Any]], manifest: Mapping[str, 
 
 
 def stand_in_dataset(manifest: Mapping[str, Any], qa_rows: Sequence[Mapping[str, Any]],
-                     n: int) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+                     n: int, max_answers: int = 2) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """A small dataset of the hub's schema for offline CPU runs: (qa, corpus, manifest).
 
     The QA rows are kept as they are (all of them, so row indices hold), the manifest keeps its
     first ``n`` entries, and since the passage corpus is not mirrored each cited PubMed id gets a
-    stand-in passage: the answers of every QA row that lists it (rag-mini-bioasq's answers are
-    written from those abstracts). The manifest's md5 is that of this slice, and each entry carries
-    its record's md5, so a changed record is named.
+    stand-in passage: the answers of the first ``max_answers`` QA rows that list it (rag-mini-bioasq's
+    answers are written from those abstracts; two keep CPU prompts short). The manifest's md5 is
+    that of this slice, and each entry carries its record's md5, so a changed record is named.
     """
     entries = [dict(m) for m in manifest["entries"][:n]]
     wanted = {int(p) for m in entries for p in m["pmids"]}
     texts: dict[int, list[str]] = {}
     for r in qa_rows:
         for p in pmid_list(r["relevant_passage_ids"]):
-            if p in wanted:
-                texts.setdefault(p, []).append(str(r["answer"]).strip())
+            if p in wanted and len(texts.setdefault(p, [])) < max_answers:
+                texts[p].append(str(r["answer"]).strip())
     corpus = pd.DataFrame({"id": sorted(texts), "passage": [" ".join(texts[p]) for p in sorted(texts)]})
     records = slice_records(entries, qa_rows, passage_table(corpus.to_dict("records")))
     for m, r in zip(entries, records):
@@ -246,7 +246,8 @@ def sentence_support(pairs: pd.DataFrame, verdict: pd.Series) -> dict[str, dict[
     cited passages together; the closest per-pair reading is 'some cited passage supports it').
     """
     df = pd.DataFrame({"item_id": pairs["item_id"].astype(str).to_numpy(),
-                       "sentence_id": pairs["sentence_id"].astype(int).to_numpy(),
+                       # sentence ids are '<item id>:<sentence index>' (citeguard.prepare)
+                       "sentence_id": [int(str(s).rsplit(":", 1)[1]) for s in pairs["sentence_id"]],
                        "verdict": np.asarray(verdict, bool)})
     out: dict[str, dict[int, bool]] = {}
     for (item, sent), v in df.groupby(["item_id", "sentence_id"])["verdict"].any().items():

@@ -137,9 +137,10 @@ def test_citation_prf_by_hand():
 
 
 def test_sentence_support_any_citation():
-    pairs = pd.DataFrame({"item_id": ["a", "a", "a", "b"], "sentence_id": [0, 0, 2, 1]})
+    # sentence ids as citeguard.prepare writes them: '<item id>:<sentence index>' (item ids may hold colons)
+    pairs = pd.DataFrame({"item_id": ["a", "a", "a", "b:x"], "sentence_id": ["a:0", "a:0", "a:2", "b:x:1"]})
     sup = kit.sentence_support(pairs, pd.Series([False, True, False, False]))
-    assert sup == {"a": {0: True, 2: False}, "b": {1: False}}
+    assert sup == {"a": {0: True, 2: False}, "b:x": {1: False}}
 
 
 def test_item_row_coverage_by_hand():

@@ -228,3 +228,33 @@ def test_smoke_reattribution_beats_random_and_matches_hits(smoke_run):
     for r in ("bm25", "lexical", "embedding", "fitted"):
         assert rec.loc[(r, 1), "recall"] <= rec.loc[(r, 3), "recall"] <= rec.loc[(r, 5), "recall"]
     assert rec.loc[("bm25", 1), "recall"] >= rec.loc[("random", 1), "recall"]
+
+
+def test_kit_dry_run_lists_sixteen_gpu_generate_jobs(tmp_path):
+    r = snake(["-n", "--config", "experiment=kit"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    counts = job_counts(r.stdout)
+    assert counts["generate"] == 16 and counts["kit_cell"] == 16 and counts["kit_tables"] == 1
+    blocks = re.findall(r"rule generate:.*?resources: [^\n]*", r.stdout, re.S)
+    assert len(blocks) == 16 and all(re.search(r"resources: .*\bgpu=1\b", b) for b in blocks)
+    cells = {re.search(r"wildcards: model=(\S+), pipeline=(\w+)", b).groups() for b in blocks}
+    assert {p for _, p in cells} == {"bare", "lit", "openscholar", "paperqa2"} and len(cells) == 16
+
+
+def test_kit_smoke_end_to_end_on_the_local_dataset(tmp_path):
+    """The smoke-sized kit: local parquet through datasets, the real SmolLM2 in four cells, the kit tables."""
+    r = snake(["--cores", "2", "--config", "experiment=kit_smoke"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = tmp_path / "results" / "kit_smoke"
+    sl = json.loads((res / "data" / "kit" / "bioasq_slice.json").read_text())
+    manifest = json.loads((tmp_path / "resources" / "kit_test" / "manifest.json").read_text())
+    assert [x["id"] for x in sl] == [m["id"] for m in manifest["entries"]] == ["bioasq_4383", "bioasq_583", "bioasq_3779"]
+    cells = pd.read_csv(res / "tables" / "kit_cells.csv")
+    assert cells["pipeline"].tolist() == ["bare", "lit", "openscholar", "paperqa2"] and (cells["n_items"] == 3).all()
+    for p in ("bare", "lit", "openscholar", "paperqa2"):
+        items = pd.read_csv(res / "kit_items" / "smollm2-135m" / f"{p}.csv")
+        row = cells.set_index("pipeline").loc[p]
+        assert row["n_cited"] == items["n_cited"].sum() and row["citation_f1"] == pytest.approx(items["citation_f1"].mean())
+    authors = pd.read_csv(res / "tables" / "kit_vs_authors.csv")
+    assert len(authors) == 4 * 5 + 1 and set(authors["model"]) == {"smollm2-135m"}
+    assert (tmp_path / "figures" / "kit_smoke" / "kit_coverage.png").stat().st_size > 10_000

@@ -49,7 +49,8 @@ def make_scorer(args: argparse.Namespace):
 
     try:
         return load_scorer(args.verifier, parse_overrides(args.override), model_path=args.model,
-                           cache_dir=args.cache_dir)
+                           cache_dir=args.cache_dir,
+                           runtime={"runtime": args.runtime, "quantize": args.quantize, "threads": args.threads})
     except VerifierLoadError as e:
         raise CLIError(str(e)) from None
 
@@ -338,6 +339,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="replace a key of the verifier config, e.g. model=/path/to/model device=cpu (repeatable)")
         sp.add_argument("--model", metavar="JSON",
                         help="fitted-model JSON for a stacked verifier (the pipeline writes results/models/NAME.json)")
+        sp.add_argument("--runtime", choices=["torch", "onnx"],
+                        help="inference runtime of the verifier's model (and a stacked verifier's bases); default: "
+                             "the config's (torch = the exact float32 path)")
+        sp.add_argument("--quantize", choices=["none", "int8"],
+                        help="dynamic int8 quantisation of the model's linear layers; default: the config's (none)")
+        sp.add_argument("--threads", type=int, metavar="N", help="CPU threads for the model (default: torch's choice)")
         sp.add_argument("--cache-dir", metavar="DIR", default=os.environ.get("CITEGUARD_CACHE"),
                         help="folder for the on-disk score cache (default $CITEGUARD_CACHE; none: no cache)")
 

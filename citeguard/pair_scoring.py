@@ -65,9 +65,16 @@ class VerifierLoadError(ValueError):
     """A verifier that cannot be configured or loaded; the message says which and why."""
 
 
-def verifier_configs(name: str, overrides: Mapping[str, Any] | None = None
-                     ) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
-    """(the verifier's config with ``overrides`` applied, every verifier config, windowing)."""
+# verifier kinds that run a transformers model in-process (and so take runtime/quantize/threads)
+MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem"})
+
+
+def verifier_configs(name: str, overrides: Mapping[str, Any] | None = None,
+                     runtime: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
+    """(the verifier's config with ``overrides`` applied, every verifier config, windowing).
+
+    ``runtime`` (``runtime``, ``quantize``, ``threads``) goes to every in-process model verifier,
+    the stacked verifier's base verifiers included."""
     from .config import ConfigError, compose_config, to_plain
 
     try:
@@ -75,14 +82,19 @@ def verifier_configs(name: str, overrides: Mapping[str, Any] | None = None
     except ConfigError as e:
         raise VerifierLoadError(str(e).splitlines()[0]) from None
     verifiers = to_plain(cfg.verifiers)
+    for v in verifiers.values():
+        if v.get("kind") in MODEL_KINDS:
+            v.update({k: val for k, val in (runtime or {}).items() if val is not None})
     verifiers[name].update(overrides or {})
     return verifiers[name], verifiers, to_plain(cfg.windowing)
 
 
 def load_scorer(name: str, overrides: Mapping[str, Any] | None = None, *, model_path: str | Path | None = None,
-                cache_dir: str | Path | None = None, progress: bool = False) -> PairScorer:
-    """A :class:`PairScorer` for ``config/verifier/<name>.yaml`` (keys replaced by ``overrides``)."""
-    vcfg, allv, windowing = verifier_configs(name, overrides)
+                cache_dir: str | Path | None = None, progress: bool = False,
+                runtime: Mapping[str, Any] | None = None) -> PairScorer:
+    """A :class:`PairScorer` for ``config/verifier/<name>.yaml`` (keys replaced by ``overrides``; the
+    in-process models' ``runtime``/``quantize``/``threads`` set by ``runtime``)."""
+    vcfg, allv, windowing = verifier_configs(name, overrides, runtime)
     try:
         return PairScorer(vcfg, allv, windowing, cache_dir=cache_dir, model_path=model_path, progress=progress)
     except (OSError, ValueError) as e:

@@ -101,3 +101,63 @@ def build_tiny_llama(out_dir: str | Path, texts: Iterable[str] = (), seed: int =
     LlamaForCausalLM(cfg).eval().save_pretrained(out)
     fast.save_pretrained(out)
     return out
+
+
+def build_tiny_checker(out_dir: str | Path, arch: str, texts: Iterable[str] = (), seed: int = 0) -> Path:
+    """Random 2-label sequence classifier shaped like MiniCheck-RoBERTa-Large (``arch='roberta'``) or
+    MiniCheck-DeBERTa-v3-Large (``arch='deberta'``), with a tokenizer whose EOS joins document and claim."""
+    import torch
+    from transformers import (
+        DebertaV2Config,
+        DebertaV2ForSequenceClassification,
+        PreTrainedTokenizerFast,
+        RobertaConfig,
+        RobertaForSequenceClassification,
+    )
+
+    out = Path(out_dir)
+    vocab = _vocab(texts, ["<pad>", "<s>", "</s>", "<unk>", "<mask>"])
+    tok = _word_tokenizer(vocab, "<unk>")
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                   cls_token="<s>", sep_token="</s>", unk_token="<unk>", mask_token="<mask>")
+    torch.manual_seed(seed)
+    shape = dict(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                 intermediate_size=64, pad_token_id=0, num_labels=2)
+    if arch == "roberta":
+        model = RobertaForSequenceClassification(RobertaConfig(max_position_embeddings=520, type_vocab_size=1, **shape))
+    elif arch == "deberta":
+        model = DebertaV2ForSequenceClassification(DebertaV2Config(max_position_embeddings=512, type_vocab_size=0, **shape))
+    else:
+        raise ValueError(f"unknown checker architecture {arch!r} (roberta, deberta)")
+    model.eval().save_pretrained(out)
+    fast.save_pretrained(out)
+    return out
+
+
+HHEM_TEST_PROMPT = "<pad> premise : {text1} hypothesis : {text2}"
+
+
+def build_tiny_hhem(out_dir: str | Path, texts: Iterable[str] = (), seed: int = 0) -> Path:
+    """A random HHEM-2.1-open-shaped checkpoint: a T5 token classifier (2 labels) saved under ``t5.``,
+    a config.json without the prompt, and a configuration_hhem_v2.py whose ``HHEMv2Config`` names the
+    foundation model (a tiny T5 built next to it) and a test prompt -- the layout of the real one."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+    from transformers import T5Config, T5ForTokenClassification
+
+    out = Path(out_dir)
+    foundation = build_tiny_t5(out.parent / f"{out.name}-foundation", texts, seed)
+    torch.manual_seed(seed)
+    cfg = T5Config.from_pretrained(foundation, num_labels=2)
+    model = T5ForTokenClassification(cfg).eval()
+    out.mkdir(parents=True, exist_ok=True)
+    state = {f"t5.{k}": v.contiguous() for k, v in model.state_dict().items() if k != "transformer.encoder.embed_tokens.weight"}
+    save_file(state, str(out / "model.safetensors"))  # the tied embedding once, as save_pretrained stores it
+    (out / "config.json").write_text(json.dumps({"model_type": "HHEMv2", "architectures": ["HHEMv2ForSequenceClassification"]}))
+    (out / "configuration_hhem_v2.py").write_text(
+        "from transformers import PretrainedConfig\n\n\nclass HHEMv2Config(PretrainedConfig):\n"
+        f"    model_type = 'HHEMv2'\n    foundation = {str(foundation)!r}\n    prompt = {HHEM_TEST_PROMPT!r}\n")
+    return out

@@ -7,7 +7,7 @@ from citeguard.verifiers import build_verifier, cache_for, score_pairs
 
 sm = snakemake  # noqa: F821
 log = start(sm)
-vcfg = param_json(sm, "verifier")
+vcfg = {**param_json(sm, "verifier"), "threads": sm.threads}  # the cores this job was given (not in the hash)
 win = param_json(sm, "windowing")
 pairs = pd.read_parquet(sm.input.pairs)
 verifier = build_verifier(vcfg, sm.params.cache_dir)

@@ -16,13 +16,19 @@ def build_verifier(cfg: Mapping[str, Any], cache_dir: str | Path = "results/cach
         return LexicalVerifier(cfg)
     if kind == "embedding":
         from .embedding import EmbeddingVerifier
-        return EmbeddingVerifier(cfg)
+        return EmbeddingVerifier(cfg, cache_dir)
     if kind == "attrscore":
         from .models import AttrScoreVerifier
         return AttrScoreVerifier(cfg)
     if kind == "nli":
         from .models import NLIVerifier
-        return NLIVerifier(cfg)
+        return NLIVerifier(cfg, cache_dir)
+    if kind == "minicheck":
+        from .checkers import MiniCheckVerifier
+        return MiniCheckVerifier(cfg, cache_dir)
+    if kind == "hhem":
+        from .checkers import HHEMVerifier
+        return HHEMVerifier(cfg, cache_dir)
     if kind == "llm":
         from .llm import LLMVerifier
         return LLMVerifier(cfg, Path(cache_dir) / "llm" / f"{cfg['name']}-{verifier_hash(cfg)}.sqlite")
@@ -31,7 +37,7 @@ def build_verifier(cfg: Mapping[str, Any], cache_dir: str | Path = "results/cach
         return RagasVerifier(cfg)
     if kind == "fitted":
         raise ValueError(f"verifier {cfg.get('name')!r} is stacked: fit it with fit_stacked, apply with apply_stacked")
-    raise ValueError(f"unknown verifier kind {kind!r} (lexical, embedding, attrscore, nli, llm, ragas, fitted)")
+    raise ValueError(f"unknown verifier kind {kind!r} (lexical, embedding, attrscore, nli, minicheck, hhem, llm, ragas, fitted)")
 
 
 def cache_for(cfg: Mapping[str, Any], cache_dir: str | Path) -> ScoreCache:

@@ -30,12 +30,18 @@ RUNTIME_KEYS = frozenset({
     "backoff_seconds", "timeout_seconds", "api_key_env", "base_url",
     # a verdict threshold never changes a cached score: verdicts are re-derived from scores
     "threshold",
+    "threads",
 })
+# Keys that change scores but whose default is the exact path: left out of the hash at their
+# default, so the float32 PyTorch path keeps the hash (and the caches) it always had, and any
+# other runtime or quantisation gets caches of its own.
+EXACT_DEFAULTS = {"runtime": "torch", "quantize": "none"}
 
 
 def verifier_hash(cfg: Mapping[str, Any]) -> str:
     """Hash of the output-relevant part of a verifier config."""
-    return config_hash({k: v for k, v in cfg.items() if k not in RUNTIME_KEYS})
+    return config_hash({k: v for k, v in cfg.items()
+                        if k not in RUNTIME_KEYS and not (k in EXACT_DEFAULTS and v == EXACT_DEFAULTS[k])})
 
 
 class Verifier(Protocol):

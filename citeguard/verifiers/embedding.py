@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -9,6 +10,7 @@ import torch
 from transformers import AutoModel
 
 from ..modelpath import resolve_model
+from .encoders import Forward, encode_sorted, runtime_of, set_threads, weights_key
 from .models import load_pretrained
 
 
@@ -20,27 +22,31 @@ def resolve_model_path(model: str) -> str:
 class EmbeddingVerifier:
     binary = False
 
-    def __init__(self, cfg: Mapping[str, Any]):
+    def __init__(self, cfg: Mapping[str, Any], cache_dir: str | Path | None = None):
         self.name = cfg.get("name", "embedding")
         self.threshold = float(cfg.get("threshold", 0.75))
         self.batch_size = int(cfg.get("batch_size", 64))
         self.max_length = int(cfg.get("max_length", 256))
+        runtime, quantize = runtime_of(cfg)
+        set_threads(cfg.get("threads"))
         self.tokenizer, self.model, self.device = load_pretrained(AutoModel, cfg, resolve_model_path(str(cfg["model"])))
+        self.forward = Forward(self.model, lambda o: o.last_hidden_state, runtime, quantize, threads=cfg.get("threads"),
+                               onnx_dir=Path(cache_dir) / "onnx" if cache_dir else None,
+                               key=f"{self.name}-{weights_key(self.model, 'last_hidden_state')}")
         self._memo: dict[str, np.ndarray] = {}
 
     @torch.inference_mode()
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """L2-normalised mean-pooled embeddings (memoised per text)."""
+        """L2-normalised mean-pooled embeddings (memoised per text), in length-sorted batches."""
         todo = [t for t in dict.fromkeys(texts) if t not in self._memo]
-        for i in range(0, len(todo), self.batch_size):
-            batch = todo[i:i + self.batch_size]
-            enc = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_length,
-                                 return_tensors="pt").to(self.device)
-            hidden = self.model(**enc).last_hidden_state
+        for idx, enc in encode_sorted(self.tokenizer, todo, None, max_length=self.max_length,
+                                      batch_size=self.batch_size):
+            enc = enc.to(self.device)
+            hidden = self.forward(enc).float()
             mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             emb = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            emb = torch.nn.functional.normalize(emb, dim=-1).float().cpu().numpy()
-            self._memo.update(zip(batch, emb))
+            emb = torch.nn.functional.normalize(emb, dim=-1).cpu().numpy()
+            self._memo.update(zip((todo[i] for i in idx), emb))
         if len(self._memo) > 100_000:  # bound memory on huge runs
             keep = set(texts)
             self._memo = {k: v for k, v in self._memo.items() if k in keep}

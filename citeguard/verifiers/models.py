@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoTokenizer
+
+from .encoders import Forward, encode_sorted, runtime_of, set_threads, weights_key
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -53,7 +56,16 @@ class AttrScoreVerifier:
         self.template = prompts[cfg["prompt"]]
         self.labels = list(cfg["labels"])
         self.pos = self.labels.index(cfg.get("positive_label", self.labels[0]))
+        runtime, quantize = runtime_of(cfg)
+        if runtime != "torch":
+            raise ValueError(f"verifier {self.name!r}: runtime {runtime!r} is for encoder models; AttrScore (seq2seq) "
+                             "runs on torch (quantize: int8 is available)")
+        set_threads(cfg.get("threads"))
         self.tokenizer, self.model, self.device = load_pretrained(AutoModelForSeq2SeqLM, cfg)
+        if quantize == "int8":
+            from torch.ao.quantization import quantize_dynamic
+
+            self.model = quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
         self.label_ids = [torch.tensor(self.tokenizer(lab).input_ids, device=self.device) for lab in self.labels]
 
     def prompt(self, claim: str, window: str) -> str:
@@ -61,24 +73,22 @@ class AttrScoreVerifier:
 
     @torch.inference_mode()
     def label_loglik(self, claims: Sequence[str], windows: Sequence[str]) -> np.ndarray:
-        """(n, n_labels) total teacher-forced log-likelihood of each label string."""
-        out = []
-        for i in range(0, len(claims), self.batch_size):
-            texts = [self.prompt(c, w) for c, w in zip(claims[i:i + self.batch_size], windows[i:i + self.batch_size])]
-            enc = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_input_tokens,
-                                 return_tensors="pt").to(self.device)
-            enc_out = self.model.get_encoder()(input_ids=enc.input_ids, attention_mask=enc.attention_mask)
-            b = enc.input_ids.shape[0]
-            cols = []
-            for ids in self.label_ids:
+        """(n, n_labels) total teacher-forced log-likelihood of each label string (length-sorted batches)."""
+        out = np.zeros((len(claims), len(self.labels)))
+        texts = [self.prompt(c, w) for c, w in zip(claims, windows)]
+        for idx, enc in encode_sorted(self.tokenizer, texts, None, max_length=self.max_input_tokens,
+                                      batch_size=self.batch_size):
+            enc = enc.to(self.device)
+            enc_out = self.model.get_encoder()(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"])
+            b = enc["input_ids"].shape[0]
+            for j, ids in enumerate(self.label_ids):
                 labels = ids.unsqueeze(0).expand(b, -1).contiguous()
                 dec_in = self.model.prepare_decoder_input_ids_from_labels(labels=labels)
-                logits = self.model(encoder_outputs=enc_out, attention_mask=enc.attention_mask,
+                logits = self.model(encoder_outputs=enc_out, attention_mask=enc["attention_mask"],
                                     decoder_input_ids=dec_in).logits.float()
                 logp = torch.log_softmax(logits, dim=-1).gather(-1, labels.unsqueeze(-1)).squeeze(-1)
-                cols.append(logp.sum(-1))
-            out.append(torch.stack(cols, dim=1).cpu().numpy())
-        return np.concatenate(out, axis=0) if out else np.zeros((0, len(self.labels)))
+                out[idx, j] = logp.sum(-1).cpu().numpy()
+        return out
 
     def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         ll = self.label_loglik(claims, windows)
@@ -92,7 +102,7 @@ class NLIVerifier:
 
     binary = False
 
-    def __init__(self, cfg: Mapping[str, Any]):
+    def __init__(self, cfg: Mapping[str, Any], cache_dir: str | Path | None = None):
         self.name = cfg.get("name", "deberta_nli")
         self.batch_size = int(cfg.get("batch_size", 32))
         self.max_length = int(cfg.get("max_length", 512))
@@ -102,17 +112,33 @@ class NLIVerifier:
         if want not in labels:
             raise ValueError(f"{cfg['model']}: no label {want!r} in id2label {self.model.config.id2label}")
         self.entail = labels[want]
+        self.forward = encoder_forward(self.model, cfg, cache_dir, lambda o: o.logits, "logits")
 
     @torch.inference_mode()
     def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        ps, vs = [], []
-        for i in range(0, len(claims), self.batch_size):
-            enc = self.tokenizer(list(windows[i:i + self.batch_size]), list(claims[i:i + self.batch_size]),
-                                 padding=True, truncation="only_first", max_length=self.max_length,
-                                 return_tensors="pt").to(self.device)
-            probs = torch.softmax(self.model(**enc).logits.float(), dim=-1)
-            ps.append(probs[:, self.entail].cpu().numpy())
-            vs.append((probs.argmax(-1) == self.entail).cpu().numpy())
-        if not ps:
-            return np.zeros(0), np.zeros(0, dtype=bool)
-        return np.concatenate(ps), np.concatenate(vs)
+        probs = classify(self.forward, self.tokenizer, windows, claims, max_length=self.max_length,
+                         batch_size=self.batch_size, device=self.device, truncation="only_first")
+        return probs[:, self.entail], probs.argmax(-1) == self.entail
+
+
+def encoder_forward(model: torch.nn.Module, cfg: Mapping[str, Any], cache_dir: str | Path | None,
+                    pick: Any, output: str) -> Forward:
+    """The configured runtime (``runtime``, ``quantize``, ``threads``) around one encoder model."""
+    runtime, quantize = runtime_of(cfg)
+    set_threads(cfg.get("threads"))
+    return Forward(model, pick, runtime, quantize, threads=cfg.get("threads"),
+                   onnx_dir=Path(cache_dir) / "onnx" if cache_dir else None,
+                   key=f"{cfg.get('name', 'model')}-{weights_key(model, output)}")
+
+
+def classify(forward: Forward, tokenizer: Any, first: Sequence[str], second: Sequence[str] | None, *,
+             max_length: int, batch_size: int, device: torch.device, truncation: str | bool = True) -> np.ndarray:
+    """(n, n_classes) softmax probabilities, from length-sorted batches, in input order."""
+    out: np.ndarray | None = None
+    for idx, enc in encode_sorted(tokenizer, first, second, max_length=max_length, batch_size=batch_size,
+                                  truncation=truncation):
+        p = torch.softmax(forward(enc.to(device)).float(), dim=-1).cpu().numpy()
+        if out is None:
+            out = np.zeros((len(first), p.shape[1]))
+        out[idx] = p
+    return out if out is not None else np.zeros((0, 2))

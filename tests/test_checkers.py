@@ -1,0 +1,167 @@
+"""MiniCheck, HHEM and the fast runtimes, through the real loading code on tiny random weights.
+
+Every expected probability is computed here by hand from the same weights with plain
+``transformers`` calls (one unit at a time, no sorting, no batching), so a swapped label, a wrong
+input format or a batch put back in the wrong order fails."""
+import hashlib
+import json
+
+import numpy as np
+import pytest
+import torch
+from conftest import TEXTS, verifier_cfg
+from transformers import AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoTokenizer
+
+from citeguard import tiny
+from citeguard.verifiers import build_verifier, verifier_hash
+from citeguard.verifiers.checkers import string_constants
+from citeguard.verifiers.encoders import encode_sorted
+
+CLAIMS = ["the gene increases cancer risk", "protein binds the receptor", "mitochondria produce atp",
+          "lipid nanoparticles adsorb serum proteins in the blood of the patients"]
+WINDOWS = ["the gene increases cancer risk in cells", "a protein", "mitochondria produce atp in cells of the study",
+           "serum"]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("checkers")
+    return {"roberta": tiny.build_tiny_checker(d / "roberta", "roberta", TEXTS + CLAIMS + WINDOWS),
+            "deberta": tiny.build_tiny_checker(d / "deberta", "deberta", TEXTS + CLAIMS + WINDOWS, seed=1),
+            "t5": tiny.build_tiny_t5(d / "t5", TEXTS + CLAIMS + WINDOWS, seed=2),
+            "hhem": tiny.build_tiny_hhem(d / "hhem", TEXTS + CLAIMS + WINDOWS, seed=3)}
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("arch,config", [("roberta", "minicheck_roberta"), ("deberta", "minicheck_deberta")])
+def test_minicheck_encoder_by_hand(models, arch, config, tmp_path):
+    cfg = verifier_cfg(config, model=str(models[arch]), revision=None, batch_size=3)
+    v = build_verifier(cfg, tmp_path)
+    p, verdict = v.judge(CLAIMS, WINDOWS)
+    tok = AutoTokenizer.from_pretrained(models[arch])
+    m = AutoModelForSequenceClassification.from_pretrained(models[arch]).eval()
+    want = []
+    for c, w in zip(CLAIMS, WINDOWS):  # document + EOS + claim, one sequence
+        with torch.no_grad():
+            logits = m(**tok(w + tok.eos_token + c, return_tensors="pt")).logits[0].numpy()
+        want.append(softmax(logits)[1])
+    assert p == pytest.approx(want, abs=1e-5)
+    assert (verdict == (np.array(want) > 0.5)).all()
+    # the decision is strict: a unit exactly at support_above is unsupported
+    v.support_above = float(p[0])
+    assert not v.judge(CLAIMS[:1], WINDOWS[:1])[1][0]
+
+
+def test_minicheck_flant5_by_hand(models, tmp_path):
+    cfg = verifier_cfg("minicheck_flant5", model=str(models["t5"]), revision=None, label_token_ids=[5, 9], batch_size=3)
+    p, verdict = build_verifier(cfg, tmp_path).judge(CLAIMS, WINDOWS)
+    tok = AutoTokenizer.from_pretrained(models["t5"])
+    m = AutoModelForSeq2SeqLM.from_pretrained(models["t5"]).eval()
+    want = []
+    for c, w in zip(CLAIMS, WINDOWS):
+        enc = tok("predict: " + w + tok.eos_token + c, return_tensors="pt")
+        with torch.no_grad():
+            logits = m(**enc, decoder_input_ids=torch.tensor([[m.config.decoder_start_token_id]])).logits[0, 0].numpy()
+        want.append(softmax(logits[[5, 9]])[1])
+    assert p == pytest.approx(want, abs=1e-5) and (verdict == (np.array(want) > 0.5)).all()
+    with pytest.raises(ValueError, match="seq2seq checker runs on torch"):
+        build_verifier({**cfg, "runtime": "onnx"}, tmp_path)
+
+
+def test_bespoke_minicheck_prompts_fetched_as_data_and_yes_probability(tiny_llama, tmp_path, monkeypatch):
+    """The LLM variant: the authors' prompt file comes through the download path (mirror + sha256),
+    is read with ast, and P(support) is the backend's P(Yes) on those messages."""
+    from citeguard.generation import build_backend
+
+    src = 'SYSTEM_PROMPT = """Check the claim."""\n\nUSER_PROMPT = """Doc: [DOCUMENT]\\nClaim: [CLAIM]"""\n'
+    mirror = tmp_path / "mirror"
+    (mirror / "minicheck").mkdir(parents=True)
+    (mirror / "minicheck" / "utils.py").write_text(src)
+    monkeypatch.setenv("CITEGUARD_DATA_MIRROR", str(mirror))
+    base = verifier_cfg("bespoke_minicheck")
+    spec = {**base["prompt_source"], "sha256": hashlib.sha256(src.encode()).hexdigest()}
+    cfg = {**base, "backend": "transformers", "model": str(tiny_llama), "revision": None, "device": "cpu",
+           "dtype": "float32", "prompt_source": spec, "batch_size": 3}
+    p, verdict = build_verifier(cfg, tmp_path / "cache").judge(CLAIMS, WINDOWS)
+    msgs = [[{"role": "system", "content": "Check the claim."},
+             {"role": "user", "content": f"Doc: {w}\nClaim: {c}"}] for c, w in zip(CLAIMS, WINDOWS)]
+    want = [build_backend({**cfg, "max_new_tokens": 1}).yes_probability([m])[0] for m in msgs]
+    assert p == pytest.approx(want, abs=1e-5) and (verdict == (np.array(want) > 0.5)).all()
+    # a changed prompt file fails its checksum, naming the file
+    (tmp_path / "cache" / "prompts" / "minicheck" / "utils.py").unlink()
+    (mirror / "minicheck" / "utils.py").write_text(src.replace("Check", "Judge"))
+    with pytest.raises(Exception, match="utils.py"):
+        build_verifier(cfg, tmp_path / "cache")
+
+
+def test_hhem_reads_prompt_from_the_checkpoint_and_scores_by_hand(models, tmp_path):
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, T5ForTokenClassification
+
+    cfg = verifier_cfg("hhem", model=str(models["hhem"]), revision=None, batch_size=3)
+    p, verdict = build_verifier(cfg, tmp_path).judge(CLAIMS, WINDOWS)
+    consts = string_constants((models["hhem"] / "configuration_hhem_v2.py").read_text(), "HHEMv2Config")
+    assert consts["prompt"] == tiny.HHEM_TEST_PROMPT
+    tok = AutoTokenizer.from_pretrained(consts["foundation"])
+    m = T5ForTokenClassification(AutoConfig.from_pretrained(consts["foundation"], num_labels=2)).eval()
+    state = {k[3:]: v for k, v in load_file(str(models["hhem"] / "model.safetensors")).items()}
+    m.load_state_dict(state, strict=False)
+    want = []
+    for c, w in zip(CLAIMS, WINDOWS):  # premise = the window, hypothesis = the claim; first position's logits
+        with torch.no_grad():
+            logits = m(**tok(tiny.HHEM_TEST_PROMPT.format(text1=w, text2=c), return_tensors="pt")).logits[0, 0].numpy()
+        want.append(softmax(logits)[1])
+    assert p == pytest.approx(want, abs=1e-5) and (verdict == (np.array(want) >= 0.5)).all()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text(json.dumps({"model_type": "HHEMv2"}))
+    with pytest.raises(ValueError, match="no foundation/prompt"):
+        build_verifier({**cfg, "model": str(bad)}, tmp_path)
+
+
+def test_encode_sorted_batches_longest_first_and_keeps_every_index(models):
+    tok = AutoTokenizer.from_pretrained(models["roberta"])
+    batches = encode_sorted(tok, WINDOWS, None, max_length=64, batch_size=3)
+    idx = np.concatenate([i for i, _ in batches])
+    assert sorted(idx.tolist()) == [0, 1, 2, 3]
+    lengths = [len(tok(w)["input_ids"]) for w in WINDOWS]
+    assert [lengths[i] for i in idx] == sorted(lengths, reverse=True)
+    first = batches[0][1]["input_ids"]
+    assert first.shape == (3, max(lengths))  # padded to its own longest, not the global one
+    assert batches[1][1]["input_ids"].shape == (1, min(lengths))
+    assert encode_sorted(tok, [], None, max_length=64, batch_size=3) == []
+
+
+@pytest.mark.parametrize("runtime,quantize,tol,agree", [("onnx", "none", 1e-4, 1.0), ("torch", "int8", 0.1, 0.75),
+                                                          ("onnx", "int8", 0.1, 0.75)])
+def test_fast_runtimes_track_the_exact_path(models, tiny_nli, tmp_path, runtime, quantize, tol, agree):
+    """ONNX float32 reproduces the exact scores; int8 stays close (random tiny weights are the
+    hard case for quantisation: the real agreement figures are in benchmarks/verifier_speed.py)."""
+    for cfg in (verifier_cfg("minicheck_roberta", model=str(models["roberta"]), revision=None),
+                verifier_cfg("deberta_nli", model=str(tiny_nli), revision=None, device="cpu"),
+                verifier_cfg("hhem", model=str(models["hhem"]), revision=None),
+                verifier_cfg("embedding")):
+        exact = build_verifier(cfg, tmp_path).judge(CLAIMS, WINDOWS)
+        fast = build_verifier({**cfg, "runtime": runtime, "quantize": quantize, "threads": 1}, tmp_path).judge(CLAIMS, WINDOWS)
+        assert np.abs(fast[0] - exact[0]).max() <= tol, cfg["name"]
+        assert (fast[1] == exact[1]).mean() >= agree, cfg["name"]
+
+
+def test_runtime_and_quantisation_are_in_the_cache_key():
+    cfg = verifier_cfg("embedding")
+    exact = verifier_hash(cfg)
+    assert verifier_hash({**cfg, "runtime": "torch", "quantize": "none"}) == exact  # the defaults: old caches hold
+    keys = {verifier_hash({**cfg, "runtime": r, "quantize": q}) for r in ("torch", "onnx") for q in ("none", "int8")}
+    assert len(keys) == 4 and exact in keys
+    assert verifier_hash({**cfg, "threads": 7}) == exact  # threads never change a score
+
+
+def test_bad_runtime_values_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="runtime 'tensorrt' is not one of"):
+        build_verifier({**verifier_cfg("embedding"), "runtime": "tensorrt"}, tmp_path)
+    with pytest.raises(ValueError, match="quantize 'int4' is not one of"):
+        build_verifier({**verifier_cfg("embedding"), "quantize": "int4"}, tmp_path)

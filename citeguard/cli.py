@@ -342,8 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--runtime", choices=["torch", "onnx"],
                         help="inference runtime of the verifier's model (and a stacked verifier's bases); default: "
                              "the config's (torch = the exact float32 path)")
-        sp.add_argument("--quantize", choices=["none", "int8"],
-                        help="dynamic int8 quantisation of the model's linear layers; default: the config's (none)")
+        sp.add_argument("--quantize", choices=["none", "int8", "bf16"],
+                        help="dynamic int8 quantisation of the model's linear layers, or bfloat16 weights; "
+                             "default: the config's (none = exact float32)")
         sp.add_argument("--threads", type=int, metavar="N", help="CPU threads for the model (default: torch's choice)")
         sp.add_argument("--cache-dir", metavar="DIR", default=os.environ.get("CITEGUARD_CACHE"),
                         help="folder for the on-disk score cache (default $CITEGUARD_CACHE; none: no cache)")

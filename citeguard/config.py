@@ -18,7 +18,7 @@ from typing import Any
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from .schema import SchemaError, validate_config
 
@@ -100,11 +100,30 @@ def compose_config(overrides: Sequence[str] = (), config_dir: Path = CONFIG_DIR)
     extra += [f"+pipeline@pipelines.{p}={p}" for p in base.generation.pipelines]
     cfg = _compose(config_dir, list(overrides) + extra)
     OmegaConf.resolve(cfg)
+    apply_model_runtime(cfg)
     try:
         validate_config(to_plain(cfg))
     except SchemaError as e:
         raise ConfigError(f"config error: {e}") from None
     return cfg
+
+
+# verifier kinds that run a transformers model in-process (and so take runtime/quantize/threads)
+MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem"})
+
+
+def apply_model_runtime(cfg: DictConfig) -> None:
+    """An experiment's ``model_runtime`` ({runtime, quantize}) set on every in-process model verifier;
+    null keeps each verifier's own (the exact float32 path unless its file says otherwise)."""
+    mr = cfg.get("model_runtime")
+    if not mr:
+        return
+    with open_dict(cfg):
+        for v in (cfg.get("verifiers") or {}).values():
+            if v.get("kind") in MODEL_KINDS:
+                for key in ("runtime", "quantize"):
+                    if mr.get(key) is not None:
+                        v[key] = mr[key]
 
 
 def to_plain(node: Any) -> Any:

@@ -65,17 +65,13 @@ class VerifierLoadError(ValueError):
     """A verifier that cannot be configured or loaded; the message says which and why."""
 
 
-# verifier kinds that run a transformers model in-process (and so take runtime/quantize/threads)
-MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem"})
-
-
 def verifier_configs(name: str, overrides: Mapping[str, Any] | None = None,
                      runtime: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
     """(the verifier's config with ``overrides`` applied, every verifier config, windowing).
 
     ``runtime`` (``runtime``, ``quantize``, ``threads``) goes to every in-process model verifier,
     the stacked verifier's base verifiers included."""
-    from .config import ConfigError, compose_config, to_plain
+    from .config import MODEL_KINDS, ConfigError, compose_config, to_plain
 
     try:
         cfg = compose_config([f"verifier_panel=[{name}]", "datasets=[]", "sources=[]"])

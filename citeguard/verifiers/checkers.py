@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoTokenizer
 
-from .encoders import encode_sorted, runtime_of, set_threads
+from .encoders import encode_sorted, quantize_model, runtime_of, set_threads
 from .models import classify, encoder_forward, load_pretrained
 
 VARIANTS = ("encoder", "seq2seq", "llm")
@@ -95,10 +95,7 @@ class MiniCheckVerifier:
                                  "checker runs on torch (quantize: int8 is available)")
             set_threads(cfg.get("threads"))
             self.tokenizer, self.model, self.device = load_pretrained(AutoModelForSeq2SeqLM, cfg)
-            if quantize == "int8":
-                from torch.ao.quantization import quantize_dynamic
-
-                self.model = quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
+            self.model = quantize_model(self.model, quantize)
             self.prefix = str(cfg.get("prefix", ""))
             self.label_ids = [int(i) for i in cfg["label_token_ids"]]
         else:

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoTokenizer
 
-from .encoders import Forward, encode_sorted, runtime_of, set_threads, weights_key
+from .encoders import Forward, encode_sorted, quantize_model, runtime_of, set_threads, weights_key
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -62,10 +62,7 @@ class AttrScoreVerifier:
                              "runs on torch (quantize: int8 is available)")
         set_threads(cfg.get("threads"))
         self.tokenizer, self.model, self.device = load_pretrained(AutoModelForSeq2SeqLM, cfg)
-        if quantize == "int8":
-            from torch.ao.quantization import quantize_dynamic
-
-            self.model = quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
+        self.model = quantize_model(self.model, quantize)
         self.label_ids = [torch.tensor(self.tokenizer(lab).input_ids, device=self.device) for lab in self.labels]
 
     def prompt(self, claim: str, window: str) -> str:

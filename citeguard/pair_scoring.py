@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .verifiers import PairScores, build_verifier, cache_for, score_pairs, verifier_hash
+from .verifiers import PairScores, build_verifier, cache_for, score_pairs, verifier_hash, verifier_windowing
 from .verifiers.fitted import stacked_verdicts
 
 
@@ -29,7 +29,7 @@ class PairScorer:
         self.cfg = dict(cfg)
         self.name = str(cfg["name"])
         self.hash = verifier_hash(cfg)
-        self.windowing = dict(windowing)
+        self.windowing = verifier_windowing(cfg, windowing)
         self.cache_dir = cache_dir
         self.progress = progress
         if cfg.get("kind") == "fitted":
@@ -58,6 +58,7 @@ class PairScorer:
             return PairScores(s, verdict, first.best_window, first.n_windows, first.reason)
         return score_pairs(self.verifier, claims, passages, window_chars=self.windowing["window_chars"],
                            stride=self.windowing["stride"], claim_cap=self.windowing["claim_cap"],
+                           max_windows=self.windowing.get("max_windows"),
                            cache=self.cache, progress=self.progress)
 
 

@@ -165,3 +165,31 @@ def test_bad_runtime_values_are_refused(tmp_path):
         build_verifier({**verifier_cfg("embedding"), "runtime": "tensorrt"}, tmp_path)
     with pytest.raises(ValueError, match="quantize 'int4' is not one of"):
         build_verifier({**verifier_cfg("embedding"), "quantize": "int4"}, tmp_path)
+
+
+def test_attrscore_kit_reads_the_first_600_characters_and_parses_a_generated_verdict(tiny_t5, tmp_path):
+    """The kit's AttrScore: one window (the passage's first 600 characters), a greedy generated answer,
+    supported iff it starts with 'attribut'; checked against a plain generate call per unit."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    from citeguard.pair_scoring import PairScorer
+
+    cfg = verifier_cfg("attrscore_kit", model=str(tiny_t5), revision=None, device="cpu", batch_size=3)
+    scorer = PairScorer(cfg, {"attrscore_kit": cfg}, {"window_chars": 600, "stride": 300, "claim_cap": 600},
+                        cache_dir=tmp_path)
+    passages = [w * 30 for w in WINDOWS]  # every passage longer than 600 characters
+    ps = scorer.score(CLAIMS, passages)
+    assert (ps.n_windows == 1).all() and (ps.best_window == 0).all()
+    tok = AutoTokenizer.from_pretrained(tiny_t5)
+    m = AutoModelForSeq2SeqLM.from_pretrained(tiny_t5).eval()
+    want = []
+    for c, p in zip(CLAIMS, passages):
+        enc = tok(cfg["prompts"]["ours"].format(claim=c, reference=p[:600]), return_tensors="pt", truncation=True,
+                  max_length=512)
+        words = tok.decode(m.generate(**enc, max_new_tokens=8, do_sample=False)[0], skip_special_tokens=True)
+        want.append(words.strip().lower().startswith("attribut"))
+    assert ps.verdict.tolist() == want and ps.score.tolist() == [float(w) for w in want]
+    v = build_verifier({**cfg, "verdict_prefix": ""}, tmp_path)  # every answer starts with ''
+    assert v.judge(CLAIMS, WINDOWS)[1].all()
+    with pytest.raises(ValueError, match="verdict_mode 'vote'"):
+        build_verifier({**cfg, "verdict_mode": "vote"}, tmp_path)

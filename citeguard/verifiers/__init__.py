@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .base import PairScores, ScoreCache, Verifier, make_windows, score_pairs, verifier_hash, window_spans
+from .base import PairScores, ScoreCache, Verifier, make_windows, score_pairs, verifier_hash, verifier_windowing, window_spans
 
 
 def build_verifier(cfg: Mapping[str, Any], cache_dir: str | Path = "results/cache") -> Verifier:
@@ -45,4 +45,4 @@ def cache_for(cfg: Mapping[str, Any], cache_dir: str | Path) -> ScoreCache:
 
 
 __all__ = ["build_verifier", "cache_for", "score_pairs", "make_windows", "PairScores", "ScoreCache",
-           "Verifier", "verifier_hash", "window_spans"]
+           "Verifier", "verifier_hash", "verifier_windowing", "window_spans"]

@@ -71,6 +71,16 @@ def window_spans(n_chars: int, window_chars: int = 600, stride: int = 300) -> li
     return [(s, s + window_chars) for s in starts]
 
 
+def verifier_windowing(cfg: Mapping[str, Any], windowing: Mapping[str, int]) -> dict[str, int]:
+    """The protocol's windowing with a verifier's own ``windowing`` keys on top (e.g. the kit's
+    AttrScore reads only each passage's first 600 characters: ``{stride: 600, max_windows: 1}``).
+
+    >>> verifier_windowing({"windowing": {"max_windows": 1}}, {"window_chars": 600, "stride": 300, "claim_cap": 600})
+    {'window_chars': 600, 'stride': 300, 'claim_cap': 600, 'max_windows': 1}
+    """
+    return {**windowing, **dict(cfg.get("windowing") or {})}
+
+
 def make_windows(passage: str, window_chars: int = 600, stride: int = 300) -> list[str]:
     """The windows of a passage (see :func:`window_spans`).
 
@@ -142,11 +152,13 @@ def score_pairs(
     cache: ScoreCache | None = None,
     chunk_units: int = 256,
     progress: bool = True,
+    max_windows: int | None = None,
 ) -> PairScores:
     """Score claim--passage pairs with ``verifier`` under the full-passage protocol.
 
     Empty/NaN passages get score 0 with reason ``empty_passage``; missing
     claims get NaN with reason ``missing_claim``; neither stops the batch.
+    ``max_windows`` keeps only a passage's first windows (None: all).
     """
     n = len(claims)
     reason = [""] * n
@@ -164,7 +176,7 @@ def score_pairs(
             continue
         claim = str(c)[:claim_cap]
         ids = []
-        for w in make_windows(str(p), window_chars, stride):
+        for w in make_windows(str(p), window_chars, stride)[:max_windows]:
             u = (claim, w)
             if u not in unit_index:
                 unit_index[u] = len(units)

@@ -56,6 +56,11 @@ class AttrScoreVerifier:
         self.template = prompts[cfg["prompt"]]
         self.labels = list(cfg["labels"])
         self.pos = self.labels.index(cfg.get("positive_label", self.labels[0]))
+        self.verdict_mode = str(cfg.get("verdict_mode", "likelihood"))
+        if self.verdict_mode not in ("likelihood", "generate"):
+            raise ValueError(f"verifier {self.name!r}: verdict_mode {self.verdict_mode!r} is not likelihood or generate")
+        self.max_new_tokens = int(cfg.get("max_new_tokens", 8))
+        self.verdict_prefix = str(cfg.get("verdict_prefix", self.labels[self.pos][:8])).lower()
         runtime, quantize = runtime_of(cfg)
         if runtime != "torch":
             raise ValueError(f"verifier {self.name!r}: runtime {runtime!r} is for encoder models; AttrScore (seq2seq) "
@@ -87,7 +92,23 @@ class AttrScoreVerifier:
                 out[idx, j] = logp.sum(-1).cpu().numpy()
         return out
 
+    @torch.inference_mode()
+    def generated_verdicts(self, claims: Sequence[str], windows: Sequence[str]) -> np.ndarray:
+        """Greedy-decode a short answer per unit; supported iff it starts with ``verdict_prefix``
+        (case-insensitive): the generate-and-parse reading of AttrScore."""
+        out = np.zeros(len(claims), dtype=bool)
+        texts = [self.prompt(c, w) for c, w in zip(claims, windows)]
+        for idx, enc in encode_sorted(self.tokenizer, texts, None, max_length=self.max_input_tokens,
+                                      batch_size=self.batch_size):
+            gen = self.model.generate(**enc.to(self.device), max_new_tokens=self.max_new_tokens, do_sample=False)
+            words = self.tokenizer.batch_decode(gen, skip_special_tokens=True)
+            out[idx] = [w.strip().lower().startswith(self.verdict_prefix) for w in words]
+        return out
+
     def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        if self.verdict_mode == "generate":
+            v = self.generated_verdicts(claims, windows) if len(claims) else np.zeros(0, dtype=bool)
+            return v.astype(float), v
         ll = self.label_loglik(claims, windows)
         p = np.exp(ll - ll.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)

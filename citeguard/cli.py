@@ -44,13 +44,17 @@ def parse_overrides(pairs: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def runtime_args(args: argparse.Namespace) -> dict[str, Any]:
+    """--runtime/--quantize/--threads as the in-process model verifiers' runtime keys."""
+    return {"runtime": args.runtime, "quantize": args.quantize, "threads": args.threads}
+
+
 def make_scorer(args: argparse.Namespace):
     from .pair_scoring import VerifierLoadError, load_scorer
 
     try:
         return load_scorer(args.verifier, parse_overrides(args.override), model_path=args.model,
-                           cache_dir=args.cache_dir,
-                           runtime={"runtime": args.runtime, "quantize": args.quantize, "threads": args.threads})
+                           cache_dir=args.cache_dir, runtime=runtime_args(args))
     except VerifierLoadError as e:
         raise CLIError(str(e)) from None
 
@@ -265,7 +269,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         from .pair_scoring import VerifierLoadError, verifier_configs
         from .verifiers import verifier_hash
         try:
-            vcfg, _, _ = verifier_configs(args.verifier, parse_overrides(args.override))
+            vcfg, _, _ = verifier_configs(args.verifier, parse_overrides(args.override), runtime_args(args))
         except VerifierLoadError as e:
             raise CLIError(str(e)) from None
         vhash, vname = verifier_hash(vcfg), args.verifier

@@ -315,6 +315,20 @@ def test_score_pairs_max_over_windows_dedup_chunks_and_claim_cap():
     assert math.isnan(ps.score[3]) and ps.reason == ["", "", "", "unscored"] and ps.best_window[3] == -1
 
 
+def test_score_pairs_chunks_by_the_verifiers_own_chunk_units_unless_told():
+    passages = ["aaaabbbbccccdddd", "aaaabbbbccccdddd"]  # 2 claims x 4 windows = 8 units
+    v = TableVerifier({"a": 0.2, "b": 0.7, "c": 0.4, "d": 0.1})
+    score_pairs(v, ["x", "y"], passages, window_chars=4, stride=4, progress=False)
+    assert [len(c) for c in v.calls] == [8]  # no chunk_units anywhere: 256 per call
+    v = TableVerifier({"a": 0.2, "b": 0.7, "c": 0.4, "d": 0.1})
+    v.chunk_units = 3  # a verifier that wants its units 3 at a time (the embedding verifier: 16,384)
+    ps = score_pairs(v, ["x", "y"], passages, window_chars=4, stride=4, progress=False)
+    assert [len(c) for c in v.calls] == [3, 3, 2] and ps.score.tolist() == [0.7, 0.7]
+    v.calls.clear()
+    score_pairs(v, ["x", "y"], passages, window_chars=4, stride=4, chunk_units=5, progress=False)
+    assert [len(c) for c in v.calls] == [5, 3]  # the caller's chunk_units wins
+
+
 def test_score_pairs_verdict_from_threshold_for_cached_units(tmp_path):
     cache = ScoreCache(tmp_path / "c.sqlite")
     first = TableVerifier({"a": 0.5, "b": 0.3}, threshold=0.9)  # verdicts from judge: 0.5 -> True

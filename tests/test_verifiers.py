@@ -70,6 +70,26 @@ def test_embedding_verifier_real_minilm_ranks_paraphrase_above_unrelated():
     assert s[0] == pytest.approx((float(e[0] @ e[1]) + 1) / 2, abs=1e-6)
 
 
+def test_embedding_verifier_pools_claims_and_windows_yet_scores_each_unit_as_alone():
+    """Claims and windows of different lengths go through one length-sorted pool in batches of 2;
+    every unit's score must still be (cos + 1) / 2 of its own two texts embedded one at a time."""
+    v = build_verifier({**verifier_cfg("embedding"), "batch_size": 2})
+    claims = ["Aspirin lowers fever.", "The protein binds zinc in two places of its catalytic domain.", "Aspirin lowers fever."]
+    windows = ["Fever falls after aspirin in most patients.", "Zinc.", "Markets fell sharply on Monday after the report."]
+
+    def alone(text):
+        enc = v.tokenizer(text, return_tensors="pt")
+        with torch.no_grad():
+            h = v.model(**enc).last_hidden_state[0]
+        e = h.mean(0)
+        return (e / e.norm()).numpy()
+
+    want = [(float(alone(c) @ alone(w)) + 1) / 2 for c, w in zip(claims, windows)]
+    s, verdict = v.judge(claims, windows)
+    np.testing.assert_allclose(s, want, atol=1e-5)
+    np.testing.assert_array_equal(verdict, np.array(want) >= v.threshold)
+
+
 def test_attrscore_batched_label_likelihoods_equal_unbatched(tiny_t5):
     v = build_verifier(verifier_cfg("attrscore", model=str(tiny_t5), revision=None, device="cpu", batch_size=3))
     claims = ["mitochondria produce atp", "the gene increases cancer risk", "x", "protein binds"]

@@ -150,7 +150,7 @@ def score_pairs(
     stride: int = 300,
     claim_cap: int = 600,
     cache: ScoreCache | None = None,
-    chunk_units: int = 256,
+    chunk_units: int | None = None,
     progress: bool = True,
     max_windows: int | None = None,
 ) -> PairScores:
@@ -159,7 +159,10 @@ def score_pairs(
     Empty/NaN passages get score 0 with reason ``empty_passage``; missing
     claims get NaN with reason ``missing_claim``; neither stops the batch.
     ``max_windows`` keeps only a passage's first windows (None: all).
+    Units go to ``verifier.judge`` ``chunk_units`` at a time (and into the cache after each call):
+    by default the verifier's own ``chunk_units`` if it has one, else 256.
     """
+    chunk_units = int(chunk_units or getattr(verifier, "chunk_units", 256))
     n = len(claims)
     reason = [""] * n
     unit_index: dict[tuple[str, str], int] = {}

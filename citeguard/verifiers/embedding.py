@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 from transformers import AutoModel
 
 from ..modelpath import resolve_model
@@ -21,6 +22,10 @@ def resolve_model_path(model: str) -> str:
 
 class EmbeddingVerifier:
     binary = False
+    # A bi-encoder's cost is one forward pass per text not seen before, so it wants a score job's
+    # units in one call: every claim and window then goes through one length-sorted pool (less
+    # padding, and each text embedded once) instead of one pool per 256 units.
+    chunk_units = 16_384
 
     def __init__(self, cfg: Mapping[str, Any], cache_dir: str | Path | None = None):
         self.name = cfg.get("name", "embedding")
@@ -39,20 +44,25 @@ class EmbeddingVerifier:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised mean-pooled embeddings (memoised per text), in length-sorted batches."""
         todo = [t for t in dict.fromkeys(texts) if t not in self._memo]
-        for idx, enc in encode_sorted(self.tokenizer, todo, None, max_length=self.max_length,
-                                      batch_size=self.batch_size):
+        batches = encode_sorted(self.tokenizer, todo, None, max_length=self.max_length, batch_size=self.batch_size)
+        bar = tqdm(total=len(todo), desc=f"embed[{self.name}]", unit="text", leave=False,
+                   disable=len(todo) < 2_000)
+        for idx, enc in batches:
             enc = enc.to(self.device)
             hidden = self.forward(enc).float()
             mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             emb = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             emb = torch.nn.functional.normalize(emb, dim=-1).cpu().numpy()
             self._memo.update(zip((todo[i] for i in idx), emb))
+            bar.update(len(idx))
+        bar.close()
         if len(self._memo) > 100_000:  # bound memory on huge runs
             keep = set(texts)
             self._memo = {k: v for k, v in self._memo.items() if k in keep}
         return np.stack([self._memo[t] for t in texts]) if texts else np.zeros((0, 1))
 
     def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        c, w = self.embed(claims), self.embed(windows)
+        both = self.embed([*claims, *windows])  # one sorted pool for claims and windows
+        c, w = both[:len(claims)], both[len(claims):]
         s = np.clip((np.sum(c * w, axis=1) + 1.0) / 2.0, 0.0, 1.0)
         return s, s >= self.threshold

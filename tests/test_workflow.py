@@ -121,6 +121,37 @@ def test_paper_dry_run_lists_generation_and_five_verifiers(tmp_path):
     assert slurm.returncode == 0, slurm.stderr[-2000:]
 
 
+def dry_run_jobs(out: str) -> list[dict[str, str]]:
+    """Each job block of a dry run: its rule and the fields Snakemake prints under it."""
+    jobs = []
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", out):
+        m = re.match(r"(?:local)?rule (\w+):", block)
+        if m:
+            jobs.append({"rule": m.group(1), **dict(re.findall(r"^\s+(\w+): (.*)$", block, re.M))})
+    return jobs
+
+
+def test_lite_dry_run_orders_gold_first_and_gives_cheap_verifiers_one_thread(tmp_path):
+    r = snake(["-n", "--cores", "2"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    jobs = dry_run_jobs(r.stdout + r.stderr)
+    score = {j["wildcards"]: j for j in jobs if j["rule"] == "score"}
+    assert len(score) == 22  # 11 scored sets x (lexical, embedding); fitted is a stacked job
+    attribution = score["set=gold/attribution_gold, verifier=embedding"]
+    assert attribution.get("priority") == "2"  # the stacked verifier's training set
+    assert score["set=gold/scifact_gold, verifier=embedding"].get("priority") == "1"
+    assert score["set=released/expert, verifier=embedding"].get("priority", "0") == "0"
+    assert {j.get("threads", "1") for j in score.values()} == {"1"}  # embedding, lexical: one thread (not printed)
+    prepare = {j["wildcards"]: j for j in jobs if j["rule"] == "prepare"}
+    assert prepare["set=gold/attribution_gold"].get("priority") == "2"
+    assert [j.get("priority") for j in jobs if j["rule"] == "fit_stacked_verifier"] == ["3"]
+    # a verifier without resources.threads keeps two cores
+    r = snake(["-n", "--cores", "2", "--config", "overrides=[\"verifier_panel=[lexical,hhem]\"]"], tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    hhem = [j for j in dry_run_jobs(r.stdout + r.stderr) if j["rule"] == "score" and "hhem" in j["wildcards"]]
+    assert hhem and {j["threads"] for j in hhem} == {"2"}
+
+
 def test_unknown_choice_fails_before_the_dag(tmp_path):
     r = snake(["-n", "--cores", "1", "--config", "overrides=[\"verifier_panel=[lexical,nope]\"]"], tmp_path)
     assert r.returncode != 0 and "unknown verifier ['nope']" in r.stderr + r.stdout

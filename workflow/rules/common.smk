@@ -103,6 +103,16 @@ def verifier_resources(name, key, default):
     return CFG.verifiers[name].get("resources", {}).get(key, default)
 
 
+def score_priority(set_name):
+    """Scheduling order of a set's prepare and score jobs: a stacked verifier's training set first
+    (its fit gates every stacked score job), then the other gold sets, then the rest (among equals
+    Snakemake starts the job with the larger input first). Gold sets also come before the released
+    sets that share units with them (released/expert's are a subset of attribution_gold's), which
+    then read those units from the score cache instead of scoring them again."""
+    train = {CFG.verifiers[v].train_set for v in STACKED}
+    return 2 if set_name in train else 1 if set_name.startswith("gold/") else 0
+
+
 def scores(sets, verifiers=None):
     verifiers = PANEL if verifiers is None else verifiers
     return [f"{RES}/scores/{s}/{v}.parquet" for s in sets for v in verifiers]

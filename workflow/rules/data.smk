@@ -33,6 +33,7 @@ rule prepare:
         f"{RES}/logs/prepare/{{set}}.log",
     benchmark:
         f"{RES}/benchmarks/prepare/{{set}}.tsv"
+    priority: lambda w: score_priority(w.set)
     conda:
         "../../envs/cpu.yaml"
     params:

@@ -14,9 +14,10 @@ rule score:
         f"{RES}/benchmarks/score/{{set}}/{{verifier}}.tsv"
     wildcard_constraints:
         verifier=alt(BASE_VERIFIERS),
+    priority: lambda w: score_priority(w.set)
     conda:
         lambda w: verifier_env(w.verifier)
-    threads: 2
+    threads: lambda w: verifier_resources(w.verifier, "threads", 2)
     resources:
         gpu=lambda w: verifier_resources(w.verifier, "gpu", 0),
         mem_mb=lambda w: verifier_resources(w.verifier, "mem_mb", 4000),
@@ -42,6 +43,7 @@ rule fit_stacked_verifier:
         f"{RES}/benchmarks/fit/{{verifier}}.tsv"
     wildcard_constraints:
         verifier=alt(STACKED),
+    priority: 3  # short, and every stacked score job waits for it
     conda:
         "../../envs/cpu.yaml"
     params:
@@ -64,6 +66,7 @@ rule score_stacked:
         f"{RES}/benchmarks/score/{{set}}/{{verifier}}.tsv"
     wildcard_constraints:
         verifier=alt(STACKED),
+    priority: 3  # seconds each; run as soon as the fit is done rather than at the end
     conda:
         "../../envs/cpu.yaml"
     params:

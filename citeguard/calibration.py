@@ -52,17 +52,18 @@ def read_calibration(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
 
 def check_verifier(cal: Mapping[str, Any], verifier_name: str, verifier_hash: str, where: str = "calibration") -> None:
     """Refuse a calibration whose scores came from another verifier (or another config of it)."""
-    if cal["verifier_hash"] != verifier_hash and cal["verifier"] == verifier_name:
+    if cal["verifier_hash"] == verifier_hash:
+        return
+    if cal["verifier"] == verifier_name:
         raise CalibrationError(
             f"{where}: calibrated for verifier {cal['verifier']!r} with other settings (id {cal['verifier_hash']}, "
             f"now {verifier_hash}): a changed config key, --override, --runtime or --quantize changes its scores; "
             f"guard with the settings it was calibrated with, or recalibrate: citeguard calibrate --labels "
             f"LABELS.jsonl --verifier {verifier_name}")
-    if cal["verifier_hash"] != verifier_hash:
-        raise CalibrationError(
-            f"{where}: calibrated for verifier {cal['verifier']!r} (id {cal['verifier_hash']}), "
-            f"not {verifier_name!r} (id {verifier_hash}); guard with --verifier {cal['verifier']} "
-            f"or recalibrate: citeguard calibrate --labels LABELS.jsonl --verifier {verifier_name}")
+    raise CalibrationError(
+        f"{where}: calibrated for verifier {cal['verifier']!r} (id {cal['verifier_hash']}), "
+        f"not {verifier_name!r} (id {verifier_hash}); guard with --verifier {cal['verifier']} "
+        f"or recalibrate: citeguard calibrate --labels LABELS.jsonl --verifier {verifier_name}")
 
 
 def guarantee_line(cal: Mapping[str, Any]) -> str:

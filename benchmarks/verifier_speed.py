@@ -230,6 +230,7 @@ def main() -> int:
     ap.add_argument("--models", default="embedding,hhem,minicheck_roberta")
     a = ap.parse_args()
     from citeguard.verifiers import build_verifier
+    from citeguard.verifiers.base import judge_chunk
 
     limits = {"none": matmul_gflops(a.threads), "bf16": matmul_gflops(a.threads, torch.bfloat16),
               "torch/int8": int8_gflops(a.threads, "torch"), "onnx/int8": int8_gflops(a.threads, "onnx")}
@@ -255,8 +256,8 @@ def main() -> int:
             t = time.perf_counter()
             if mode[0] == "today":
                 s = today_embedding(v, claims, windows) if name == "embedding" else today_cross(v, claims, windows)
-            else:  # in score_pairs' chunks, as a score job calls it (the verifier's chunk_units, else 256)
-                step = int(getattr(v, "chunk_units", 256))
+            else:  # in score_pairs' chunks, as a score job calls it
+                step = judge_chunk(v)
                 s = np.concatenate([v.judge(claims[i:i + step], windows[i:i + step])[0]
                                     for i in range(0, len(claims), step)])
             dt = time.perf_counter() - t

@@ -141,6 +141,12 @@ class PairScores:
     n_cached: int = 0
 
 
+def judge_chunk(verifier: Verifier, chunk_units: int | None = None) -> int:
+    """Units per ``verifier.judge`` call: ``chunk_units`` if given, else the verifier's own
+    ``chunk_units`` (the embedding verifier wants a whole score job), else 256."""
+    return int(chunk_units or getattr(verifier, "chunk_units", 256))
+
+
 def score_pairs(
     verifier: Verifier,
     claims: Sequence[Any],
@@ -159,10 +165,9 @@ def score_pairs(
     Empty/NaN passages get score 0 with reason ``empty_passage``; missing
     claims get NaN with reason ``missing_claim``; neither stops the batch.
     ``max_windows`` keeps only a passage's first windows (None: all).
-    Units go to ``verifier.judge`` ``chunk_units`` at a time (and into the cache after each call):
-    by default the verifier's own ``chunk_units`` if it has one, else 256.
+    Units go to ``verifier.judge`` :func:`judge_chunk` at a time (and into the cache after each call).
     """
-    chunk_units = int(chunk_units or getattr(verifier, "chunk_units", 256))
+    chunk_units = judge_chunk(verifier, chunk_units)
     n = len(claims)
     reason = [""] * n
     unit_index: dict[tuple[str, str], int] = {}

@@ -8,11 +8,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 
 def fit_stacked(features: np.ndarray, labels: np.ndarray, names: Sequence[str], C: float = 1.0) -> dict[str, Any]:
     """Fit and return a JSON-serialisable model."""
+    from sklearn.linear_model import LogisticRegression  # here: the score jobs only apply the model
+
     ok = np.all(np.isfinite(features), axis=1) & np.isfinite(labels)
     if ok.sum() < 10 or len(np.unique(labels[ok])) < 2:
         raise ValueError(f"need >= 10 labelled pairs of both classes to fit, got {int(ok.sum())}")

@@ -9,7 +9,7 @@ cannot express live here.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +95,11 @@ def check_analysis_sets(cfg: Mapping[str, Any]) -> None:
         if name is not None and name not in scored:
             raise SchemaError(f"analysis.{key}={name!r} is not a selected dataset{nearest(name, scored)}; "
                               f"datasets are {sorted(scored)}")
+
+
+def check_score_first(names: Sequence[str], sets: Mapping[str, Any]) -> None:
+    """Every set named in ``score_first`` must be one the experiment scores."""
+    for name in names:
+        if name not in sets:
+            raise SchemaError(f"score_first: {name!r} is not a set of this experiment{nearest(name, sets)}; "
+                              f"sets are {sorted(sets)}")

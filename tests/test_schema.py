@@ -79,6 +79,16 @@ def test_analysis_sets_must_be_selected_datasets():
         check_analysis_sets(to_plain(compose_config(["analysis.calibration_set=gold/attribution"])))
 
 
+def test_score_first_sets_must_be_sets_of_the_experiment():
+    from citeguard.schema import check_score_first
+    sets = {"gold/attribution_gold": {}, "released/sqa_qwen3": {}}
+    check_score_first(["released/sqa_qwen3"], sets)
+    check_score_first([], sets)
+    with pytest.raises(SchemaError, match=r"score_first: 'released/sqa_qwen' is not a set of this experiment "
+                                          r"\(did you mean 'released/sqa_qwen3'\?\)"):
+        check_score_first(["released/sqa_qwen3", "released/sqa_qwen"], sets)
+
+
 def test_cli_config_keys():
     check_cli_keys({"experiment": "paper", "overrides": "[]"})
     with pytest.raises(SchemaError, match=r"unknown --config key 'experimnt' \(did you mean 'experiment'\?\)"):

@@ -131,20 +131,25 @@ def dry_run_jobs(out: str) -> list[dict[str, str]]:
     return jobs
 
 
-def test_lite_dry_run_orders_gold_first_and_gives_cheap_verifiers_one_thread(tmp_path):
+def test_lite_dry_run_orders_long_jobs_first_and_gives_cheap_verifiers_one_thread(tmp_path):
+    """lite.yaml lists five score_first sets: the training set gets 5 + 2, those sets 6..2 in their
+    order, the other gold set 1, the rest 0 (not printed), and the stacked jobs 5 + 3 above them all."""
     r = snake(["-n", "--cores", "2"], tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     jobs = dry_run_jobs(r.stdout + r.stderr)
     score = {j["wildcards"]: j for j in jobs if j["rule"] == "score"}
     assert len(score) == 22  # 11 scored sets x (lexical, embedding); fitted is a stacked job
-    attribution = score["set=gold/attribution_gold, verifier=embedding"]
-    assert attribution.get("priority") == "2"  # the stacked verifier's training set
-    assert score["set=gold/scifact_gold, verifier=embedding"].get("priority") == "1"
-    assert score["set=released/expert, verifier=embedding"].get("priority", "0") == "0"
+    want = {"gold/attribution_gold": "7", "released/sqa_qwen3": "6", "gold/pubmedqa_scope": "5", "released/sqa": "4",
+            "released/nora": "3", "released/storm": "2", "gold/scifact_gold": "1", "released/expert": "0",
+            "released/you": "0", "released/openai_dr": "0", "released/perplexity": "0"}
+    for name, priority in want.items():
+        for verifier in ("embedding", "lexical"):
+            assert score[f"set={name}, verifier={verifier}"].get("priority", "0") == priority, (name, verifier)
     assert {j.get("threads", "1") for j in score.values()} == {"1"}  # embedding, lexical: one thread (not printed)
     prepare = {j["wildcards"]: j for j in jobs if j["rule"] == "prepare"}
-    assert prepare["set=gold/attribution_gold"].get("priority") == "2"
-    assert [j.get("priority") for j in jobs if j["rule"] == "fit_stacked_verifier"] == ["3"]
+    assert {k: prepare[f"set={k}"].get("priority", "0") for k in want} == want
+    assert [j.get("priority") for j in jobs if j["rule"] == "fit_stacked_verifier"] == ["8"]
+    assert {j.get("priority") for j in jobs if j["rule"] == "score_stacked"} == {"8"}
     # a verifier without resources.threads keeps two cores
     r = snake(["-n", "--cores", "2", "--config", "overrides=[\"verifier_panel=[lexical,hhem]\"]"], tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]

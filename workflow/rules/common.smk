@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 from citeguard.config import compose_config, config_json, source_key, to_plain
-from citeguard.schema import check_analysis_sets, check_cli_keys
+from citeguard.schema import check_analysis_sets, check_cli_keys, check_score_first
 
 ROOT = Path(workflow.basedir)
 
@@ -103,14 +103,29 @@ def verifier_resources(name, key, default):
     return CFG.verifiers[name].get("resources", {}).get(key, default)
 
 
+SCORE_FIRST = list(CFG.score_first)
+check_score_first(SCORE_FIRST, SET_CFG)
+
+
 def score_priority(set_name):
-    """Scheduling order of a set's prepare and score jobs: a stacked verifier's training set first
-    (its fit gates every stacked score job), then the other gold sets, then the rest (among equals
-    Snakemake starts the job with the larger input first). Gold sets also come before the released
-    sets that share units with them (released/expert's are a subset of attribution_gold's), which
-    then read those units from the score cache instead of scoring them again."""
+    """Scheduling order of a set's prepare and score jobs. Snakemake's scheduler starts the
+    highest priority first and breaks ties arbitrarily, so a long job could be left for the end while
+    the other cores idle. Order: a stacked verifier's training set (its fit gates every stacked score
+    job), then the experiment's ``score_first`` sets in their order (lite lists its longest jobs),
+    then the other gold sets, then the rest. Gold sets also come before the released sets that share
+    units with them (released/expert's are a subset of attribution_gold's), which then read those
+    units from the score cache instead of scoring them again."""
     train = {CFG.verifiers[v].train_set for v in STACKED}
-    return 2 if set_name in train else 1 if set_name.startswith("gold/") else 0
+    n = len(SCORE_FIRST)
+    if set_name in train:
+        return n + 2
+    if set_name in SCORE_FIRST:
+        return n + 1 - SCORE_FIRST.index(set_name)
+    return 1 if set_name.startswith("gold/") else 0
+
+
+# the stacked fit and stacked score jobs: above every score job (seconds each; the fit gates the rest)
+STACKED_PRIORITY = len(SCORE_FIRST) + 3
 
 
 def scores(sets, verifiers=None):

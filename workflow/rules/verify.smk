@@ -43,7 +43,7 @@ rule fit_stacked_verifier:
         f"{RES}/benchmarks/fit/{{verifier}}.tsv"
     wildcard_constraints:
         verifier=alt(STACKED),
-    priority: 3  # short, and every stacked score job waits for it
+    priority: STACKED_PRIORITY  # short, and every stacked score job waits for it
     conda:
         "../../envs/cpu.yaml"
     params:
@@ -66,7 +66,7 @@ rule score_stacked:
         f"{RES}/benchmarks/score/{{set}}/{{verifier}}.tsv"
     wildcard_constraints:
         verifier=alt(STACKED),
-    priority: 3  # seconds each; run as soon as the fit is done rather than at the end
+    priority: STACKED_PRIORITY  # seconds each; run as soon as the fit is done rather than at the end
     conda:
         "../../envs/cpu.yaml"
     params:

@@ -13,8 +13,9 @@ capped at 600 characters), sampled with a fixed seed from ``results/data/*/pairs
 FLOPs per forward pass are counted from the model's shape on the tokens actually processed (padding
 excluded): 2 x tokens x (weights of every linear layer) + 4 x layers x d_model x (tokens of a
 sequence)^2 per sequence for attention. The matmul limit is the best GFLOP/s of 1024 x 1024 matrix
-products with the same thread count, in the row's own arithmetic: float32, bfloat16, or a dynamically
-quantised int8 linear layer in the row's runtime (fbgemm for torch, ONNX Runtime for onnx). Scores of
+products with the same thread count, in the row's own arithmetic: float32, bfloat16 (torch's bf16 and
+OpenVINO's bf16 precision), or a dynamically quantised int8 linear layer in the row's runtime (fbgemm for
+torch, ONNX Runtime for onnx). Scores of
 every fast runtime are compared with the exact path on the same units (max |delta score|, verdict
 agreement); the summary names the fastest path that keeps at least 99.5% of the exact verdicts.
 
@@ -39,7 +40,8 @@ import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
 AGREEMENT_GATE = 0.995  # a fast path must keep this share of the exact path's verdicts to count
-RUNTIMES = [("torch", "none"), ("torch", "int8"), ("torch", "bf16"), ("onnx", "none"), ("onnx", "int8")]
+RUNTIMES = [("torch", "none"), ("torch", "int8"), ("torch", "bf16"), ("onnx", "none"), ("onnx", "int8"),
+            ("openvino", "none"), ("openvino", "bf16")]
 
 
 def lite_units(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
@@ -209,16 +211,18 @@ def today_cross(v, claims: list[str], windows: list[str]) -> np.ndarray:
     return np.concatenate(out)
 
 
-def token_work(v, name: str, claims: list[str], windows: list[str]) -> tuple[list[int], int, int]:
-    """(non-padded tokens per sequence processed, layers, d_model) of one cold pass."""
+def token_work(v, arch: torch.nn.Module, name: str, claims: list[str],
+               windows: list[str]) -> tuple[list[int], int, int]:
+    """(non-padded tokens per sequence processed, layers, d_model) of one cold pass of ``v``, whose
+    architecture is ``arch``."""
     if name == "embedding":
         texts = list(dict.fromkeys(list(claims) + list(windows)))
         counts = [len(x) for x in v.tokenizer(texts, truncation=True, max_length=v.max_length)["input_ids"]]
-        return counts, v.model.config.num_hidden_layers, v.model.config.hidden_size
+        return counts, arch.config.num_hidden_layers, arch.config.hidden_size
     texts = v._texts(claims, windows) if hasattr(v, "_texts") else [v.prompt.format(text1=w, text2=c)
                                                                     for c, w in zip(claims, windows)]
     counts = [len(x) for x in v.tokenizer(texts, truncation=True, max_length=v.max_length)["input_ids"]]
-    cfg = v.model.config
+    cfg = arch.config
     return counts, getattr(cfg, "num_hidden_layers", None) or cfg.num_layers, getattr(cfg, "hidden_size", None) or cfg.d_model
 
 
@@ -243,12 +247,12 @@ def main() -> int:
     for name in a.models.split(","):
         claims, windows = lite_units(a.units if name == "embedding" else a.cross_units)
         spec = build_model(name, claims + windows, work)
-        base = None
+        base, arch = None, None
         for mode in [("today", "")] + RUNTIMES:
             runtime, quantize = ("torch", "none") if mode[0] == "today" else mode
             v = build_verifier({**spec["cfg"], "runtime": runtime, "quantize": quantize, "threads": a.threads},
                                work / "cache")
-            if runtime == "onnx":  # export and session start once, outside the timing (they are cached on disk)
+            if runtime != "torch":  # export and compile once, outside the timing (the graph is cached on disk)
                 v.judge(claims[:2], windows[:2])
                 if name == "embedding":
                     v._memo.clear()
@@ -261,8 +265,10 @@ def main() -> int:
                 s = np.concatenate([v.judge(claims[i:i + step], windows[i:i + step])[0]
                                     for i in range(0, len(claims), step)])
             dt = time.perf_counter() - t
-            counts, layers, d = token_work(v, name, claims, windows)
-            gflop = forward_flops(v.model, counts, layers, d) / 1e9
+            if mode[0] == "today":  # its model gives the FLOP count (the onnx/openvino paths may never load one)
+                arch = v.model
+            counts, layers, d = token_work(v, arch, name, claims, windows)
+            gflop = forward_flops(arch, counts, layers, d) / 1e9
             thr = float(getattr(v, "threshold", getattr(v, "support_above", 0.5)))
             if base is None:
                 base = (s, dt)

@@ -343,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="replace a key of the verifier config, e.g. model=/path/to/model device=cpu (repeatable)")
         sp.add_argument("--model", metavar="JSON",
                         help="fitted-model JSON for a stacked verifier (the pipeline writes results/models/NAME.json)")
-        sp.add_argument("--runtime", choices=["torch", "onnx"],
+        sp.add_argument("--runtime", choices=["torch", "onnx", "openvino"],
                         help="inference runtime of the verifier's model (and a stacked verifier's bases); default: "
                              "the config's (torch = the exact float32 path)")
         sp.add_argument("--quantize", choices=["none", "int8", "bf16"],

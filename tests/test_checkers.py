@@ -137,7 +137,8 @@ def test_encode_sorted_batches_longest_first_and_keeps_every_index(models):
 
 
 @pytest.mark.parametrize("runtime,quantize,tol,agree", [("onnx", "none", 1e-4, 1.0), ("torch", "int8", 0.1, 0.75),
-                                                          ("onnx", "int8", 0.1, 0.75)])
+                                                          ("onnx", "int8", 0.1, 0.75), ("openvino", "none", 1e-3, 1.0),
+                                                          ("openvino", "bf16", 0.05, 0.75), ("torch", "bf16", 0.05, 0.75)])
 def test_fast_runtimes_track_the_exact_path(models, tiny_nli, tmp_path, runtime, quantize, tol, agree):
     """ONNX float32 reproduces the exact scores; int8 stays close (random tiny weights are the
     hard case for quantisation: the real agreement figures are in benchmarks/verifier_speed.py)."""
@@ -151,6 +152,20 @@ def test_fast_runtimes_track_the_exact_path(models, tiny_nli, tmp_path, runtime,
         assert (fast[1] == exact[1]).mean() >= agree, cfg["name"]
 
 
+def test_an_exported_graph_is_reused_without_loading_the_torch_model(tmp_path, monkeypatch):
+    """The onnx/openvino embedding verifier loads the torch model only to export its graph: a second
+    verifier over the same cache finds the graph, never loads the model, and scores the same."""
+    import citeguard.verifiers.embedding as emb
+
+    cfg = {**verifier_cfg("embedding"), "runtime": "openvino", "quantize": "none", "threads": 1}
+    first = build_verifier(cfg, tmp_path).judge(CLAIMS, WINDOWS)
+    assert len(list((tmp_path / "onnx").glob("embedding-*-none.onnx"))) == 1
+    monkeypatch.setattr(emb, "load_pretrained", lambda *a, **k: pytest.fail("loaded the torch model"))
+    v = build_verifier(cfg, tmp_path)
+    second = v.judge(CLAIMS, WINDOWS)
+    assert v.model is None and np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])
+
+
 def test_runtime_and_quantisation_are_in_the_cache_key():
     cfg = verifier_cfg("embedding")
     exact = verifier_hash(cfg)
@@ -160,11 +175,28 @@ def test_runtime_and_quantisation_are_in_the_cache_key():
     assert verifier_hash({**cfg, "threads": 7}) == exact  # threads never change a score
 
 
+def test_openvino_bf16_without_native_bfloat16_is_hashed_as_the_float32_it_runs(monkeypatch):
+    """OpenVINO runs float32 on a CPU without native bfloat16: those scores must not share the bf16 cache."""
+    from citeguard.verifiers import encoders
+
+    cfg = verifier_cfg("embedding")
+    ov_f32 = verifier_hash({**cfg, "runtime": "openvino", "quantize": "none"})
+    monkeypatch.setattr(encoders, "openvino_bf16", lambda: True)
+    ov_bf16 = verifier_hash({**cfg, "runtime": "openvino", "quantize": "bf16"})
+    assert len({ov_bf16, ov_f32, verifier_hash(cfg), verifier_hash({**cfg, "quantize": "bf16"})}) == 4
+    monkeypatch.setattr(encoders, "openvino_bf16", lambda: False)
+    assert verifier_hash({**cfg, "runtime": "openvino", "quantize": "bf16"}) == ov_f32
+
+
 def test_bad_runtime_values_are_refused(tmp_path):
     with pytest.raises(ValueError, match="runtime 'tensorrt' is not one of"):
         build_verifier({**verifier_cfg("embedding"), "runtime": "tensorrt"}, tmp_path)
     with pytest.raises(ValueError, match="quantize 'int4' is not one of"):
         build_verifier({**verifier_cfg("embedding"), "quantize": "int4"}, tmp_path)
+    with pytest.raises(ValueError, match="int8 runs on the torch or onnx runtime"):
+        build_verifier({**verifier_cfg("embedding"), "runtime": "openvino", "quantize": "int8"}, tmp_path)
+    with pytest.raises(ValueError, match="bf16 runs on the torch or openvino runtime"):
+        build_verifier({**verifier_cfg("embedding"), "runtime": "onnx", "quantize": "bf16"}, tmp_path)
 
 
 def test_attrscore_kit_reads_the_first_600_characters_and_parses_a_generated_verdict(tiny_t5, tmp_path):

@@ -39,7 +39,12 @@ EXACT_DEFAULTS = {"runtime": "torch", "quantize": "none"}
 
 
 def verifier_hash(cfg: Mapping[str, Any]) -> str:
-    """Hash of the output-relevant part of a verifier config."""
+    """Hash of the output-relevant part of a verifier config (with the precision it really runs at:
+    OpenVINO's bf16 is float32 on a CPU without native bfloat16)."""
+    if cfg.get("runtime") == "openvino" and cfg.get("quantize") == "bf16":
+        from .encoders import effective_quantize
+
+        cfg = {**cfg, "quantize": effective_quantize(cfg)}
     return config_hash({k: v for k, v in cfg.items()
                         if k not in RUNTIME_KEYS and not (k in EXACT_DEFAULTS and v == EXACT_DEFAULTS[k])})
 

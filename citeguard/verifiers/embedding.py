@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import torch
 from tqdm.auto import tqdm
-from transformers import AutoModel
+from transformers import AutoModel, AutoTokenizer
 
 from ..modelpath import resolve_model
-from .encoders import Forward, encode_sorted, runtime_of, set_threads, weights_key
+from .encoders import Forward, encode_sorted, files_key, runtime_of, set_threads, weights_key
 from .models import load_pretrained
 
 
@@ -34,10 +34,19 @@ class EmbeddingVerifier:
         self.max_length = int(cfg.get("max_length", 256))
         runtime, quantize = runtime_of(cfg)
         set_threads(cfg.get("threads"))
-        self.tokenizer, self.model, self.device = load_pretrained(AutoModel, cfg, resolve_model_path(str(cfg["model"])))
-        self.forward = Forward(self.model, lambda o: o.last_hidden_state, runtime, quantize, threads=cfg.get("threads"),
-                               onnx_dir=Path(cache_dir) / "onnx" if cache_dir else None,
-                               key=f"{self.name}-{weights_key(self.model, 'last_hidden_state')}")
+        path = resolve_model_path(str(cfg["model"]))
+        self.model: torch.nn.Module | None = None
+        if runtime != "torch" and Path(path).is_dir():
+            # the exported graph is all the onnx and openvino runtimes run: the torch model is loaded
+            # only to export it, the first time (a score job then starts ~2 s sooner)
+            self.tokenizer, self.device = AutoTokenizer.from_pretrained(path), torch.device("cpu")
+            model: Any = lambda: load_pretrained(AutoModel, cfg, path)[1]  # noqa: E731
+            key = files_key(path, "last_hidden_state")
+        else:
+            self.tokenizer, self.model, self.device = load_pretrained(AutoModel, cfg, path)
+            model, key = self.model, weights_key(self.model, "last_hidden_state")
+        self.forward = Forward(model, lambda o: o.last_hidden_state, runtime, quantize, threads=cfg.get("threads"),
+                               onnx_dir=Path(cache_dir) / "onnx" if cache_dir else None, key=f"{self.name}-{key}")
         self._memo: dict[str, np.ndarray] = {}
 
     @torch.inference_mode()

@@ -16,13 +16,18 @@ Three things make a verifier's forward passes cheaper on a CPU without changing 
   - ``runtime: torch``, ``quantize: bf16``: the weights and activations in bfloat16 (CPUs with
     AVX512-BF16 or AMX run it natively);
   - ``runtime: onnx`` (``quantize: none`` or ``int8``): the module exported once to ONNX (cached on
-    disk next to the score cache) and run by ONNX Runtime, with its own dynamic int8 quantisation.
+    disk next to the score cache) and run by ONNX Runtime, with its own dynamic int8 quantisation;
+  - ``runtime: openvino`` (``quantize: none`` or ``bf16``): the same ONNX graph compiled by OpenVINO's
+    CPU plugin, which fuses attention, GELU and layer norm, at float32 or bfloat16 inference
+    precision. On a CPU without native bfloat16 OpenVINO runs float32, and the verifier's hash says
+    so (:func:`effective_quantize`), so those scores get a cache of their own.
 
 Both keys are part of the verifier's hash (:func:`citeguard.verifiers.base.verifier_hash`), so scores
 of different runtimes never share a cache; the defaults (torch, none) hash as before.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -36,7 +41,7 @@ import torch
 
 log = logging.getLogger(__name__)
 
-RUNTIMES = ("torch", "onnx")
+RUNTIMES = ("torch", "onnx", "openvino")
 QUANTIZE = ("none", "int8", "bf16")
 DEFAULTS = {"runtime": "torch", "quantize": "none"}
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
@@ -50,6 +55,23 @@ def runtime_of(cfg: Mapping[str, Any]) -> tuple[str, str]:
     if quantize not in QUANTIZE:
         raise ValueError(f"verifier {cfg.get('name')!r}: quantize {quantize!r} is not one of {list(QUANTIZE)}")
     return runtime, quantize
+
+
+@functools.lru_cache(maxsize=1)
+def openvino_bf16() -> bool:
+    """Whether OpenVINO's CPU plugin runs bfloat16 natively on this machine."""
+    import openvino as ov
+
+    return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+def effective_quantize(cfg: Mapping[str, Any]) -> str:
+    """The precision a verifier config really runs at: its ``quantize``, except that OpenVINO on a
+    CPU without native bfloat16 runs float32 (``none``)."""
+    runtime, quantize = runtime_of(cfg)
+    if runtime == "openvino" and quantize == "bf16" and not openvino_bf16():
+        return "none"
+    return quantize
 
 
 def quantize_model(model: torch.nn.Module, quantize: str) -> torch.nn.Module:
@@ -96,6 +118,10 @@ def encode_sorted(tokenizer: Any, first: Sequence[str], second: Sequence[str] | 
     return out
 
 
+def _loaded(model: torch.nn.Module | Callable[[], torch.nn.Module]) -> torch.nn.Module:
+    return model if isinstance(model, torch.nn.Module) else model()
+
+
 class _Output(torch.nn.Module):
     """One tensor out of a transformers model (what the verifier reads), for export and quantisation."""
 
@@ -112,37 +138,37 @@ class _Output(torch.nn.Module):
 class Forward:
     """``forward(encodings) -> tensor`` of one model output, in the configured runtime.
 
-    ``pick`` selects the output (e.g. ``lambda o: o.last_hidden_state``); ``onnx_dir`` is where
-    exported graphs are cached (keyed by the model's weights, the output and the quantisation).
+    ``model`` is the transformers model, or (for the onnx and openvino runtimes) a function that loads
+    it: then it is loaded only if its graph is not yet exported. ``pick`` selects the output (e.g.
+    ``lambda o: o.last_hidden_state``); ``onnx_dir`` is where exported graphs are cached (named by
+    ``key``: the model's weights, the output and the quantisation).
     """
 
-    def __init__(self, model: torch.nn.Module, pick: Callable[[Any], torch.Tensor], runtime: str = "torch",
-                 quantize: str = "none", *, onnx_dir: str | Path | None = None, threads: int | None = None,
-                 key: str = "model"):
-        self.runtime, self.quantize = runtime, quantize
-        self.module = _Output(model, pick).eval()
+    def __init__(self, model: torch.nn.Module | Callable[[], torch.nn.Module], pick: Callable[[Any], torch.Tensor],
+                 runtime: str = "torch", quantize: str = "none", *, onnx_dir: str | Path | None = None,
+                 threads: int | None = None, key: str = "model"):
+        self.runtime, self.quantize, self.pick, self._model = runtime, quantize, pick, model
+        self.session = None
         if runtime == "torch":
-            self.module = quantize_model(self.module, quantize)
-            self.session = None
+            self.module = quantize_model(_Output(_loaded(model), pick).eval(), quantize)
         else:
-            if quantize == "bf16":
-                raise ValueError("quantize: bf16 runs on the torch runtime (ONNX Runtime's CPU kernels are float32/int8)")
-            self.session = None
+            if runtime == "onnx" and quantize == "bf16":
+                raise ValueError("quantize: bf16 runs on the torch or openvino runtime (ONNX Runtime's CPU kernels "
+                                 "are float32/int8)")
+            if runtime == "openvino" and quantize == "int8":
+                raise ValueError("quantize: int8 runs on the torch or onnx runtime (OpenVINO's int8 needs a "
+                                 "calibrated model); openvino takes none or bf16")
             self._onnx_dir = Path(onnx_dir or Path(tempfile.gettempdir()) / "citeguard-onnx")
             self._key, self._threads = key, threads
 
     def _open(self, feeds: Mapping[str, torch.Tensor]) -> None:
-        import onnxruntime as ort
-
-        path = self._onnx_dir / f"{self._key}-{self.quantize}.onnx"
+        int8 = self.runtime == "onnx" and self.quantize == "int8"
+        path = self._onnx_dir / f"{self._key}-{'int8' if int8 else 'none'}.onnx"
         if not path.is_file():
-            export_onnx(self.module, feeds, path, int8=self.quantize == "int8")
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = int(self._threads or torch.get_num_threads())
-        so.inter_op_num_threads = 1
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-        self._names = [i.name for i in self.session.get_inputs()]
+            export_onnx(_Output(_loaded(self._model), self.pick).eval(), feeds, path, int8=int8)
+        threads = int(self._threads or torch.get_num_threads())
+        self.session = (open_openvino if self.runtime == "openvino" else open_onnxruntime)(
+            path, threads, bf16=self.quantize == "bf16")
 
     @torch.inference_mode()
     def __call__(self, feeds: Mapping[str, torch.Tensor]) -> torch.Tensor:
@@ -151,8 +177,41 @@ class Forward:
             return self.module(**feeds)
         if self.session is None:
             self._open(feeds)
-        out = self.session.run(None, {k: feeds[k].cpu().numpy().astype(np.int64) for k in self._names})[0]
-        return torch.from_numpy(out)
+        return torch.from_numpy(self.session({k: v.cpu().numpy().astype(np.int64) for k, v in feeds.items()}))
+
+
+Session = Callable[[Mapping[str, np.ndarray]], np.ndarray]
+
+
+def open_onnxruntime(path: Path, threads: int, bf16: bool = False) -> Session:
+    """``run(feeds) -> output`` of an ONNX graph in ONNX Runtime (float32 or int8, as the graph is)."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    return lambda feeds: session.run(None, {k: feeds[k] for k in names})[0]
+
+
+def open_openvino(path: Path, threads: int, bf16: bool = False) -> Session:
+    """``run(feeds) -> output`` of an ONNX graph compiled by OpenVINO's CPU plugin, at bfloat16 inference
+    precision where the CPU has it natively (else float32, with a warning)."""
+    import openvino as ov
+
+    precision = "bf16" if bf16 and openvino_bf16() else "f32"
+    if bf16 and precision == "f32":
+        log.warning("this CPU has no native bfloat16: OpenVINO runs float32 (scores cached as quantize: none)")
+    # no CPU pinning: OpenVINO would pin every process's threads to the same first cores, so two
+    # one-thread score jobs side by side would share one core and leave the other idle
+    model = ov.Core().compile_model(str(path), "CPU", {
+        "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": precision, "PERFORMANCE_HINT": "LATENCY",
+        "ENABLE_CPU_PINNING": False})
+    request = model.create_infer_request()
+    names = [i.get_any_name() for i in model.inputs]
+    return lambda feeds: np.array(request.infer({k: feeds[k] for k in names})[0], copy=True)
 
 
 def export_onnx(module: torch.nn.Module, feeds: Mapping[str, torch.Tensor], path: Path, int8: bool) -> None:
@@ -186,4 +245,17 @@ def weights_key(model: torch.nn.Module, extra: str = "") -> str:
         flat = p.detach().reshape(-1)
         h.update(f"{name}{tuple(p.shape)}".encode())
         h.update(flat[:: max(1, flat.numel() // 64)][:64].float().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def files_key(path: str | Path, extra: str = "") -> str:
+    """A short key of a local model folder's contents (its config, tokenizer and weight files) plus
+    ``extra``: names an exported graph without loading the model."""
+    h = hashlib.sha256(extra.encode())
+    for f in sorted(Path(path).iterdir()):
+        if f.is_file() and f.suffix in (".json", ".safetensors", ".bin", ".txt", ".model"):
+            h.update(f.name.encode())
+            with f.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
     return h.hexdigest()[:16]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -112,18 +112,28 @@ def compose_config(overrides: Sequence[str] = (), config_dir: Path = CONFIG_DIR)
 MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem"})
 
 
+def runs_encoder(v: Mapping[str, Any]) -> bool:
+    """Whether a model verifier's config runs an encoder, which any runtime can run (torch, onnx,
+    openvino); the seq2seq ones (AttrScore, MiniCheck-Flan-T5) run on torch only."""
+    return v.get("kind") in ("embedding", "nli", "hhem") or (v.get("kind") == "minicheck"
+                                                            and v.get("variant") == "encoder")
+
+
 def apply_model_runtime(cfg: DictConfig) -> None:
     """An experiment's ``model_runtime`` ({runtime, quantize}) set on every in-process model verifier;
-    null keeps each verifier's own (the exact float32 path unless its file says otherwise)."""
+    null keeps each verifier's own (the exact float32 path unless its file says otherwise). The runtime
+    goes to the encoder verifiers only: a seq2seq verifier keeps torch, with the experiment's quantize."""
     mr = cfg.get("model_runtime")
     if not mr:
         return
     with open_dict(cfg):
         for v in (cfg.get("verifiers") or {}).values():
-            if v.get("kind") in MODEL_KINDS:
-                for key in ("runtime", "quantize"):
-                    if mr.get(key) is not None:
-                        v[key] = mr[key]
+            if v.get("kind") not in MODEL_KINDS:
+                continue
+            if mr.get("quantize") is not None:
+                v["quantize"] = mr["quantize"]
+            if mr.get("runtime") is not None and runs_encoder(v):
+                v["runtime"] = mr["runtime"]
 
 
 def to_plain(node: Any) -> Any:

@@ -79,6 +79,22 @@ def test_analysis_sets_must_be_selected_datasets():
         check_analysis_sets(to_plain(compose_config(["analysis.calibration_set=gold/attribution"])))
 
 
+def test_lite_model_runtime_reaches_encoders_and_leaves_seq2seq_verifiers_on_torch():
+    """lite's model_runtime (openvino, bf16): every encoder verifier takes both keys; AttrScore and
+    MiniCheck-Flan-T5 (seq2seq, torch only) take the quantisation and keep torch."""
+    panel = "verifier_panel=[lexical,embedding,deberta_nli,hhem,minicheck_roberta,minicheck_deberta,attrscore," \
+            "minicheck_flant5]"
+    v = to_plain(compose_config(["experiment=lite", panel]).verifiers)
+    for name in ("embedding", "deberta_nli", "hhem", "minicheck_roberta", "minicheck_deberta"):
+        assert (v[name].get("runtime"), v[name].get("quantize")) == ("openvino", "bf16"), name
+    for name in ("attrscore", "minicheck_flant5"):
+        assert v[name].get("runtime", "torch") == "torch" and v[name].get("quantize") == "bf16", name
+    assert "runtime" not in v["lexical"] and "quantize" not in v["lexical"]
+    paper = to_plain(compose_config(["experiment=paper", panel]).verifiers)
+    assert all(paper[n].get("runtime", "torch") == "torch" and paper[n].get("quantize", "none") == "none"
+               for n in ("embedding", "attrscore", "hhem", "minicheck_flant5"))
+
+
 def test_score_first_sets_must_be_sets_of_the_experiment():
     from citeguard.schema import check_score_first
     sets = {"gold/attribution_gold": {}, "released/sqa_qwen3": {}}

@@ -5,6 +5,7 @@ independent library (scikit-learn, scipy, statsmodels' formulas written out), ne
 function under test.
 """
 import math
+import sqlite3
 
 import numpy as np
 import pytest
@@ -278,6 +279,43 @@ def test_cache_key_separates_claim_from_window_and_round_trips(tmp_path):
     assert len(got) == 1201 and "absent" not in got  # read in chunks of 500: 500 + 500 + 201
     assert got[items[1200][0]] == (1.2, True) and got[items[3][0]] == (0.003, False)
     assert math.isnan(got[items[7][0]][0])
+
+
+def test_cache_opened_while_another_job_holds_its_write_lock_waits_instead_of_failing(tmp_path):
+    """SQLite refuses the switch to WAL at once ("database is locked", no busy wait) while another
+    connection holds the write lock: the kit smoke run's side-by-side score jobs hit it in CI. The
+    cache must wait for the lock (held here by another process for 1.5 s) and then open."""
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "c.sqlite"
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, time\n"
+        f"c = sqlite3.connect({str(path)!r}); c.execute('CREATE TABLE x (y)'); c.commit()\n"
+        "c.execute('BEGIN IMMEDIATE'); c.execute('INSERT INTO x VALUES (1)'); print('locked', flush=True)\n"
+        "time.sleep(1.5); c.commit()\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        t = time.monotonic()
+        c = ScoreCache(path, timeout=30)
+        assert time.monotonic() - t >= 0.5  # it waited for the holder
+        c.put_many([("k", 0.25, False)])
+        assert c.get_many(["k"]) == {"k": (0.25, False)}
+        c.close()
+    finally:
+        holder.wait(timeout=30)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, time\n"
+        f"c = sqlite3.connect({str(tmp_path / 'd.sqlite')!r}); c.execute('CREATE TABLE x (y)'); c.commit()\n"
+        "c.execute('BEGIN IMMEDIATE'); c.execute('INSERT INTO x VALUES (1)'); print('locked', flush=True)\n"
+        "time.sleep(3); c.commit()\n")], stdout=subprocess.PIPE, text=True)
+    try:  # and it gives up with SQLite's own error once its timeout has passed
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            ScoreCache(tmp_path / "d.sqlite", timeout=0.5)
+    finally:
+        holder.wait(timeout=30)
 
 
 class TableVerifier:

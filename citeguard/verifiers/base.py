@@ -11,6 +11,7 @@ import hashlib
 import logging
 import math
 import sqlite3
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,13 +104,25 @@ class ScoreCache:
     Written after every batch, so an interrupted run resumes where it stopped.
     """
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, timeout: float = 120.0):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=120)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS unit (key TEXT PRIMARY KEY, score REAL, verdict INTEGER)")
-        self.db.commit()
+        self.db = sqlite3.connect(self.path, timeout=timeout)
+        deadline, pause = time.monotonic() + timeout, 0.01
+        while True:
+            try:
+                self.db.execute("PRAGMA journal_mode=WAL")
+                self.db.execute("CREATE TABLE IF NOT EXISTS unit (key TEXT PRIMARY KEY, score REAL, verdict INTEGER)")
+                self.db.commit()
+                return
+            except sqlite3.OperationalError as e:
+                # SQLite answers "locked" at once, without waiting out the timeout, when another job
+                # holds the write lock this switch to WAL needs: score jobs that open the same cache
+                # side by side retry here until it is free
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(2 * pause, 0.5)
 
     @staticmethod
     def key(claim: str, window: str) -> str:

@@ -188,6 +188,20 @@ def test_openvino_bf16_without_native_bfloat16_is_hashed_as_the_float32_it_runs(
     assert verifier_hash({**cfg, "runtime": "openvino", "quantize": "bf16"}) == ov_f32
 
 
+def test_openvino_bf16_without_native_bfloat16_scores_as_float32(monkeypatch, tmp_path):
+    """...and it really runs float32 there: the same scores as quantize: none, not bfloat16 ones."""
+    from citeguard.verifiers import encoders
+
+    cfg = {**verifier_cfg("embedding"), "runtime": "openvino", "threads": 1}
+    f32 = build_verifier({**cfg, "quantize": "none"}, tmp_path).judge(CLAIMS, WINDOWS)[0]
+    bf16 = build_verifier({**cfg, "quantize": "bf16"}, tmp_path).judge(CLAIMS, WINDOWS)[0]
+    if encoders.openvino_bf16():  # where bf16 runs natively it rounds differently from float32
+        assert not np.array_equal(f32, bf16)
+    monkeypatch.setattr(encoders, "openvino_bf16", lambda: False)
+    fallback = build_verifier({**cfg, "quantize": "bf16"}, tmp_path).judge(CLAIMS, WINDOWS)[0]
+    assert np.array_equal(fallback, f32)
+
+
 def test_bad_runtime_values_are_refused(tmp_path):
     with pytest.raises(ValueError, match="runtime 'tensorrt' is not one of"):
         build_verifier({**verifier_cfg("embedding"), "runtime": "tensorrt"}, tmp_path)

@@ -42,7 +42,7 @@ EXACT_DEFAULTS = {"runtime": "torch", "quantize": "none"}
 def verifier_hash(cfg: Mapping[str, Any]) -> str:
     """Hash of the output-relevant part of a verifier config (with the precision it really runs at:
     OpenVINO's bf16 is float32 on a CPU without native bfloat16)."""
-    if cfg.get("runtime") == "openvino" and cfg.get("quantize") == "bf16":
+    if cfg.get("runtime") == "openvino" and cfg.get("quantize") == "bf16":  # only then: encoders imports torch
         from .encoders import effective_quantize
 
         cfg = {**cfg, "quantize": effective_quantize(cfg)}

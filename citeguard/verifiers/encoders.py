@@ -167,8 +167,13 @@ class Forward:
         if not path.is_file():
             export_onnx(_Output(_loaded(self._model), self.pick).eval(), feeds, path, int8=int8)
         threads = int(self._threads or torch.get_num_threads())
-        self.session = (open_openvino if self.runtime == "openvino" else open_onnxruntime)(
-            path, threads, bf16=self.quantize == "bf16")
+        if self.runtime == "onnx":
+            self.session = open_onnxruntime(path, threads)
+            return
+        quantize = effective_quantize({"runtime": self.runtime, "quantize": self.quantize})
+        if quantize != self.quantize:
+            log.warning("this CPU has no native bfloat16: OpenVINO runs float32 (scores cached as quantize: none)")
+        self.session = open_openvino(path, threads, bf16=quantize == "bf16")
 
     @torch.inference_mode()
     def __call__(self, feeds: Mapping[str, torch.Tensor]) -> torch.Tensor:
@@ -183,7 +188,7 @@ class Forward:
 Session = Callable[[Mapping[str, np.ndarray]], np.ndarray]
 
 
-def open_onnxruntime(path: Path, threads: int, bf16: bool = False) -> Session:
+def open_onnxruntime(path: Path, threads: int) -> Session:
     """``run(feeds) -> output`` of an ONNX graph in ONNX Runtime (float32 or int8, as the graph is)."""
     import onnxruntime as ort
 
@@ -197,13 +202,11 @@ def open_onnxruntime(path: Path, threads: int, bf16: bool = False) -> Session:
 
 
 def open_openvino(path: Path, threads: int, bf16: bool = False) -> Session:
-    """``run(feeds) -> output`` of an ONNX graph compiled by OpenVINO's CPU plugin, at bfloat16 inference
-    precision where the CPU has it natively (else float32, with a warning)."""
+    """``run(feeds) -> output`` of an ONNX graph compiled by OpenVINO's CPU plugin, at bfloat16 or float32
+    inference precision (bf16 only where the CPU has it natively: see :func:`effective_quantize`)."""
     import openvino as ov
 
-    precision = "bf16" if bf16 and openvino_bf16() else "f32"
-    if bf16 and precision == "f32":
-        log.warning("this CPU has no native bfloat16: OpenVINO runs float32 (scores cached as quantize: none)")
+    precision = "bf16" if bf16 else "f32"
     # no CPU pinning: OpenVINO would pin every process's threads to the same first cores, so two
     # one-thread score jobs side by side would share one core and leave the other idle
     model = ov.Core().compile_model(str(path), "CPU", {

@@ -23,7 +23,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from citeguard import analysis  # noqa: E402
+from citeguard.study import analysis  # noqa: E402
 
 MIRROR = Path(os.environ.get("CITEGUARD_DATA_MIRROR", ROOT.parent / "shared" / "data"))
 

@@ -7,14 +7,14 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 declare -A TESTS=(
-  [conformal]="tests/test_edges.py tests/test_stats_conformal.py tests/test_pinned.py"
-  [stats]="tests/test_stats_conformal.py tests/test_edges.py tests/test_pinned.py"
-  [analysis]="tests/test_edges.py tests/test_pinned_analysis.py"
-  [citations]="tests/test_citations.py tests/test_guard.py"
-  [guarding]="tests/test_guard.py"
-  [base]="tests/test_verifiers.py tests/test_guard.py tests/test_edges.py tests/test_pinned.py"
+  [conformal]="tests/guard/test_edges.py tests/guard/test_conformal_stats.py tests/guard/test_pinned.py"
+  [stats]="tests/guard/test_conformal_stats.py tests/guard/test_edges.py tests/guard/test_pinned.py"
+  [analysis]="tests/guard/test_edges.py tests/study/test_pinned_analysis.py"
+  [citations]="tests/guard/test_citations.py tests/guard/test_guarding.py"
+  [guarding]="tests/guard/test_guarding.py"
+  [base]="tests/guard/test_verifiers.py tests/guard/test_guarding.py tests/guard/test_edges.py tests/guard/test_pinned.py"
 )
-declare -A FILES=([conformal]=citeguard/conformal.py [stats]=citeguard/stats.py [analysis]="citeguard/analysis/*"
+declare -A FILES=([conformal]=citeguard/conformal.py [stats]=citeguard/stats.py [analysis]="citeguard/study/analysis/*"
                   [citations]=citeguard/citations.py [guarding]=citeguard/guarding.py [base]=citeguard/verifiers/base.py)
 mods=("$@"); [ ${#mods[@]} -gt 0 ] || mods=(conformal stats analysis citations guarding base)
 printf "%-10s %7s %7s %9s %8s %10s\n" module mutants killed survived no_test kill_rate

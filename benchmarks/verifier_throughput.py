@@ -44,7 +44,7 @@ def build_model(path: Path, texts: list[str]) -> None:
     import torch
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
-    from citeguard import tiny
+    from citeguard.study import tiny
 
     tiny.build_tiny_t5(path, texts)  # tokenizer + small model; replaced by a wider one below
     tok = PreTrainedTokenizerFast.from_pretrained(path)
@@ -60,10 +60,10 @@ def run_mode(mode: str, model: str, n: int) -> dict:
     import torch
     import yaml
 
-    from citeguard.verifiers.models import AttrScoreVerifier
+    from citeguard.verifiers.attrscore import AttrScoreVerifier
 
     torch.set_num_threads(os.cpu_count() or 1)
-    cfg = yaml.safe_load((ROOT / "config/verifier/attrscore.yaml").read_text())
+    cfg = yaml.safe_load((ROOT / "citeguard/definitions/verifier/attrscore.yaml").read_text())
     cfg.update(model=model, revision=None, device="cpu", batch_size=16)
     v = AttrScoreVerifier(cfg)
     claims, wins = load_pairs(n)

@@ -9,20 +9,38 @@
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .guarding import Guard
 
 __version__ = "0.1.0"
-__all__ = ["guard", "load_scorer"]
+__all__ = ["Guard", "guard", "load_scorer"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Guard":  # imported on first use: `import citeguard` stays light
+        from .guarding import Guard
+
+        return Guard
+    raise AttributeError(f"module 'citeguard' has no attribute {name!r}")
 
 
 def load_scorer(verifier: str = "embedding", *, overrides: Mapping[str, Any] | None = None,
-                model_path: str | None = None, cache_dir: str | None = None):
-    """A pair scorer for a configured verifier (``config/verifier/<name>.yaml``)."""
-    from .pair_scoring import load_scorer as _load
+                model_path: str | None = None, cache_dir: str | None = None,
+                runtime: Mapping[str, Any] | None = None):
+    """A pair scorer for a verifier definition (``citeguard/definitions/verifier/<name>.yaml``)."""
+    from .scoring import load_scorer as _load
 
-    return _load(verifier, overrides, model_path=model_path, cache_dir=cache_dir)
+    return _load(verifier, overrides, model_path=model_path, cache_dir=cache_dir, runtime=runtime)
+
+
+@functools.lru_cache(maxsize=4)
+def _scorer(name: str):
+    return load_scorer(name)
 
 
 def guard(answer: str, passages: Sequence[Any], verifier: str | Callable = "embedding",
@@ -30,24 +48,18 @@ def guard(answer: str, passages: Sequence[Any], verifier: str | Callable = "embe
           base: int = 1, remove: bool = False, proposals: int = 3):
     """Verify -> re-attribute -> flag the citations of one answer.
 
-    ``verifier``: a verifier config name or a scorer ``(claims, passages) -> (scores, verdicts)``.
-    ``reattributor``: a re-attributor config name (``bm25``, ``verifier``) or None.
-    ``threshold``: None (the verifier's verdict decides), a float tau, or a calibration
-    (dict or path from ``citeguard calibrate``; its verifier must match). Returns
-    ``(guarded_answer, GuardReport)``.
+    ``verifier``: a verifier definition name or a scorer ``(claims, passages) -> (scores, verdicts)``;
+    a named verifier is loaded once per process and reused. ``reattributor``: a re-attributor
+    definition name (``bm25``, ``verifier``) or None. ``threshold``: None (the verifier's verdict
+    decides), a float tau, or a calibration (dict or path from ``citeguard calibrate``; its verifier
+    must match). Returns ``(guarded_answer, GuardReport)``. For many answers, build a
+    :class:`citeguard.Guard` once and call its ``guard_many``.
     """
-    from .calibration import check_verifier, guarantee_line, read_calibration
-    from .guarding import guard_answer, normalise_passages
+    from .guarding import Guard
 
-    scorer = load_scorer(verifier) if isinstance(verifier, str) else verifier
-    tau, guarantee = None, ""
-    if isinstance(threshold, (str, Path, Mapping)):
-        cal = read_calibration(threshold)
-        if hasattr(scorer, "hash"):
-            check_verifier(cal, scorer.name, scorer.hash)
-        tau, guarantee = cal["tau"], guarantee_line(cal)
-    elif threshold is not None:
-        tau = float(threshold)
-    texts = normalise_passages(list(passages))
-    return guard_answer(answer, texts, scorer, tau=tau, base=base, reattribute=reattributor,
-                        proposals=proposals, remove=remove, guarantee=guarantee)
+    scorer = _scorer(verifier) if isinstance(verifier, str) else verifier
+    cal = threshold if isinstance(threshold, (str, Path, Mapping)) else None
+    tau = None if cal is not None or threshold is None else float(threshold)
+    g = Guard(scorer, reattributor=reattributor, calibration=str(cal) if isinstance(cal, Path) else cal,
+              threshold=tau, base=base, remove=remove, proposals=proposals)
+    return g.guard(answer, passages)

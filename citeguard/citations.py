@@ -42,6 +42,13 @@ MARKER_RE = re.compile("|".join([_LINK, _NUMERIC, _BRACKET_ID, _AUTHOR_YEAR]))
 # a marker), or a blank line / bullet.
 SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[*\-])|\n+")
 
+# The authors' reproduction kit counts citation precision and recall with simpler rules of its own,
+# kept here beside ours so that every sentence and marker rule lives in this one module (the study's
+# kit analysis reproduces the kit's numbers, so it must split and match exactly as the kit does):
+# a sentence ends at end punctuation followed by whitespace; a marker is exactly one number in brackets.
+KIT_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
+SINGLE_NUMERIC_MARKER = re.compile(r"\[(\d+)\]")
+
 
 @dataclass(frozen=True)
 class Sentence:

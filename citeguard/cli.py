@@ -7,6 +7,7 @@ Examples::
     citeguard calibrate --scores scores.jsonl --verifier embedding --alpha 0.1 --out cal.json
     citeguard score --input pairs.jsonl --verifier lexical
     citeguard convert --format nora qa_metadata_all.jsonl > answers.jsonl
+    citeguard guard --input "$(citeguard example)" --verifier lexical
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def runtime_args(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def make_scorer(args: argparse.Namespace):
-    from .pair_scoring import VerifierLoadError, load_scorer
+    from .scoring import VerifierLoadError, load_scorer
 
     try:
         return load_scorer(args.verifier, parse_overrides(args.override), model_path=args.model,
@@ -146,36 +147,52 @@ def parse_answer(rec: Any, where: str) -> tuple[str, list[str], int | None]:
 
 # ---------------------------------------------------------------- commands
 
+def make_guard(args: argparse.Namespace):
+    """The :class:`~citeguard.guarding.Guard` the guard command's options describe (built once)."""
+    from .calibration import CalibrationError
+    from .guarding import Guard, GuardInputError
+    from .scoring import VerifierLoadError
+
+    try:
+        return Guard(args.verifier, reattributor=None if args.no_reattribute else args.reattributor,
+                     calibration=args.calibration, base=args.base, remove=args.remove, proposals=args.proposals,
+                     runtime=runtime_args(args), overrides=parse_overrides(args.override), model_path=args.model,
+                     cache_dir=args.cache_dir)
+    except (CalibrationError, VerifierLoadError, GuardInputError) as e:
+        raise CLIError(str(e)) from None
+    except ValueError as e:  # an unknown re-attributor
+        raise CLIError(str(e)) from None
+
+
 def cmd_guard(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from .calibration import CalibrationError, check_verifier, guarantee_line, read_calibration
-    from .guarding import GuardInputError, guard_answer
-    from .reattribution import load_reattributor
+    from .guarding import GuardInputError
 
     _check_out(args.out)
     _check_out(args.html)
-    reattributor = None
-    if not args.no_reattribute:
-        try:
-            reattributor = load_reattributor(args.reattributor, args.proposals)
-        except ValueError as e:
-            raise CLIError(str(e)) from None
-    scorer = make_scorer(args)
-    tau, guarantee = None, ""
-    if args.calibration:
-        try:
-            cal = read_calibration(args.calibration)
-            check_verifier(cal, scorer.name, scorer.hash, args.calibration)
-        except CalibrationError as e:
-            raise CLIError(str(e)) from None
-        tau, guarantee = cal["tau"], guarantee_line(cal)
+    guard = make_guard(args)
     out = _open_out(args.out)
     html = _open_out(args.html) if args.html else None
     batch = args.input.endswith(".jsonl") or args.jsonl
     totals = {"answers": 0, "failed_answers": 0, "n_citations": 0, "verified": 0, "reattributed": 0,
               "flagged": 0, "invalid": 0}
-    entries, rule = [], ""
+    entries = []
+
+    def flush(chunk: list[tuple[int, Any, str, list[str], int | None]]) -> None:
+        results = guard.guard_many([(answer, passages, base) for _, _, answer, passages, base in chunk])
+        for (lineno, rec, answer, _, _), (text, report) in zip(chunk, results):
+            totals["answers"] += 1
+            for k in ("n_citations", "verified", "reattributed", "flagged", "invalid"):
+                totals[k] += getattr(report, k)
+            result = {"id": rec.get("id"), "guarded_answer": text, "report": report.to_dict()}
+            out.write(json.dumps(result) + "\n" if batch else json.dumps(result, indent=2) + "\n")
+            if html is not None:
+                from .audit_page import AuditEntry
+                entries.append(AuditEntry(str(rec.get("id", lineno)), answer, text, result["report"]))
+        chunk.clear()
+
+    chunk: list[tuple[int, Any, str, list[str], int | None]] = []
     records = iter_json_records(args.input)
     bar = tqdm(records, desc="guard", unit="answer", disable=not batch or args.quiet, file=sys.stderr)
     for lineno, rec in bar:
@@ -184,28 +201,24 @@ def cmd_guard(args: argparse.Namespace) -> int:
             if isinstance(rec, CLIError):
                 raise rec
             answer, passages, base = parse_answer(rec, where)
-            text, report = guard_answer(answer, passages, scorer, tau=tau, base=base if base is not None else args.base,
-                                        reattribute=reattributor, remove=args.remove, guarantee=guarantee)
+            if base not in (None, 0, 1):
+                raise GuardInputError(f"citation base must be 0 or 1, got {base!r}")
         except (CLIError, GuardInputError) as e:
             if not batch:
                 raise CLIError(str(e)) from None
             print(f"error: {e}", file=sys.stderr)
             totals["failed_answers"] += 1
             continue
-        totals["answers"] += 1
-        for k in ("n_citations", "verified", "reattributed", "flagged", "invalid"):
-            totals[k] += getattr(report, k)
-        result = {"id": rec.get("id"), "guarded_answer": text, "report": report.to_dict()}
-        out.write(json.dumps(result) + "\n" if batch else json.dumps(result, indent=2) + "\n")
-        if html is not None:
-            from .audit_page import AuditEntry
-            entries.append(AuditEntry(str(rec.get("id", lineno)), answer, text, result["report"]))
-            rule = report.rule
+        chunk.append((lineno, rec, answer, passages, base))
+        if len(chunk) >= args.batch_answers:  # one verifier call spans these answers
+            flush(chunk)
+    if chunk:
+        flush(chunk)
     if out is not sys.stdout:
         out.close()
     if html is not None:
         from .audit_page import render_audit_page
-        html.write(render_audit_page(entries, verifier=scorer.name, rule=rule, guarantee=guarantee))
+        html.write(render_audit_page(entries, verifier=guard.verifier_name, rule=guard.rule, guarantee=guard.guarantee))
         if html is not sys.stdout:
             html.close()
     flagged = totals["flagged"] + totals["invalid"]
@@ -266,10 +279,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                 raise CLIError(f"{src}:{lineno}: verifier {scorer.name!r} gave no score for this pair")
         vhash, vname = scorer.hash, scorer.name
     elif args.verifier:
-        from .pair_scoring import VerifierLoadError, verifier_configs
-        from .verifiers import verifier_hash
+        from .hashing import verifier_hash
+        from .scoring import VerifierLoadError, verifier_definitions
         try:
-            vcfg, _, _ = verifier_configs(args.verifier, parse_overrides(args.override), runtime_args(args))
+            vcfg, _, _ = verifier_definitions(args.verifier, parse_overrides(args.override), runtime_args(args))
         except VerifierLoadError as e:
             raise CLIError(str(e)) from None
         vhash, vname = verifier_hash(vcfg), args.verifier
@@ -308,6 +321,26 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verifiers(args: argparse.Namespace) -> int:
+    """One line per shipped verifier definition: name, kind and what it needs beyond the core install."""
+    from . import definitions
+
+    needs = {"lexical": "-", "embedding": "-", "fitted": "its fitted model JSON (--model)",
+             "nli": "model weights", "attrscore": "model weights", "hhem": "model weights",
+             "minicheck": "model weights", "llm": "[llm] extra and an endpoint", "ragas": "[ragas] extra and an endpoint"}
+    for name in definitions.available("verifier"):
+        d = definitions.load("verifier", name)
+        print(f"{name:22s} {d.get('kind', '?'):10s} {needs.get(d.get('kind'), '-')}")
+    return 0
+
+
+def cmd_example(args: argparse.Namespace) -> int:
+    from . import examples
+
+    print(examples.path())
+    return 0
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
     from .convert import convert_records
     from .io import DataError
@@ -328,6 +361,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 DEFAULT_VERIFIER = "embedding"
+# what the guard runs a model verifier on when neither --runtime/--quantize nor the definition says
+# otherwise (tests/guard/test_cli.py pins it against the shipped definitions and this help text)
+DEFAULT_RUNTIME = {"runtime": "torch", "quantize": "none"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -337,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def verifier_opts(sp: argparse.ArgumentParser, default: str | None = DEFAULT_VERIFIER) -> None:
         sp.add_argument("--verifier", default=default,
-                        help="verifier config name (config/verifier/NAME.yaml)"
+                        help="verifier definition (citeguard/definitions/verifier/NAME.yaml; list: citeguard verifiers)"
                              + (f"; default {default}" if default else ""))
         sp.add_argument("--override", action="append", metavar="KEY=VALUE",
                         help="replace a key of the verifier config, e.g. model=/path/to/model device=cpu (repeatable)")
@@ -345,10 +381,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="fitted-model JSON for a stacked verifier (the pipeline writes results/models/NAME.json)")
         sp.add_argument("--runtime", choices=["torch", "onnx", "openvino"],
                         help="inference runtime of the verifier's model (and a stacked verifier's bases); default: "
-                             "the config's (torch = the exact float32 path)")
+                             f"the definition's, which is {DEFAULT_RUNTIME['runtime']} (the exact float32 path) for "
+                             "every shipped model verifier; onnx needs the [onnx] extra, openvino the [openvino] one")
         sp.add_argument("--quantize", choices=["none", "int8", "bf16"],
                         help="dynamic int8 quantisation of the model's linear layers, or bfloat16 weights; "
-                             "default: the config's (none = exact float32)")
+                             f"default: the definition's, which is {DEFAULT_RUNTIME['quantize']} (exact float32) for "
+                             "every shipped model verifier")
         sp.add_argument("--threads", type=int, metavar="N", help="CPU threads for the model (default: torch's choice)")
         sp.add_argument("--cache-dir", metavar="DIR", default=os.environ.get("CITEGUARD_CACHE"),
                         help="folder for the on-disk score cache (default $CITEGUARD_CACHE; none: no cache)")
@@ -365,7 +403,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-reattribute", action="store_true",
                    help="flag failed citations without looking for a better passage")
     g.add_argument("--reattributor", default="bm25", metavar="NAME",
-                   help="re-attributor config (config/reattributor/NAME.yaml): bm25 (default) or verifier")
+                   help="re-attributor definition (citeguard/definitions/reattributor/NAME.yaml): bm25 (default) "
+                        "or verifier")
     g.add_argument("--proposals", type=int, default=3, help="BM25 proposals the verifier checks per failed citation")
     g.add_argument("--remove", action="store_true",
                    help="delete sentences with a flagged or invalid citation instead of marking them")
@@ -373,6 +412,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="citation numbering base when a record has no citation_base: 1 = [1] is the first passage")
     g.add_argument("--jsonl", action="store_true", help="treat input as JSONL even without .jsonl suffix")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g.add_argument("--batch-answers", type=int, default=16, metavar="N",
+                   help="answers whose citations go to the verifier together (default 16)")
     verifier_opts(g)
     g.set_defaults(func=cmd_guard)
 
@@ -393,6 +434,10 @@ def build_parser() -> argparse.ArgumentParser:
     out_opt(s, "the input records with score, verdict and verifier added (JSONL)")
     verifier_opts(s)
     s.set_defaults(func=cmd_score)
+
+    sub.add_parser("verifiers", help="list the shipped verifier definitions").set_defaults(func=cmd_verifiers)
+    sub.add_parser("example", help="print the path of the shipped example answer (guard input)").set_defaults(
+        func=cmd_example)
 
     v = sub.add_parser("convert", help="released answers -> guard input JSONL with [N] markers")
     v.add_argument("path", help="a released answers file (JSON or JSONL)")
@@ -418,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, opt, None) is not None and not 0 < getattr(args, opt) < 1:
             print(f"error: --{opt} must be in (0, 1), got {getattr(args, opt)}", file=sys.stderr)
             return 2
+    if getattr(args, "batch_answers", 1) < 1:
+        print(f"error: --batch-answers must be >= 1, got {args.batch_answers}", file=sys.stderr)
+        return 2
     if getattr(args, "proposals", 1) < 1:
         print(f"error: --proposals must be >= 1, got {args.proposals}", file=sys.stderr)
         return 2

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .citations import Citation, sentence_citations, sentences, strip_markers
-from .reattribution import Reattributor, load_reattributor
+from .reattributors import Reattributor, load_reattributor
 from .verifiers.base import window_spans
 
 Scorer = Callable[[Sequence[str], Sequence[str]], tuple[np.ndarray, np.ndarray]]
@@ -108,48 +108,31 @@ class _Judged:
     evidence: list[Evidence]
 
 
-def _judge(scorer: Any, claims: list[str], passages: Sequence[str], idx: list[int], tau: float | None,
-           base: int) -> _Judged:
-    """Score (claim, passage idx) pairs; pass/fail by tau or verdict; the best window of each."""
-    texts = [passages[i] for i in idx]
-    windowing = None
-    if hasattr(scorer, "score"):  # a PairScorer: the full-passage protocol, with its windows
-        ps = scorer.score(claims, texts)
-        s, v, best, windowing = np.asarray(ps.score, float), ps.verdict, ps.best_window, scorer.windowing
-    else:  # a plain callable: no windows, so the evidence is the whole passage
-        res = scorer(claims, texts)
-        s, v, best = np.asarray(res[0], float), res[1], None
-    passed = s > tau if tau is not None else np.asarray(v, bool)
-    ev = []
-    for t, (i, text) in enumerate(zip(idx, texts)):
-        lo, hi = 0, len(text)
-        if windowing is not None and best[t] >= 0:
-            lo, hi = window_spans(len(text), int(windowing["window_chars"]), int(windowing["stride"]))[int(best[t])]
-        ev.append(Evidence(i + base, lo, hi, text[lo:hi], None if np.isnan(s[t]) else float(s[t])))
-    return _Judged(s, np.asarray(passed, bool), ev)
+@dataclass
+class _Plan:
+    """One answer on its way through the guard: its sentences, citations and audits."""
+
+    answer: str
+    passages: list[str]
+    base: int
+    sents: list[Any]
+    cites: dict[int, list[Citation]]
+    audit_of: dict[tuple[int, Any], CitationAudit]
+    audits: list[CitationAudit]
+    report: GuardReport
 
 
-def guard_answer(answer: str, passages: Sequence[str], scorer: Scorer, *, tau: float | None = None,
-                 base: int = 1, reattribute: Reattributor | str | None = "bm25", proposals: int = 3,
-                 remove: bool = False, guarantee: str = "") -> tuple[str, GuardReport]:
-    """Guard one answer; returns the guarded answer and its report.
-
-    ``reattribute``: a :class:`Reattributor`, a re-attributor config name
-    (``bm25``, ``verifier``) or None for no re-attribution.
-    """
+def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, guarantee: str) -> _Plan:
     if not isinstance(answer, str):
         raise GuardInputError("'answer' must be a string")
     if base not in (0, 1):
         raise GuardInputError(f"citation base must be 0 or 1, got {base!r}")
-    if isinstance(reattribute, str):
-        reattribute = load_reattributor(reattribute, proposals)
     passages = list(passages)
     sents = sentences(answer)
     cites = {s.index: sentence_citations(answer, s, len(passages), base=base) for s in sents}
     claims = {si: strip_markers(sents[si].text) for si, cs in cites.items() if cs}
     report = GuardReport(n_sentences=len(sents), n_cited_sentences=len(claims), guarantee=guarantee,
                          rule=f"pass iff score > tau = {tau:.6g}" if tau is not None else "pass iff verifier verdict")
-
     # one audit per distinct target of a sentence; repeats ([1][1]) share it
     audits: list[CitationAudit] = []
     audit_of: dict[tuple[int, Any], CitationAudit] = {}
@@ -166,49 +149,176 @@ def guard_answer(answer: str, passages: Sequence[str], scorer: Scorer, *, tau: f
             audit_of[(si, target)] = a
             audits.append(a)
     report.n_citations = len(audits)
+    return _Plan(answer, passages, base, sents, cites, audit_of, audits, report)
 
-    # 1. verify every valid citation in one batch
-    valid = [a for a in audits if a.action == "verified"]
-    if valid:
-        j = _judge(scorer, [a.claim for a in valid], passages, [a.cited - base for a in valid], tau, base)
-        for a, ok, ev in zip(valid, j.passed, j.evidence):
-            a.score, a.evidence = ev.score, ev
-            if not ok:
-                a.action = "flagged"
 
-    # 2. re-attribute failed and invalid citations: proposals scored by the verifier, best accepted wins
-    failed = [a for a in audits if a.action in ("flagged", "invalid")]
-    if reattribute is not None and failed:
-        props: list[tuple[CitationAudit, int]] = []
-        for a in failed:
-            cited_here = {c.passage_index for c in cites[a.sentence_index] if c.passage_index >= 0}
-            props += [(a, p) for p in reattribute.propose(a.claim, passages, cited_here)]
-        if props:
-            j = _judge(scorer, [a.claim for a, _ in props], passages, [p for _, p in props], tau, base)
-            best: dict[int, tuple[float, Evidence]] = {}
-            for (a, _), sc, ok, ev in zip(props, j.score, j.passed, j.evidence):
-                if ok and (id(a) not in best or sc > best[id(a)][0]):
-                    best[id(a)] = (float(sc), ev)
-            for a in failed:
-                if id(a) in best:
-                    sc, ev = best[id(a)]
-                    a.action, a.new_pointer, a.new_score, a.new_evidence = "reattributed", ev.passage, sc, ev
+def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | None) -> _Judged:
+    """Judge (claim, passage index) units that may come from several answers, in one scorer call."""
+    if not units:
+        return _Judged(np.zeros(0), np.zeros(0, bool), [])
+    texts = [plan.passages[i] for plan, _, i in units]
+    claims = [claim for _, claim, _ in units]
+    windowing = None
+    if hasattr(scorer, "score"):  # a PairScorer: the full-passage protocol, with its windows
+        ps = scorer.score(claims, texts)
+        s, v, best, windowing = np.asarray(ps.score, float), ps.verdict, ps.best_window, scorer.windowing
+    else:  # a plain callable: no windows, so the evidence is the whole passage
+        res = scorer(claims, texts)
+        s, v, best = np.asarray(res[0], float), res[1], None
+    passed = s > tau if tau is not None else np.asarray(v, bool)
+    ev = []
+    for t, ((plan, _, i), text) in enumerate(zip(units, texts)):
+        lo, hi = 0, len(text)
+        if windowing is not None and best[t] >= 0:
+            lo, hi = window_spans(len(text), int(windowing["window_chars"]), int(windowing["stride"]))[int(best[t])]
+        ev.append(Evidence(i + plan.base, lo, hi, text[lo:hi], None if np.isnan(s[t]) else float(s[t])))
+    return _Judged(s, np.asarray(passed, bool), ev)
 
+
+def _verify(plans: list[_Plan], scorer: Any, tau: float | None) -> None:
+    """1. verify every valid citation of every answer in one batch."""
+    valid = [(plan, a) for plan in plans for a in plan.audits if a.action == "verified"]
+    j = _judge_units(scorer, [(plan, a.claim, a.cited - plan.base) for plan, a in valid], tau)
+    for (_, a), ok, ev in zip(valid, j.passed, j.evidence):
+        a.score, a.evidence = ev.score, ev
+        if not ok:
+            a.action = "flagged"
+
+
+def _reattribute(plans: list[_Plan], scorer: Any, tau: float | None, reattribute: Reattributor) -> None:
+    """2. re-attribute failed and invalid citations: proposals scored by the verifier, best accepted wins."""
+    props: list[tuple[_Plan, CitationAudit, int]] = []
+    for plan in plans:
+        for a in plan.audits:
+            if a.action not in ("flagged", "invalid"):
+                continue
+            cited_here = {c.passage_index for c in plan.cites[a.sentence_index] if c.passage_index >= 0}
+            props += [(plan, a, p) for p in reattribute.propose(a.claim, plan.passages, cited_here)]
+    j = _judge_units(scorer, [(plan, a.claim, p) for plan, a, p in props], tau)
+    best: dict[int, tuple[CitationAudit, float, Evidence]] = {}
+    for (_, a, _), sc, ok, ev in zip(props, j.score, j.passed, j.evidence):
+        if ok and (id(a) not in best or sc > best[id(a)][1]):
+            best[id(a)] = (a, float(sc), ev)
+    for a, sc, ev in best.values():
+        a.action, a.new_pointer, a.new_score, a.new_evidence = "reattributed", ev.passage, sc, ev
+
+
+def _finish(plan: _Plan, remove: bool) -> tuple[str, GuardReport]:
+    """Counts and review budget; 3. rewrite markers, flag or remove."""
+    report, audits = plan.report, plan.audits
     report.audit = audits
     for a in audits:
         setattr(report, a.action, getattr(report, a.action) + 1)
     report.review_budget = (report.flagged + report.invalid) / report.n_citations if report.n_citations else 0.0
-
-    # 3. rewrite markers; flag or remove
     drop = {a.sentence_index for a in audits if a.action in ("flagged", "invalid")} if remove else set()
     report.removed_sentences = len(drop)
     edits = {}
-    for si, cs in cites.items():
+    for si, cs in plan.cites.items():
         for (start, end), group in _by_marker(cs).items():
-            edits[start] = (end, _rewrite(answer[start:end], [audit_of[(si, _target(c))] for c in group],
+            edits[start] = (end, _rewrite(plan.answer[start:end], [plan.audit_of[(si, _target(c))] for c in group],
                                           [int(c.key) for c in group]))
-    text = _apply(answer, edits, [(s.start, s.end) for s in sents if s.index in drop])
+    text = _apply(plan.answer, edits, [(s.start, s.end) for s in plan.sents if s.index in drop])
     return text, report
+
+
+def guard_answers(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, *, tau: float | None = None,
+                  reattribute: Reattributor | str | None = "bm25", proposals: int = 3, remove: bool = False,
+                  guarantee: str = "") -> list[tuple[str, GuardReport]]:
+    """Guard several ``(answer, passages, base)`` at once: every answer's verification units go to
+    the verifier in one call, then every answer's re-attribution proposals in one more. Each answer's
+    outcome is the one :func:`guard_answer` gives it alone."""
+    if isinstance(reattribute, str):
+        reattribute = load_reattributor(reattribute, proposals)
+    plans = [_plan(answer, passages, base, tau, guarantee) for answer, passages, base in items]
+    _verify(plans, scorer, tau)
+    if reattribute is not None:
+        _reattribute(plans, scorer, tau, reattribute)
+    return [_finish(plan, remove) for plan in plans]
+
+
+def guard_answer(answer: str, passages: Sequence[str], scorer: Scorer, *, tau: float | None = None,
+                 base: int = 1, reattribute: Reattributor | str | None = "bm25", proposals: int = 3,
+                 remove: bool = False, guarantee: str = "") -> tuple[str, GuardReport]:
+    """Guard one answer; returns the guarded answer and its report.
+
+    ``reattribute``: a :class:`Reattributor`, a re-attributor definition name
+    (``bm25``, ``verifier``) or None for no re-attribution.
+    """
+    return guard_answers([(answer, passages, base)], scorer, tau=tau, reattribute=reattribute,
+                         proposals=proposals, remove=remove, guarantee=guarantee)[0]
+
+
+class Guard:
+    """The guard, assembled once: a verifier, a re-attributor, a calibration and the options.
+
+    The library's :func:`citeguard.guard`, the ``citeguard`` CLI and the pipeline's worked examples
+    all guard through this object, so a model loads once per process.
+
+    ``verifier``: a verifier definition name (``citeguard/definitions/verifier/``) or a scorer
+    ``(claims, passages) -> (scores, verdicts)``; ``reattributor``: a definition name, a
+    :class:`Reattributor` or None; ``calibration``: a calibration dict or JSON path from
+    ``citeguard calibrate`` (its verifier must be this one), or ``threshold``: a plain tau. Neither
+    means the verifier's own verdict decides. ``runtime``, ``overrides``, ``model_path`` and
+    ``cache_dir`` go to :func:`citeguard.scoring.load_scorer`.
+
+    >>> g = Guard("lexical")
+    >>> text, report = g.guard("Mitochondria produce ATP [1].", ["Mitochondria produce ATP in cells."])
+    >>> report.verified, report.review_budget
+    (1, 0.0)
+    """
+
+    def __init__(self, verifier: str | Scorer = "embedding", *, reattributor: str | Reattributor | None = "bm25",
+                 calibration: str | Mapping[str, Any] | None = None, threshold: float | None = None,
+                 base: int = 1, remove: bool = False, proposals: int = 3,
+                 runtime: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None,
+                 model_path: str | None = None, cache_dir: str | None = None):
+        from .calibration import check_verifier, guarantee_line, read_calibration
+
+        if calibration is not None and threshold is not None:
+            raise GuardInputError("give a calibration or a threshold, not both")
+        if base not in (0, 1):
+            raise GuardInputError(f"citation base must be 0 or 1, got {base!r}")
+        cal = read_calibration(calibration) if calibration is not None else None
+        self.reattributor = (load_reattributor(reattributor, proposals) if isinstance(reattributor, str)
+                             else reattributor)
+        if isinstance(verifier, str):
+            from .scoring import load_scorer
+
+            verifier = load_scorer(verifier, overrides, model_path=model_path, cache_dir=cache_dir, runtime=runtime)
+        self.scorer = verifier
+        self.tau: float | None = float(threshold) if threshold is not None else None
+        self.guarantee = ""
+        self.calibration = cal
+        if cal is not None:
+            if hasattr(self.scorer, "hash"):
+                check_verifier(cal, self.scorer.name, self.scorer.hash,
+                               calibration if isinstance(calibration, str) else "calibration")
+            self.tau, self.guarantee = float(cal["tau"]), guarantee_line(cal)
+        self.base, self.remove = base, remove
+
+    @property
+    def verifier_name(self) -> str:
+        return str(getattr(self.scorer, "name", getattr(self.scorer, "__name__", "scorer")))
+
+    @property
+    def rule(self) -> str:
+        return f"pass iff score > tau = {self.tau:.6g}" if self.tau is not None else "pass iff verifier verdict"
+
+    def guard(self, answer: str, passages: Sequence[Any], *, base: int | None = None) -> tuple[str, GuardReport]:
+        """Verify -> re-attribute -> flag one answer; ``passages`` are strings or ``{"text": ...}``."""
+        return self.guard_many([(answer, passages)], base=base)[0]
+
+    def guard_many(self, items: Sequence[tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], int]],
+                   *, base: int | None = None) -> list[tuple[str, GuardReport]]:
+        """Guard several answers; their forward passes span answers. Each item is
+        ``(answer, passages)`` or ``(answer, passages, base)``."""
+        todo = []
+        for item in items:
+            answer, passages = item[0], item[1]
+            b = item[2] if len(item) > 2 and item[2] is not None else (self.base if base is None else base)
+            todo.append((answer, normalise_passages(list(passages)), b))
+        return guard_answers(todo, self.scorer, tau=self.tau, reattribute=self.reattributor,
+                             remove=self.remove, guarantee=self.guarantee)
 
 
 def _target(c: Citation) -> Any:

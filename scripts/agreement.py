@@ -1,6 +1,6 @@
 """Rule agreement: pairwise verifier agreement on a fixed sample of deployment pairs."""
-from citeguard import analysis, figures
-from citeguard.rulekit import scored_sets, settings, start
+from citeguard.study import analysis, figures
+from citeguard.study.workflow_helpers import scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

@@ -3,7 +3,7 @@ import json
 
 import pandas as pd
 
-from citeguard.rulekit import start
+from citeguard.study.workflow_helpers import start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

@@ -2,7 +2,7 @@
 import os
 
 from citeguard.io import MIRROR_ENV, FileSpec, fetch_file
-from citeguard.rulekit import param_json, start
+from citeguard.study.workflow_helpers import param_json, start
 
 log = start(snakemake)  # noqa: F821
 spec = FileSpec.from_dict(param_json(snakemake, "spec"))  # noqa: F821

@@ -1,8 +1,8 @@
 """Rule fit_stacked_verifier: logistic regression on the training split of gold."""
 import json
 
-from citeguard.rulekit import param_json, start
-from citeguard.score_tables import feature_matrix, load_scored
+from citeguard.study.scored_tables import feature_matrix, load_scored
+from citeguard.study.workflow_helpers import param_json, start
 from citeguard.verifiers.fitted import fit_stacked
 
 sm = snakemake  # noqa: F821

@@ -3,8 +3,8 @@ import json
 
 import pandas as pd
 
-from citeguard import figures, kit
-from citeguard.rulekit import settings, start
+from citeguard.study import figures, kit
+from citeguard.study.workflow_helpers import settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

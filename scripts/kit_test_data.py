@@ -1,8 +1,8 @@
 """Rule kit_test_data: a small local dataset of the hub's schema, from the mirrored QA rows."""
 import json
 
-from citeguard import kit
-from citeguard.rulekit import settings, start
+from citeguard.study import kit
+from citeguard.study.workflow_helpers import settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from citeguard import analysis, figures
-from citeguard.reattribution import Reattributor, bm25_scores
-from citeguard.rulekit import eval_split, scored_sets, settings, start
+from citeguard.reattributors import Reattributor, bm25_scores
+from citeguard.study import analysis, figures
+from citeguard.study.workflow_helpers import eval_split, scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

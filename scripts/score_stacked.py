@@ -1,23 +1,19 @@
-"""Rule score_stacked: apply a fitted stacked verifier to one set."""
-import json
-
-import numpy as np
+"""Rule score_stacked: a fitted stacked verifier over one set, from its base verifiers' score tables,
+through the PairScorer the guard uses (PairScorer.combine)."""
 import pandas as pd
 
-from citeguard.rulekit import param_json, start
-from citeguard.score_tables import SCORE_COLUMNS, feature_matrix, load_scored
-from citeguard.verifiers.fitted import stacked_verdicts
+from citeguard import definitions
+from citeguard.scoring import PairScorer
+from citeguard.study.scored_tables import read_pair_scores, score_table
+from citeguard.study.workflow_helpers import param_json, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)
 cfg = param_json(sm, "verifier")
-model = json.load(open(sm.input.model))
-pairs = load_scored(sm.input.pairs, sm.input.features)
-score, verdict = stacked_verdicts(model, feature_matrix(pairs, model["features"]), cfg)
-table = pd.DataFrame({
-    "pair_id": pairs["pair_id"], "verifier": cfg["name"], "score": score,
-    "verdict": verdict, "best_window": -1, "n_windows": 0,
-    "reason": np.where(np.isfinite(score), "", "missing_feature"), "binary": False,
-}, columns=SCORE_COLUMNS)
+pairs = pd.read_parquet(sm.input.pairs)
+scorer = PairScorer(cfg, {}, definitions.windowing(), model_path=sm.input.model)  # bases come as tables
+base = dict(read_pair_scores(pairs["pair_id"], p) for p in sm.input.features)
+ps = scorer.combine([base[f] for f in scorer.model["features"]])
+table = score_table(pairs["pair_id"], cfg["name"], ps, False)
 table.to_parquet(sm.output[0], index=False)
 log.info("%s on %s: %d pairs, supported %.3f", cfg["name"], sm.wildcards.set, len(table), table.verdict.mean())

@@ -1,8 +1,8 @@
 """Rule validate: verifier validation on gold (dev, and held-out when configured) + frontier."""
 import pandas as pd
 
-from citeguard import analysis, figures
-from citeguard.rulekit import scored_sets, settings, start
+from citeguard.study import analysis, figures
+from citeguard.study.workflow_helpers import scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

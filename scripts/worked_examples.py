@@ -3,11 +3,11 @@
 import pandas as pd
 
 from citeguard.conformal import ConformalGuard
-from citeguard.guarding import guard_answer as guard
+from citeguard.guarding import Guard
 from citeguard.io import read_records
-from citeguard.pair_scoring import PairScorer
-from citeguard.reattribution import Reattributor
-from citeguard.rulekit import eval_split, param_json, scored_sets, settings, start
+from citeguard.reattributors import Reattributor
+from citeguard.scoring import PairScorer
+from citeguard.study.workflow_helpers import eval_split, param_json, scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)
@@ -20,14 +20,15 @@ cal = ConformalGuard(alpha=round(1 - cfg["budget_target"], 10)).calibrate(
     cal_df[f"score_{name}"].to_numpy(float), cal_df["label"].to_numpy())
 model = next((m for m in sm.input.models if m.endswith(f"/{name}.json")), None)
 reattributor = Reattributor.from_config(cfg["reattributor"])
-scorer = PairScorer(verifiers[name], verifiers, cfg["windowing"], sm.params.cache_dir, model)
+guard = Guard(PairScorer(verifiers[name], verifiers, cfg["windowing"], sm.params.cache_dir, model),
+              reattributor=reattributor, threshold=cal.tau, base=0)
 want = int(cfg["worked_examples"])
 rows = []
 for rec in read_records(sm.input.answers):
     passages = [c.get("text") if isinstance(c.get("text"), str) else "" for c in rec["ctxs"]]
     if not all(p.strip() for p in passages):
         continue  # the guard refuses empty passages; such answers are counted in data_summary
-    _, report = guard(rec["output"], passages, scorer, tau=cal.tau, base=0, reattribute=reattributor)
+    _, report = guard.guard(rec["output"], passages)
     for a in report.audit:
         if a.action in ("reattributed", "flagged"):
             rows.append({"answer_id": rec["id"], "action": a.action, "claim": a.claim, "cited": a.cited,

@@ -21,33 +21,12 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..citations import is_blank
-from ..config import config_hash
+from ..hashing import EXACT_DEFAULTS, RUNTIME_KEYS, verifier_hash  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
 
-# Config keys that do not change a verifier's outputs (excluded from its hash).
-RUNTIME_KEYS = frozenset({
-    "resources", "batch_size", "device", "max_concurrency", "max_retries",
-    "backoff_seconds", "timeout_seconds", "api_key_env", "base_url",
-    # a verdict threshold never changes a cached score: verdicts are re-derived from scores
-    "threshold",
-    "threads",
-})
-# Keys that change scores but whose default is the exact path: left out of the hash at their
-# default, so the float32 PyTorch path keeps the hash (and the caches) it always had, and any
-# other runtime or quantisation gets caches of its own.
-EXACT_DEFAULTS = {"runtime": "torch", "quantize": "none"}
 
 
-def verifier_hash(cfg: Mapping[str, Any]) -> str:
-    """Hash of the output-relevant part of a verifier config (with the precision it really runs at:
-    OpenVINO's bf16 is float32 on a CPU without native bfloat16)."""
-    if cfg.get("runtime") == "openvino" and cfg.get("quantize") == "bf16":  # only then: encoders imports torch
-        from .encoders import effective_quantize
-
-        cfg = {**cfg, "quantize": effective_quantize(cfg)}
-    return config_hash({k: v for k, v in cfg.items()
-                        if k not in RUNTIME_KEYS and not (k in EXACT_DEFAULTS and v == EXACT_DEFAULTS[k])})
 
 
 class Verifier(Protocol):

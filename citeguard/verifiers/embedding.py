@@ -11,8 +11,8 @@ from tqdm.auto import tqdm
 from transformers import AutoModel, AutoTokenizer
 
 from ..modelpath import resolve_model
-from .encoders import Forward, encode_sorted, files_key, runtime_of, set_threads, weights_key
-from .models import load_pretrained
+from .hf import load_pretrained
+from .runtimes import Forward, encode_sorted, files_key, runtime_of, set_threads, weights_key
 
 
 def resolve_model_path(model: str) -> str:

@@ -1,6 +1,6 @@
 """Stacked verifier: logistic regression over base verifiers' pair scores.
 
-Fitted on a training split of gold only; see ``config/verifier/fitted.yaml``.
+Fitted on a training split of gold only; see ``citeguard/definitions/verifier/fitted.yaml``.
 """
 from __future__ import annotations
 

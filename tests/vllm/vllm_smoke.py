@@ -41,7 +41,8 @@ def real_output(recs: list[dict], prompts: list[str]) -> None:
 def main() -> int:
     import yaml
 
-    from citeguard.generation import TransformersBackend, VLLMBackend, format_passages, generate_file, load_tasks
+    from citeguard.llm_backends import TransformersBackend, VLLMBackend
+    from citeguard.study.generation import format_passages, generate_file, load_tasks
 
     mirror = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "data"
     tmp = Path(tempfile.mkdtemp())

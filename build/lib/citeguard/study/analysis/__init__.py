@@ -1,0 +1,42 @@
+"""The study's analyses: pure functions from scored pair tables to tables, one module per analysis.
+
+Scored tables come from :func:`citeguard.study.scored_tables.load_scored`: one row per pair with ``label``
+(1 supported / 0 unsupported / NaN unknown) and, per verifier ``v``, ``score_v`` and ``verdict_v``
+(True = supported).
+"""
+from .agreement import agreement_sample, agreement_table
+from .conformal_eval import (
+    budget_curve,
+    calibration_arrays,
+    calibration_size_ablation,
+    coverage_table,
+    mondrian_table,
+    pac_ranks_table,
+    review_budget,
+)
+from .rates import unsupported_rates
+from .reattribution import lexical_overlap_by_label, random_recall, rank_hits, reattribution_tables
+from .scope import scope_table
+from .transfer import transfer_table
+from .validation import catch_rate_frontier, validation_table
+
+__all__ = [
+    "validation_table",
+    "catch_rate_frontier",
+    "unsupported_rates",
+    "agreement_sample",
+    "agreement_table",
+    "calibration_arrays",
+    "coverage_table",
+    "calibration_size_ablation",
+    "review_budget",
+    "budget_curve",
+    "mondrian_table",
+    "pac_ranks_table",
+    "transfer_table",
+    "rank_hits",
+    "random_recall",
+    "reattribution_tables",
+    "lexical_overlap_by_label",
+    "scope_table",
+]

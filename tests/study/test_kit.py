@@ -1,0 +1,239 @@
+"""The authors' kit as an experiment: the slice through HF datasets (offline path, md5 check) and
+the kit analyses on values worked out by hand."""
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import MIRROR as _MIRROR
+from conftest import require_mirror
+
+from citeguard.study import kit
+
+require_mirror()
+
+MIRROR = Path(_MIRROR)
+MANIFEST = json.loads((MIRROR / "citation_guard" / "bioasq_slice_manifest.json").read_text())
+QA_CSV = MIRROR / "rag_mini_bioasq" / "question-answer-passages_test.csv"
+
+
+@pytest.fixture(scope="module")
+def qa_rows():
+    return kit.load_rows({"format": "csv", "data_files": str(QA_CSV)})  # the datasets code path
+
+
+@pytest.fixture(scope="module")
+def local_dataset(qa_rows, tmp_path_factory):
+    """A 4-question dataset of the hub's schema written as parquet, as rule kit_test_data does."""
+    d = tmp_path_factory.mktemp("kit")
+    qa, corpus, manifest = kit.stand_in_dataset(MANIFEST, qa_rows, 4)
+    qa.to_parquet(d / "qa.parquet", index=False)
+    corpus.to_parquet(d / "corpus.parquet", index=False)
+    return d, manifest
+
+
+def load_local(d):
+    qa = kit.load_rows({"format": "parquet", "data_files": str(d / "qa.parquet")})
+    corpus = kit.load_rows({"format": "parquet", "data_files": str(d / "corpus.parquet")})
+    return qa, kit.passage_table(corpus)
+
+
+# ---------------------------------------------------------------- data
+
+def test_every_manifest_entry_matches_the_mirrored_rows(qa_rows):
+    """All 200 entries: the row exists, its question's sha256 prefix and its PubMed ids are the manifest's."""
+    assert len(qa_rows) == 4719
+    for m in MANIFEST["entries"]:
+        q = qa_rows[m["qa_row"]]
+        assert hashlib.sha256(q["question"].encode()).hexdigest()[:16] == m["q_sha16"]
+        assert set(m["pmids"]) <= set(kit.pmid_list(q["relevant_passage_ids"]))
+    _, _, small = kit.stand_in_dataset(MANIFEST, qa_rows, 200)  # runs slice_records over every entry
+    assert len(small["entries"]) == 200
+
+
+def test_local_parquet_through_datasets_rebuilds_and_verifies(local_dataset):
+    d, manifest = local_dataset
+    qa, passages = load_local(d)
+    records, md5 = kit.rebuild_slice(manifest, qa, passages)
+    assert md5 == manifest["expected_md5"] == hashlib.md5(json.dumps(records, ensure_ascii=False, indent=2).encode()).hexdigest()
+    first = MANIFEST["entries"][0]
+    assert records[0]["id"] == first["id"] and [c["title"] for c in records[0]["ctxs"]] == [f"PMID:{p}" for p in first["pmids"]]
+    assert records[0]["input"] == qa[first["qa_row"]]["question"]
+    assert records[0]["output"] == qa[first["qa_row"]]["answer"].strip()
+
+
+def test_md5_mismatch_fails_naming_the_first_changed_record(local_dataset):
+    d, manifest = local_dataset
+    qa, passages = load_local(d)
+    pmid = manifest["entries"][1]["pmids"][0]
+    changed = {**passages, pmid: passages[pmid] + " "}
+    assert pmid not in manifest["entries"][0]["pmids"]  # so entry 1 is the first record that changes
+    with pytest.raises(kit.KitDataError, match=r"md5 .* != manifest .*first differing record: entry 1, bioasq_583, qa row 583"):
+        kit.rebuild_slice(manifest, qa, changed)
+    # the authors' manifest has no per-record md5s: the message still says what matched
+    bare = {**manifest, "entries": [{k: v for k, v in m.items() if k != "record_md5"} for m in manifest["entries"]]}
+    with pytest.raises(kit.KitDataError, match="PubMed ids matched, so passage or answer text differs$"):
+        kit.rebuild_slice(bare, qa, changed)
+
+
+def test_row_hash_and_pmid_checks_name_the_entry(local_dataset):
+    d, manifest = local_dataset
+    qa, passages = load_local(d)
+    e = manifest["entries"]
+    swapped = [dict(r) for r in qa]
+    swapped[e[2]["qa_row"]] = dict(qa[0])
+    with pytest.raises(kit.KitDataError, match=rf"manifest entry 2 \({e[2]['id']}, qa row {e[2]['qa_row']}\): question hash"):
+        kit.rebuild_slice(manifest, swapped, passages)
+    with pytest.raises(kit.KitDataError, match="entry 0 .*only 10 rows"):
+        kit.rebuild_slice(manifest, qa[:10], passages)
+    stray = {**manifest, "entries": [{**e[0], "pmids": e[0]["pmids"] + [1]}] + e[1:]}
+    with pytest.raises(kit.KitDataError, match=r"entry 0 .*PubMed ids \[1\] are not among"):
+        kit.rebuild_slice(stray, qa, passages)
+    missing = {k: v for k, v in passages.items() if k != e[3]["pmids"][-1]}
+    with pytest.raises(kit.KitDataError, match=rf"entry 3 .*\[{e[3]['pmids'][-1]}\] are not in the passage corpus"):
+        kit.rebuild_slice(manifest, qa, missing)
+
+
+def test_hub_failure_falls_back_to_the_mirror_for_qa_and_names_the_missing_corpus(monkeypatch, tmp_path):
+    import logging
+
+    monkeypatch.setenv("CITEGUARD_DATA_MIRROR", str(MIRROR))
+    import datasets
+    import huggingface_hub
+
+    # offline as this machine is, without waiting for the network timeouts
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    hub = {"repo": "rag-datasets/rag-mini-bioasq", "split": "test", "revision": "main"}
+    with pytest.raises(kit.KitDataError, match="passage corpus .*not mirrored.*experiment=kit_smoke"):
+        kit.hub_tables({**hub, "config": "question-answer-passages"}, {**hub, "config": "text-corpus"},
+                       "rag_mini_bioasq/question-answer-passages_test.csv", tmp_path, logging.getLogger("t"))
+
+
+# ---------------------------------------------------------------- metrics by hand
+
+def test_rouge_l_recall_by_hand():
+    # LCS of "the cat sat on the mat" and "the cat is on the mat" is "the cat on the mat": 5 of 6
+    assert kit.rouge_l_recall("The cat sat on the mat.", "the cat is on the mat") == pytest.approx(5 / 6)
+    assert kit.rouge_l_recall("mat the", "the mat") == pytest.approx(1 / 2)
+    assert kit.rouge_l_recall("anything", "") == 0.0
+    # caps: the reference cut to its first 2 words, the candidate to its first 1
+    assert kit.rouge_l_recall("the cat", "the cat is on", max_reference=2) == 1.0
+    assert kit.rouge_l_recall("the cat", "the cat is on", max_candidate=1) == pytest.approx(1 / 4)
+
+
+def test_citation_prf_by_hand():
+    ans = ("Levels increased in treated patients [1]. The drug was found to help in trials [3]. "
+           "Another finding was reported without any marker. Short one [2].")
+    r = kit.citation_prf(ans, 2, r"increas|found|finding")
+    # cited ids {1, 3, 2}: 1 and 2 in range -> P = 2/3; cue sentences: 3, of which 2 carry a marker -> R = 2/3
+    assert r["citation_precision"] == pytest.approx(2 / 3)
+    assert r["citation_recall"] == pytest.approx(2 / 3)
+    assert r["citation_f1"] == pytest.approx(2 / 3)
+    none = kit.citation_prf("Nothing here matches the pattern at all.", 3, r"increas")
+    assert none == {"citation_precision": 1.0, "citation_recall": 0.0, "citation_f1": 0.0}
+    # a 20-character sentence is too short to count; 21 counts
+    assert kit.kit_sentences("x" * 19 + ". " + "y" * 20 + ".") == ["y" * 20 + "."]
+
+
+def test_sentence_support_any_citation():
+    # sentence ids as citeguard.study.prepare writes them: '<item id>:<sentence index>' (item ids may hold colons)
+    pairs = pd.DataFrame({"item_id": ["a", "a", "a", "b:x"], "sentence_id": ["a:0", "a:0", "a:2", "b:x:1"]})
+    sup = kit.sentence_support(pairs, pd.Series([False, True, False, False]))
+    assert sup == {"a": {0: True, 2: False}, "b:x": {1: False}}
+
+
+def test_item_row_coverage_by_hand():
+    answer = "Alpha beta gamma [1]. Delta epsilon [2]. Zeta eta."
+    reference = "alpha beta delta epsilon zeta"
+    rng = np.random.default_rng(0)
+    # both cited sentences unsupported: guard and random removal both drop them
+    r = kit.item_row(answer, reference, 2, {0: False, 1: False}, r"a", rng)
+    assert (r["n_sentences"], r["n_cited"], r["n_unsupported"]) == (3, 2, 2)
+    assert r["coverage_answer"] == pytest.approx(1.0)
+    assert r["coverage_guard"] == pytest.approx(1 / 5) == r["coverage_random"]  # only "zeta" is left
+    # sentence 1 unsupported: the guard keeps alpha beta + zeta (3/5); random removes one of 0 or 1
+    r = kit.item_row(answer, reference, 2, {0: True, 1: False}, r"a", np.random.default_rng(1))
+    assert r["coverage_guard"] == pytest.approx(3 / 5)
+    assert r["coverage_random"] in (pytest.approx(3 / 5), pytest.approx(3 / 5))
+    # nothing unsupported: nothing removed
+    r = kit.item_row(answer, reference, 2, {0: True}, r"a", rng)
+    assert r["coverage_guard"] == r["coverage_random"] == pytest.approx(1.0) and r["n_unsupported"] == 0
+
+
+def _items(u, c, f1=None):
+    n = len(u)
+    f1 = f1 if f1 is not None else [0.5] * n
+    return pd.DataFrame({"item_id": [str(i) for i in range(n)], "error": False, "n_unsupported": u, "n_cited": c,
+                         "citation_precision": 1.0, "citation_recall": f1, "citation_f1": f1,
+                         "coverage_answer": 1.0, "coverage_guard": 0.8, "coverage_random": 0.6})
+
+
+def test_cell_summary_points_and_intervals_recomputed():
+    items = _items([1, 0, 3, 0], [4, 2, 5, 1], [0.2, 0.4, 0.9, 1.0])
+    out = kit.cell_summary(items, 500, np.random.default_rng(7))
+    assert out["unsupported_pct"] == pytest.approx(100 * 4 / 12)
+    assert out["citation_f1"] == pytest.approx(0.625)
+    assert out["coverage_guard_minus_random"] == pytest.approx(0.2)
+    assert (out["n_items"], out["n_cited"], out["n_unsupported"]) == (4, 12, 4)
+    idx = np.random.default_rng(7).integers(4, size=(500, 4))  # the same resamples, recomputed plainly
+    u, c = np.array([1, 0, 3, 0]), np.array([4, 2, 5, 1])
+    rates = [100 * u[i].sum() / c[i].sum() for i in idx]
+    assert out["unsupported_pct_ci_low"] == pytest.approx(np.quantile(rates, 0.025))
+    assert out["unsupported_pct_ci_high"] == pytest.approx(np.quantile(rates, 0.975))
+    f1 = np.array([0.2, 0.4, 0.9, 1.0])
+    assert out["citation_f1_ci_high"] == pytest.approx(np.quantile([f1[i].mean() for i in idx], 0.975))
+
+
+def test_paired_difference_by_hand():
+    lit, bare = _items([1, 2, 0], [4, 4, 2]), _items([0, 1, 0], [5, 5, 0])
+    out = kit.paired_difference(lit, bare, 300, np.random.default_rng(3))
+    assert out["difference_pp"] == pytest.approx(100 * (3 / 10 - 1 / 10))
+    assert out["n_items"] == 3
+    idx = np.random.default_rng(3).integers(3, size=(300, 3))
+    ua, ca, ub, cb = np.array([1, 2, 0]), np.array([4, 4, 2]), np.array([0, 1, 0]), np.array([5, 5, 0])
+    d = [100 * (ua[i].sum() / ca[i].sum() - ub[i].sum() / cb[i].sum()) for i in idx if cb[i].sum() and ca[i].sum()]
+    assert out["difference_pp_ci_low"] == pytest.approx(np.quantile(d, 0.025))
+    assert out["significant_positive"] == (np.quantile(d, 0.025) > 0)
+
+
+def test_cross_domain_tau_and_flag_rates_by_hand():
+    neg = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    curve = {"alphas": [0.1, 0.2], "tau": [0.88, 0.77]}
+    out = kit.cross_domain(neg, [0.1, 0.2], curve, {"m/bare": np.array([0.05, 0.9, 0.95, np.nan])})
+    # alpha 0.1: k = ceil(10 * 0.9) = 9 -> tau = 0.9 (flags 0.05 and 0.9: 2 of 3 finite scores);
+    # alpha 0.2: k = ceil(10 * 0.8) = 8 -> tau = 0.8 (flags 0.05: 1 of 3)
+    assert out["tau"].tolist() == [0.9, 0.8]
+    assert out["tau_authors"].tolist() == [0.88, 0.77]
+    assert out["flag_rate"].tolist() == pytest.approx([2 / 3, 1 / 3])
+    assert out["n_pairs"].tolist() == [3, 3]
+
+
+def test_vs_authors_bands_are_inclusive_and_n_cited_exact():
+    expected = {"cells": {"cond_b2": {"citation_f1_mean": 0.5, "unsupported_pct": 2.0, "unsupported_ci95": [1.0, 3.0],
+                                      "n_cited": 10}},
+                "paired_lit_minus_bare_pp": {"point": 1.0}}
+    bands = {"citation_f1_mean": 0.01, "unsupported_pct": 0.5, "unsupported_ci95_low": 0.5,
+             "unsupported_ci95_high": 0.5, "n_cited": 0, "paired_difference_pp": 0.5}
+    ours = {"cond_b2": {"citation_f1": 0.51, "unsupported_pct": 2.6, "unsupported_pct_ci_low": 0.5,
+                        "unsupported_pct_ci_high": 3.25, "n_cited": 11}}
+    t = kit.vs_authors(ours, {"difference_pp": 1.5}, expected, bands).set_index("metric")
+    assert t.loc["citation_f1_mean", "within_band"]  # |0.51 - 0.5| = 0.01: on the band, inside
+    assert not t.loc["unsupported_pct", "within_band"] and t.loc["unsupported_pct", "difference"] == pytest.approx(0.6)
+    assert t.loc["unsupported_ci95_low", "within_band"] and t.loc["unsupported_ci95_high", "within_band"]
+    assert not t.loc["n_cited", "within_band"]
+    assert t.loc["paired_difference_pp", "within_band"]
+    missing = kit.vs_authors({}, None, expected, bands)
+    assert not missing["within_band"].any() and math.isnan(missing["ours"].iloc[0])
+
+
+def test_summaries_one_row_per_cell_and_lit_minus_bare_per_model():
+    items = {("m", "bare"): _items([0, 1], [2, 2]), ("m", "lit"): _items([1, 1], [2, 2]),
+             ("m", "openscholar"): _items([0, 0], [1, 1])}
+    cells, paired = kit.summaries(items, 100, 0)
+    assert cells["cell"].tolist() == ["cond_b2", "cond_lit", "cond_os"]
+    assert cells["unsupported_pct"].tolist() == pytest.approx([25.0, 50.0, 0.0])
+    assert paired["difference_pp"].tolist() == pytest.approx([25.0])

@@ -187,17 +187,29 @@ def strip_markers(sentence: str, cap: int = CLAIM_CAP) -> str:
     return text[:cap]
 
 
-def expand_numeric(body: str) -> list[int]:
+def expand_numeric(body: str, max_range: int | None = None) -> list[int]:
     """Numbers a numeric marker body denotes; a reversed range names its two ends.
+
+    ``max_range`` bounds how many citations one range may expand to (the guard's
+    :class:`~citeguard.limits.Limits`); a longer range raises
+    :class:`~citeguard.limits.LimitExceeded` before anything is expanded.
 
     >>> expand_numeric("1, 3-5"), expand_numeric("3\u20131")
     ([1, 3, 4, 5], [3, 1])
+    >>> expand_numeric("1-1000000000", max_range=1000)
+    Traceback (most recent call last):
+    ...
+    citeguard.limits.LimitExceeded: citation range [1-1000000000] expands to 1000000000 citations; the limit is 1000 (max_range)
     """
     ids: list[int] = []
     for part in re.split(r"\s*,\s*", body.strip()):
         rng = re.split(r"\s*[-\u2013]\s*", part)
         if len(rng) == 2:
             lo, hi = int(rng[0]), int(rng[1])
+            if max_range is not None and hi - lo + 1 > max_range:
+                from .limits import LimitExceeded
+
+                raise LimitExceeded(f"citation range [{part}] expands to {hi - lo + 1} citations", "max_range", max_range)
             ids.extend(range(lo, hi + 1) if hi >= lo else [lo, hi])
         else:
             ids.append(int(rng[0]))
@@ -264,7 +276,8 @@ def extract_pairs(
 
 
 def sentence_citations(text: str, sentence: Sentence, n_passages: int, *, base: int = 1,
-                       id_table: Mapping[str, int] | None = None, string_ids: bool = False) -> list[Citation]:
+                       id_table: Mapping[str, int] | None = None, string_ids: bool = False,
+                       max_range: int | None = None) -> list[Citation]:
     """Every citation the markers of one sentence make, in reading order.
 
     The one definition of "a citation" that extraction, ``convert`` and the
@@ -280,7 +293,8 @@ def sentence_citations(text: str, sentence: Sentence, n_passages: int, *, base: 
     out: list[Citation] = []
     seen: set[tuple[str, int | None]] = set()
     for m in MARKER_RE.finditer(text, sentence.start, sentence.end):
-        for marker, key, idx in resolve_marker(m, n_passages, base=base, id_table=id_table, string_ids=string_ids):
+        for marker, key, idx in resolve_marker(m, n_passages, base=base, id_table=id_table, string_ids=string_ids,
+                                               max_range=max_range):
             target = (key, None) if idx is None or idx < 0 else ("", idx)
             out.append(Citation(sentence.index, m.start(), m.end(), marker, key, idx, target not in seen))
             seen.add(target)
@@ -294,7 +308,7 @@ def uses_string_ids(id_table: Mapping[str, int] | None) -> bool:
 
 
 def resolve_marker(m: re.Match, n_passages: int, *, base: int = 1, id_table: Mapping[str, int] | None = None,
-                   string_ids: bool = False) -> list[tuple[str, str, int | None]]:
+                   string_ids: bool = False, max_range: int | None = None) -> list[tuple[str, str, int | None]]:
     """(marker, key, passage index) for each citation a marker match denotes.
 
     The index is None for an unknown id and -1 for a number out of range; an
@@ -307,7 +321,7 @@ def resolve_marker(m: re.Match, n_passages: int, *, base: int = 1, id_table: Map
         if id_table is not None and (marker in id_table or body in id_table):
             key = marker if marker in id_table else body
             return [(marker, key, id_table[key])]
-        for n in expand_numeric(body):
+        for n in expand_numeric(body, max_range):
             if id_table is not None:
                 key = str(n) if str(n) in id_table else f"[{n}]"
                 targets.append((marker, key, id_table.get(key)))

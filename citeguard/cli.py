@@ -45,6 +45,22 @@ def parse_overrides(pairs: list[str] | None) -> dict[str, Any]:
     return out
 
 
+def parse_limits(pairs: list[str] | None):
+    """``--limit NAME=N`` strings -> :class:`~citeguard.limits.Limits` (defaults for the rest)."""
+    from .limits import Limits
+
+    values: dict[str, Any] = {}
+    for item in pairs or []:
+        key, sep, value = item.partition("=")
+        if not sep or not value.strip().lstrip("-").isdigit():
+            raise CLIError(f"--limit expects NAME=INTEGER, got {item!r}")
+        values[key] = int(value)
+    try:
+        return Limits.from_mapping(values)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+
+
 def runtime_args(args: argparse.Namespace) -> dict[str, Any]:
     """--runtime/--quantize/--threads as the in-process model verifiers' runtime keys."""
     return {"runtime": args.runtime, "quantize": args.quantize, "threads": args.threads}
@@ -157,7 +173,7 @@ def make_guard(args: argparse.Namespace):
         return Guard(args.verifier, reattributor=None if args.no_reattribute else args.reattributor,
                      calibration=args.calibration, base=args.base, remove=args.remove, proposals=args.proposals,
                      runtime=runtime_args(args), overrides=parse_overrides(args.override), model_path=args.model,
-                     cache_dir=args.cache_dir)
+                     cache_dir=args.cache_dir, limits=parse_limits(args.limit))
     except (CalibrationError, VerifierLoadError, GuardInputError) as e:
         raise CLIError(str(e)) from None
     except ValueError as e:  # an unknown re-attributor
@@ -168,6 +184,7 @@ def cmd_guard(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from .guarding import GuardInputError
+    from .limits import LimitExceeded
 
     _check_out(args.out)
     _check_out(args.html)
@@ -192,7 +209,29 @@ def cmd_guard(args: argparse.Namespace) -> int:
                 entries.append(AuditEntry(str(rec.get("id", lineno)), answer, text, result["report"]))
         chunk.clear()
 
+    def flush_checked(chunk: list[tuple[int, Any, str, list[str], int | None]]) -> None:
+        """flush, and where one answer is past a limit, guard the others alone and report that one."""
+        try:
+            flush(chunk)
+            return
+        except LimitExceeded:
+            if not batch:
+                raise
+        for item in list(chunk):
+            try:
+                flush([item])
+            except LimitExceeded as e:
+                print(f"error: {args.input}:{item[0]}: {e}", file=sys.stderr)
+                totals["failed_answers"] += 1
+        chunk.clear()
+
     chunk: list[tuple[int, Any, str, list[str], int | None]] = []
+    limits = guard.limits
+    if args.input != "-" and Path(args.input).is_file():
+        try:
+            limits.check_bytes(Path(args.input).stat().st_size, args.input)
+        except LimitExceeded as e:
+            raise CLIError(str(e)) from None
     records = iter_json_records(args.input)
     bar = tqdm(records, desc="guard", unit="answer", disable=not batch or args.quiet, file=sys.stderr)
     for lineno, rec in bar:
@@ -211,9 +250,9 @@ def cmd_guard(args: argparse.Namespace) -> int:
             continue
         chunk.append((lineno, rec, answer, passages, base))
         if len(chunk) >= args.batch_answers:  # one verifier call spans these answers
-            flush(chunk)
+            flush_checked(chunk)
     if chunk:
-        flush(chunk)
+        flush_checked(chunk)
     if out is not sys.stdout:
         out.close()
     if html is not None:
@@ -412,6 +451,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="citation numbering base when a record has no citation_base: 1 = [1] is the first passage")
     g.add_argument("--jsonl", action="store_true", help="treat input as JSONL even without .jsonl suffix")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g.add_argument("--limit", action="append", metavar="NAME=N",
+                   help="raise or lower an input limit (repeatable): max_range (1000), max_citations_per_sentence "
+                        "(200), max_citations_per_answer (5000), max_sentences (10000), max_passages (1000), "
+                        "max_passage_chars (1000000), max_answer_chars (500000), max_request_bytes (33554432); "
+                        "an answer past a limit is refused, naming it (exit 2)")
     g.add_argument("--batch-answers", type=int, default=16, metavar="N",
                    help="answers whose citations go to the verifier together (default 16)")
     verifier_opts(g)
@@ -473,6 +517,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except CLIError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:  # a limit (LimitExceeded) or guard input error on a single answer
+        from .guarding import GuardInputError
+        if not isinstance(e, GuardInputError) and type(e).__name__ != "LimitExceeded":
+            raise
+        print(f"error: {getattr(args, 'input', '')}: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

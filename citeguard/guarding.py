@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .citations import Citation, sentence_citations, sentences, strip_markers
+from .limits import LimitExceeded, Limits  # noqa: F401 (LimitExceeded: callers catch it from here too)
 from .reattributors import Reattributor, load_reattributor
 from .verifiers.base import window_spans
 
@@ -122,14 +123,22 @@ class _Plan:
     report: GuardReport
 
 
-def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, guarantee: str) -> _Plan:
+def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, guarantee: str,
+          limits: Limits) -> _Plan:
     if not isinstance(answer, str):
         raise GuardInputError("'answer' must be a string")
     if base not in (0, 1):
         raise GuardInputError(f"citation base must be 0 or 1, got {base!r}")
     passages = list(passages)
+    limits.check_answer(answer)
+    limits.check_passages(passages)
     sents = sentences(answer)
-    cites = {s.index: sentence_citations(answer, s, len(passages), base=base) for s in sents}
+    limits.check_sentences(len(sents))
+    cites, total = {}, 0
+    for s in sents:
+        cites[s.index] = sentence_citations(answer, s, len(passages), base=base, max_range=limits.max_range)
+        total += len(cites[s.index])
+        limits.check_citations(len(cites[s.index]), total, s.index)
     claims = {si: strip_markers(sents[si].text) for si, cs in cites.items() if cs}
     report = GuardReport(n_sentences=len(sents), n_cited_sentences=len(claims), guarantee=guarantee,
                          rule=f"pass iff score > tau = {tau:.6g}" if tau is not None else "pass iff verifier verdict")
@@ -223,13 +232,14 @@ def _finish(plan: _Plan, remove: bool) -> tuple[str, GuardReport]:
 
 def guard_answers(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, *, tau: float | None = None,
                   reattribute: Reattributor | str | None = "bm25", proposals: int = 3, remove: bool = False,
-                  guarantee: str = "") -> list[tuple[str, GuardReport]]:
+                  guarantee: str = "", limits: Limits | None = None) -> list[tuple[str, GuardReport]]:
     """Guard several ``(answer, passages, base)`` at once: every answer's verification units go to
     the verifier in one call, then every answer's re-attribution proposals in one more. Each answer's
     outcome is the one :func:`guard_answer` gives it alone."""
     if isinstance(reattribute, str):
         reattribute = load_reattributor(reattribute, proposals)
-    plans = [_plan(answer, passages, base, tau, guarantee) for answer, passages, base in items]
+    limits = limits or Limits()
+    plans = [_plan(answer, passages, base, tau, guarantee, limits) for answer, passages, base in items]
     _verify(plans, scorer, tau)
     if reattribute is not None:
         _reattribute(plans, scorer, tau, reattribute)
@@ -238,14 +248,14 @@ def guard_answers(items: Sequence[tuple[str, Sequence[str], int]], scorer: Score
 
 def guard_answer(answer: str, passages: Sequence[str], scorer: Scorer, *, tau: float | None = None,
                  base: int = 1, reattribute: Reattributor | str | None = "bm25", proposals: int = 3,
-                 remove: bool = False, guarantee: str = "") -> tuple[str, GuardReport]:
+                 remove: bool = False, guarantee: str = "", limits: Limits | None = None) -> tuple[str, GuardReport]:
     """Guard one answer; returns the guarded answer and its report.
 
     ``reattribute``: a :class:`Reattributor`, a re-attributor definition name
     (``bm25``, ``verifier``) or None for no re-attribution.
     """
     return guard_answers([(answer, passages, base)], scorer, tau=tau, reattribute=reattribute,
-                         proposals=proposals, remove=remove, guarantee=guarantee)[0]
+                         proposals=proposals, remove=remove, guarantee=guarantee, limits=limits)[0]
 
 
 class Guard:
@@ -259,7 +269,8 @@ class Guard:
     :class:`Reattributor` or None; ``calibration``: a calibration dict or JSON path from
     ``citeguard calibrate`` (its verifier must be this one), or ``threshold``: a plain tau. Neither
     means the verifier's own verdict decides. ``runtime``, ``overrides``, ``model_path`` and
-    ``cache_dir`` go to :func:`citeguard.scoring.load_scorer`.
+    ``cache_dir`` go to :func:`citeguard.scoring.load_scorer`. ``limits``: the input bounds
+    (:class:`~citeguard.limits.Limits`; safe defaults), enforced before any expansion or scoring.
 
     >>> g = Guard("lexical")
     >>> text, report = g.guard("Mitochondria produce ATP [1].", ["Mitochondria produce ATP in cells."])
@@ -271,7 +282,7 @@ class Guard:
                  calibration: str | Mapping[str, Any] | None = None, threshold: float | None = None,
                  base: int = 1, remove: bool = False, proposals: int = 3,
                  runtime: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None,
-                 model_path: str | None = None, cache_dir: str | None = None):
+                 model_path: str | None = None, cache_dir: str | None = None, limits: Limits | None = None):
         from .calibration import check_verifier, guarantee_line, read_calibration
 
         if calibration is not None and threshold is not None:
@@ -295,6 +306,7 @@ class Guard:
                                calibration if isinstance(calibration, str) else "calibration")
             self.tau, self.guarantee = float(cal["tau"]), guarantee_line(cal)
         self.base, self.remove = base, remove
+        self.limits = limits or Limits()
 
     @property
     def verifier_name(self) -> str:
@@ -318,7 +330,7 @@ class Guard:
             b = item[2] if len(item) > 2 and item[2] is not None else (self.base if base is None else base)
             todo.append((answer, normalise_passages(list(passages)), b))
         return guard_answers(todo, self.scorer, tau=self.tau, reattribute=self.reattributor,
-                             remove=self.remove, guarantee=self.guarantee)
+                             remove=self.remove, guarantee=self.guarantee, limits=self.limits)
 
 
 def _target(c: Citation) -> Any:

@@ -1,0 +1,146 @@
+"""Bounded input: every expansion and size a guard input controls has a limit, refused quickly and by
+name; the citation parser survives random and hostile text (hypothesis)."""
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import ROOT
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from citeguard.citations import expand_numeric, sentence_citations, sentences
+from citeguard.guarding import Guard, guard_answer
+from citeguard.limits import LimitExceeded, Limits
+
+HOSTILE = {"answer": "Aspirin lowers fever [1-1000000000].", "passages": ["Aspirin lowers fever in adults."]}
+
+
+def lexical(claims, passages):
+    import numpy as np
+    return np.ones(len(claims)), np.ones(len(claims), bool)
+
+
+def test_the_billion_citation_range_is_refused_in_well_under_a_second_without_memory_growth(tmp_path):
+    src = tmp_path / "a.json"
+    src.write_text(json.dumps(HOSTILE))
+    code = ("import resource, sys, time\nfrom citeguard.cli import main\n"
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\nt = time.perf_counter()\n"
+            f"rc = main(['guard', '--input', {str(src)!r}, '--verifier', 'lexical'])\n"
+            "dt = time.perf_counter() - t\ngrow = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before\n"
+            "print(rc, dt, grow)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    rc, dt, grow_kb = out.stdout.split()
+    assert rc == "2"
+    assert "citation range [1-1000000000] expands to 1000000000 citations; the limit is 1000 (max_range)" in out.stderr
+    assert float(dt) < 0.5
+    assert int(grow_kb) < 50_000  # ru_maxrss is in KB: under 50 MB of growth (expanding would need GBs)
+
+
+def test_a_range_at_the_limit_passes_and_one_past_it_is_refused():
+    lim = Limits(max_range=5)
+    assert expand_numeric("1-5", max_range=5) == [1, 2, 3, 4, 5]
+    with pytest.raises(LimitExceeded, match=r"\[1-6\] expands to 6 citations; the limit is 5 \(max_range\)"):
+        expand_numeric("1-6", max_range=5)
+    passages = [f"passage {i}" for i in range(6)]
+    _, report = guard_answer("Claim [1-5].", passages, lexical, reattribute=None, limits=lim)
+    assert report.n_citations == 5
+    with pytest.raises(LimitExceeded, match="max_range"):
+        guard_answer("Claim [1-6].", passages, lexical, reattribute=None, limits=lim)
+
+
+@pytest.mark.parametrize("limits,answer,n_passages,name", [
+    (Limits(max_citations_per_sentence=3), "A [1][2][3]. B [1, 2, 3, 4].", 4, "max_citations_per_sentence"),
+    (Limits(max_citations_per_answer=5), "A [1][2][3]. B [1][2][3].", 3, "max_citations_per_answer"),
+    (Limits(max_sentences=2), "A [1]. B [1]. C [1].", 1, "max_sentences"),
+    (Limits(max_passages=2), "A [1].", 3, "max_passages"),
+    (Limits(max_passage_chars=10), "A [1].", 1, "max_passage_chars"),
+    (Limits(max_answer_chars=10), "A long answer [1].", 1, "max_answer_chars"),
+])
+def test_each_limit_is_enforced_and_named(limits, answer, n_passages, name):
+    passages = [f"passage number {i} text" for i in range(n_passages)]
+    with pytest.raises(LimitExceeded) as e:
+        guard_answer(answer, passages, lexical, reattribute=None, limits=limits)
+    assert e.value.limit == name and f"({name})" in str(e.value)
+    # one below each limit passes: the boundary is inclusive
+    relaxed = Limits(**{name: getattr(limits, name) + 100})
+    guard_answer(answer, passages, lexical, reattribute=None, limits=relaxed)
+
+
+def test_limits_at_exactly_the_count_pass():
+    # 3 citations in a sentence with max 3, 6 in the answer with max 6, 2 sentences with max 2
+    lim = Limits(max_citations_per_sentence=3, max_citations_per_answer=6, max_sentences=2, max_passages=3)
+    _, r = guard_answer("A [1][2][3]. B [1][2][3].", ["a b", "c d", "e f"], lexical, reattribute=None, limits=lim)
+    assert r.n_citations == 6
+
+
+def test_bad_limit_settings_are_refused(capsys):
+    with pytest.raises(ValueError, match="unknown limit"):
+        Limits.from_mapping({"max_rnage": 3})
+    with pytest.raises(ValueError, match="positive integer"):
+        Limits(max_range=0)
+    from citeguard.cli import main
+    assert main(["guard", "--input", "-", "--verifier", "lexical", "--limit", "max_range=x"]) == 2
+    assert "--limit expects NAME=INTEGER" in capsys.readouterr().err
+
+
+def test_cli_limit_flag_and_batch_reports_the_refused_line(tmp_path, capsys):
+    from citeguard.cli import main
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps({"answer": "Fever falls [1-3].", "passages": ["Fever falls.", "x y", "z w"]}) + "\n"
+                   + json.dumps({"answer": "Bad [1-50].", "passages": ["a"]}) + "\n")
+    assert main(["guard", "--input", str(src), "--verifier", "lexical", "--quiet", "--limit", "max_range=10",
+                 "--out", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert f"{src}:2: citation range [1-50] expands to 50 citations; the limit is 10 (max_range)" in err
+    assert '"answers": 1, "failed_answers": 1' in err
+    assert len((tmp_path / "o.jsonl").read_text().splitlines()) == 1
+    # raised past 50, the same line is guarded
+    assert main(["guard", "--input", str(src), "--verifier", "lexical", "--quiet", "--limit", "max_range=50",
+                 "--out", str(tmp_path / "o2.jsonl")]) == 0
+
+
+def test_guard_object_carries_its_limits():
+    g = Guard(lexical, reattributor=None, limits=Limits(max_range=2))
+    with pytest.raises(LimitExceeded):
+        g.guard("X [1-3].", ["a", "b", "c"])
+
+
+MARKERISH = st.sampled_from(["[", "]", "[[", "]]", "(", ")", "-", "\u2013", ",", " ", ".", "\n", "|", "2020", "0",
+                             "-5", "99999999999999999999", "1-1000000000", "[1]", "[2-1]", "[[1]](http://x)", "et al."])
+TEXT = st.lists(st.one_of(MARKERISH, st.text(max_size=5), st.integers(-10**12, 10**12).map(str)), max_size=60).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXT, n_passages=st.integers(0, 5), base=st.sampled_from([0, 1]))
+def test_citation_parser_on_random_and_malformed_text(text, n_passages, base):
+    """Never crashes, never expands past the limit, every index is a real passage or -1, and spans
+    lie inside the sentence they belong to."""
+    lim = Limits(max_range=50)
+    t0 = time.perf_counter()
+    for s in sentences(text):
+        try:
+            cs = sentence_citations(text, s, n_passages, base=base, max_range=lim.max_range)
+        except LimitExceeded as e:
+            assert e.limit == "max_range"
+            continue
+        for c in cs:
+            assert c.passage_index == -1 or 0 <= c.passage_index < n_passages
+            assert c.passage_index == -1 or c.passage_index == int(c.key) - base
+            assert s.start <= c.start < c.end <= s.end
+    assert time.perf_counter() - t0 < 2.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(answer=TEXT, passages=st.lists(st.text(min_size=1, max_size=30).filter(str.strip), min_size=1, max_size=4))
+def test_guard_on_random_answers_keeps_its_invariants(answer, passages):
+    try:
+        text, r = guard_answer(answer, passages, lexical, reattribute=None, limits=Limits(max_range=50))
+    except LimitExceeded:
+        return
+    assert r.verified + r.reattributed + r.flagged + r.invalid == r.n_citations == len(r.audit)
+    assert r.review_budget == ((r.flagged + r.invalid) / r.n_citations if r.n_citations else 0.0)
+    # the scorer accepts everything: a citation is verified iff it points at a passage (1..n, base 1)
+    for a in r.audit:
+        assert a.action == ("verified" if 1 <= a.cited <= len(passages) else "invalid")

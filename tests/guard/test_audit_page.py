@@ -126,3 +126,72 @@ def test_page_renders_in_chromium(page, tmp_path):
     p = Cites()
     p.feed(dom)
     assert {(a, c): o for a, c, o in p.chips} == EXPECTED and len(p.chips) == 5
+
+
+class Sentences(HTMLParser):
+    """Each sentence span (answer, sentence index, its classes) with the outcome classes of its chips."""
+
+    def __init__(self):
+        super().__init__()
+        self.answer, self.sent, self.rows, self.depth = None, None, [], 0
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        cls = (a.get("class") or "").split()
+        if tag == "section" and "data-answer-id" in a:
+            self.answer = a["data-answer-id"]
+        if tag == "span" and "sent" in cls:
+            self.sent = [self.answer, int(a["data-sentence"]), set(cls) - {"sent"}, []]
+            self.rows.append(self.sent)
+        if tag == "a" and "cite" in cls and self.sent is not None:
+            self.sent[3].append((a["data-cited"], set(cls) - {"cite"}))
+
+
+MIXED = [  # lexical verifier, threshold 0.6, worked out by hand from the passages' terms
+    {"id": "m1", "answer": "Mitochondria produce ATP through oxidative phosphorylation [1][3]. "  # verified + flagged
+                           "Lipid nanoparticles adsorb serum proteins and form a corona [2][9]. "  # verified + invalid
+                           "Mitochondria produce ATP through oxidative phosphorylation [3]. "  # re-attributed alone
+                           "The Eiffel Tower is a wrought-iron tower in Paris [3].",  # verified alone
+     "passages": PASSAGES},
+]
+
+
+EXPECTED_SENTENCES = {
+    ("m1", 0): ({"review"}, [("1", {"verified"}), ("3", {"flagged"})]),
+    ("m1", 1): ({"review"}, [("2", {"verified"}), ("9", {"invalid"})]),
+    ("m1", 2): (set(), [("3", {"reattributed"})]),
+    ("m1", 3): (set(), [("3", {"verified"})]),
+    ("q1", 0): (set(), [("1", {"verified"})]),
+    ("q1", 1): (set(), [("3", {"reattributed"})]),
+    ("q2", 0): ({"review"}, [("2", {"flagged"})]),
+    ("q2", 1): ({"review"}, [("7", {"invalid"}), ("7", {"invalid"})]),
+}
+
+
+@pytest.fixture(scope="module")
+def mixed_page(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mixed")
+    (d / "in.jsonl").write_text("\n".join(json.dumps(a) for a in MIXED + ANSWERS) + "\n")
+    assert main(["guard", "--input", str(d / "in.jsonl"), "--verifier", "lexical", "--quiet", "--out",
+                 str(d / "o.jsonl"), "--html", str(d / "audit.html")]) == 0
+    return d / "audit.html"
+
+
+def _check_sentences(html: str) -> None:
+    p = Sentences()
+    p.feed(html)
+    got = {(a, i): (cls, chips) for a, i, cls, chips in p.rows if chips}
+    assert got == EXPECTED_SENTENCES
+    # a sentence without citations is never highlighted
+    assert all(not cls for a, i, cls, chips in p.rows if not chips)
+
+
+def test_every_chip_class_and_every_review_highlight_in_the_markup(mixed_page):
+    _check_sentences(mixed_page.read_text())
+
+
+@pytest.mark.slow  # a real browser
+def test_every_chip_class_and_every_review_highlight_in_the_browser_dom(mixed_page, tmp_path):
+    cmd = _chromium() + [f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run(cmd + ["--dump-dom", mixed_page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    _check_sentences(dom)

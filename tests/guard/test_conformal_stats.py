@@ -118,3 +118,24 @@ def test_pac_rank_binomial_tail():
     assert binom.cdf(k - 1, n, 1 - alpha) >= 1 - delta > binom.cdf(k - 2, n, 1 - alpha)
     assert k > conformal_rank(n, alpha)
     assert naive_threshold(np.arange(1, 11) / 10, 0.1) == 0.9
+
+
+def test_calibration_summary_counts_scores_at_tau_as_flagged_worked_by_hand():
+    import math
+
+    from citeguard.calibration import calibration_summary
+
+    # 9 unsupported scores 0.1..0.9, alpha 0.1: k = ceil(10 * 0.9) = 9, tau = 0.9 (the largest)
+    unsup = [round(0.1 * i, 1) for i in range(1, 10)]
+    sup = [0.9, 0.95, 1.0, 0.5]  # 0.9 sits exactly at tau: flagged (score <= tau), as is 0.5
+    s = calibration_summary(unsup + sup, [0] * 9 + [1] * 4, alpha=0.1, delta=0.1, verifier="x", verifier_hash="h")
+    assert (s["k"], s["tau"], s["n_unsupported"], s["n_supported"]) == (9, 0.9, 9, 4)
+    assert s["flag_rate_supported"] == 2 / 4
+    # expected flag rate: 9 + 2 of 13 flagged; Wilson 95% interval written out (z = 1.959964)
+    k, n, z = 11, 13, 1.959963984540054
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    fr = s["expected_flag_rate"]
+    assert fr["estimate"] == pytest.approx(p)
+    assert (fr["ci_low"], fr["ci_high"]) == (pytest.approx(centre - half), pytest.approx(centre + half))

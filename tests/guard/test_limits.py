@@ -25,17 +25,21 @@ def lexical(claims, passages):
 def test_the_billion_citation_range_is_refused_in_well_under_a_second_without_memory_growth(tmp_path):
     src = tmp_path / "a.json"
     src.write_text(json.dumps(HOSTILE))
+    # warm up first (imports, one small answer), so what is measured is the refusal alone
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"answer": "Fever falls [1].", "passages": ["Fever falls."]}))
     code = ("import resource, sys, time\nfrom citeguard.cli import main\n"
+            f"main(['guard', '--input', {str(small)!r}, '--verifier', 'lexical'])\n"
             "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\nt = time.perf_counter()\n"
             f"rc = main(['guard', '--input', {str(src)!r}, '--verifier', 'lexical'])\n"
             "dt = time.perf_counter() - t\ngrow = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before\n"
             "print(rc, dt, grow)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
-    rc, dt, grow_kb = out.stdout.split()
+    rc, dt, grow_kb = out.stdout.split()[-3:]
     assert rc == "2"
     assert "citation range [1-1000000000] expands to 1000000000 citations; the limit is 1000 (max_range)" in out.stderr
-    assert float(dt) < 0.5
-    assert int(grow_kb) < 50_000  # ru_maxrss is in KB: under 50 MB of growth (expanding would need GBs)
+    assert float(dt) < 0.25  # measured ~1 ms; a billion-element expansion takes minutes
+    assert int(grow_kb) < 10_000  # ru_maxrss is in KB: under 10 MB of growth (expanding would need GBs)
 
 
 def test_a_range_at_the_limit_passes_and_one_past_it_is_refused():

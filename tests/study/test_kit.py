@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 from conftest import MIRROR as _MIRROR
 from conftest import require_mirror
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from citeguard.study import kit
 
@@ -237,3 +239,38 @@ def test_summaries_one_row_per_cell_and_lit_minus_bare_per_model():
     assert cells["cell"].tolist() == ["cond_b2", "cond_lit", "cond_os"]
     assert cells["unsupported_pct"].tolist() == pytest.approx([25.0, 50.0, 0.0])
     assert paired["difference_pp"].tolist() == pytest.approx([25.0])
+
+
+# ---------------------------------------------------------------- citation P/R/F1 against a reference
+
+@st.composite
+def kit_answers(draw):
+    n_passages = draw(st.integers(0, 4))
+    sents = []
+    for _ in range(draw(st.integers(0, 6))):
+        words = draw(st.lists(st.sampled_from(["cells", "grow", "increased", "finding", "found", "protein", "x"]),
+                              min_size=1, max_size=8))
+        marks = draw(st.lists(st.integers(0, 6), max_size=3))  # 0 and past n_passages: out of range
+        sents.append((words, marks))
+    return n_passages, sents
+
+
+@settings(max_examples=300, deadline=None)
+@given(kit_answers())
+def test_citation_prf_equals_a_reference_from_the_answers_spec(spec):
+    """The kit's definitions, computed from what was generated (not by parsing): precision = distinct
+    in-range ids / distinct ids (1 with none); recall = cued sentences longer than 20 characters that
+    carry a marker / such cued sentences (0 with none); F1 their harmonic mean (0 when both are 0)."""
+    n, sents = spec
+    rendered = [" ".join(words) + "".join(f" [{m}]" for m in marks) + "." for words, marks in sents]
+    answer = " ".join(rendered)
+    ids = {m for _, marks in sents for m in marks}
+    precision = len({i for i in ids if 1 <= i <= n}) / len(ids) if ids else 1.0
+    cue = {"increased", "finding", "found"}
+    cued = [(s, marks) for s, (words, marks) in zip(rendered, sents) if len(s) > 20 and cue & set(words)]
+    recall = sum(1 for _, marks in cued if marks) / len(cued) if cued else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    got = kit.citation_prf(answer, n, r"increas|found|finding")
+    assert got["citation_precision"] == pytest.approx(precision)
+    assert got["citation_recall"] == pytest.approx(recall)
+    assert got["citation_f1"] == pytest.approx(f1)

@@ -480,3 +480,15 @@ def test_lexical_overlap_ignores_unlabelled_rows_and_one_sided_sets():
     expected = np.median([token_jaccard("cells make energy", "cells make energy"),
                           token_jaccard("cells make energy", "cells rest")])
     assert math.isnan(one.loc["refuted", "median_jaccard"]) and one.loc["supported", "median_jaccard"] == expected
+
+
+def test_validation_recall_and_specificity_with_unequal_error_counts():
+    # 2 false supports and 1 false flag, so a swapped cell of the 2x2 table changes both numbers
+    from sklearn.metrics import recall_score
+
+    y = np.array([1, 1, 1, 1, 0, 0, 0])
+    p = np.array([1, 1, 1, 0, 1, 1, 0])
+    df = pd.DataFrame({"label": y, "verdict_v": p.astype(bool), "score_v": np.linspace(0, 1, 7)})
+    t = validation_table(df, ["v"], n_boot=50, seed=1).iloc[0]
+    assert t["recall_supported"] == pytest.approx(recall_score(y, p)) == pytest.approx(3 / 4)
+    assert t["specificity"] == pytest.approx(recall_score(1 - y, 1 - p)) == pytest.approx(1 / 3)

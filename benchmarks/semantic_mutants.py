@@ -1,0 +1,203 @@
+"""Realistic, behaviour-changing mutants (hand-written patches), each run against the fast tests of its
+module; prints the kill rate per module and names every survivor.
+
+mutmut's syntactic score (benchmarks/mutation.sh) counts mutants that often make no difference to a
+reader's number; these are the bugs a reviewer plants: wrong denominators, a boundary off by one, a
+dropped CSS class, swapped parameters. Each mutant is one exact text replacement in one file, with a
+line on why it changes behaviour. The script works on a scratch copy of the tree and never edits the
+checkout.
+
+    python benchmarks/semantic_mutants.py            # all mutants (~5 minutes on 2 cores)
+    python benchmarks/semantic_mutants.py --only kit # one module's
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str  # the reporting module (row of the table)
+    path: str
+    old: str
+    new: str
+    why: str
+
+
+G, C, R = "citeguard/guarding.py", "citeguard/citations.py", "citeguard/reattributors.py"
+A, K, CF = "citeguard/audit_page.py", "citeguard/study/kit.py", "citeguard/conformal.py"
+MUTANTS = [
+    # the guard's report
+    Mutant("guarding", G, "/ report.n_citations if report.n_citations else 0.0",
+           "/ report.n_cited_sentences if report.n_cited_sentences else 0.0",
+           "review budget over cited sentences instead of citations: wrong with several citations a sentence"),
+    Mutant("guarding", G, '"invalid" if c.passage_index < 0 else "verified")', '"invalid" if c.passage_index <= 0 else "verified")',
+           "the first passage's citations become invalid"),
+    Mutant("guarding", G, "cited_here = {c.passage_index for c in plan.cites[a.sentence_index] if c.passage_index >= 0}",
+           "cited_here = {a.cited - plan.base}",
+           "re-attribution may move a pointer onto a passage the same sentence already cites"),
+    Mutant("guarding", G, "if ok and (id(a) not in best or sc > best[id(a)][1]):", "if ok and id(a) not in best:",
+           "the first accepted proposal wins instead of the best-scoring one"),
+    Mutant("guarding", G, "passed = s > tau if tau is not None", "passed = s >= tau if tau is not None",
+           "a score equal to tau passes: the split-conformal rule flags score <= tau"),
+    Mutant("guarding", G, "            target = _target(c)\n", "            target = (_target(c), c.start)\n",
+           "a repeated pointer in one sentence ([1][1]) counts as two citations"),
+    Mutant("guarding", G, "ev.append(Evidence(i + plan.base,", "ev.append(Evidence(i + 1,",
+           "evidence and new pointers ignore the answer's citation base"),
+    Mutant("guarding", G, 'if all(a.action == "verified" for a in audits):', 'if audits[0].action == "verified":',
+           "a marker whose first citation is verified is left unchanged even when another in it failed"),
+    # citation parsing and limits
+    Mutant("citations", C, "ids.extend(range(lo, hi + 1) if hi >= lo else [lo, hi])",
+           "ids.extend(range(lo, hi) if hi >= lo else [lo, hi])", "a range [2-4] loses its last number"),
+    Mutant("citations", C, "idx if 0 <= idx < n_passages else -1", "idx if 0 <= idx <= n_passages else -1",
+           "a pointer one past the last passage counts as valid"),
+    Mutant("citations", C, "ids.extend(range(lo, hi + 1) if hi >= lo else [lo, hi])",
+           "ids.extend(range(lo, hi + 1) if hi >= lo else list(range(hi, lo + 1)))",
+           "a reversed range [3-1] expands to every number between instead of naming its two ends"),
+    Mutant("citations", C, "if max_range is not None and hi - lo + 1 > max_range:",
+           "if max_range is not None and hi - lo > max_range:", "a range one past the limit is accepted"),
+    Mutant("limits", "citeguard/limits.py", "if in_sentence > self.max_citations_per_sentence:",
+           "if in_sentence >= self.max_citations_per_sentence:", "a sentence exactly at the limit is refused"),
+    Mutant("limits", "citeguard/limits.py", "if len(passages) > self.max_passages:", "if len(passages) > self.max_passages + 1:",
+           "one passage past the limit is accepted"),
+    # re-attribution
+    Mutant("reattributors", R, "bm25_scores(claim, passages, k1=self.k1, b=self.b)",
+           "bm25_scores(claim, passages, k1=self.b, b=self.k1)", "k1 and b swapped"),
+    Mutant("reattributors", R, "bm25_scores(claim, passages, k1=self.k1, b=self.b)", "bm25_scores(claim, passages)",
+           "the configured k1 and b never reach the index"),
+    Mutant("reattributors", R, "return order[:self.proposals]", "return order[:self.proposals - 1]",
+           "one proposal fewer than configured"),
+    Mutant("reattributors", R, "return [j for j in range(len(passages)) if j not in exclude]",
+           "return list(range(len(passages)))", "the verifier re-attributor proposes already-cited passages"),
+    # the audit page
+    Mutant("audit_page", A, 'if a["action"] in ("flagged", "invalid")}', 'if a["action"] in ("flagged",)}',
+           "sentences with an invalid citation are not highlighted for review"),
+    Mutant("audit_page", A, 'cls = "sent review" if si in review else "sent"', 'cls = "sent"',
+           "the review highlight's CSS class is dropped"),
+    Mutant("audit_page", A, """f'<a class="cite {audit[j]["action"]}" """, """f'<a class="cite" """,
+           "citation chips lose their outcome class (and colour)"),
+    # conformal and statistics
+    Mutant("conformal", CF, "return empirical_rank(n + 1, 1 - alpha)", "return empirical_rank(n, 1 - alpha)",
+           "the finite-sample +1 correction is lost: k = ceil(n(1-alpha))"),
+    Mutant("conformal", CF, "    if k > n:\n", "    if k >= n:\n", "tau becomes +inf one rank too early"),
+    Mutant("conformal", CF, "return ~(s > tau)", "return s < tau", "a score equal to tau is not flagged"),
+    Mutant("stats", "citeguard/stats.py", "den = 2 * a + b + c\n", "den = 2 * a + b + c + d\n",
+           "positive-specific agreement divides by every pair"),
+    Mutant("calibration", "citeguard/calibration.py", "float(np.mean(scores[labels == 1] <= guard.tau))",
+           "float(np.mean(scores[labels == 1] < guard.tau))", "supported citations at exactly tau not counted as flagged"),
+    # the kit's citation precision and recall
+    Mutant("kit", K, "prec = len({i for i in ids if 1 <= i <= n_passages})", "prec = len({i for i in ids if 1 <= i < n_passages})",
+           "the last passage's id counts as out of range"),
+    Mutant("kit", K, "if len(s.strip()) > min_chars]", "if len(s.strip()) >= min_chars]",
+           "a sentence of exactly min_chars characters is counted"),
+    Mutant("kit", K, "/ len(cued) if cued else 0.0", "/ len(kit_sentences(answer, min_chars)) if cued else 0.0",
+           "recall over every sentence instead of the cued ones"),
+    Mutant("kit", K, "/ len(ids) if ids else 1.0", "/ len(ids) if ids else 0.0",
+           "an answer citing nothing gets precision 0 instead of the kit's 1"),
+    # the scoring protocol
+    Mutant("verifiers.base", "citeguard/verifiers/base.py", "    if starts[-1] != n_chars - window_chars:\n",
+           "    if False:\n", "the passage's tail is never windowed (silently cut)"),
+    Mutant("verifiers.base", "citeguard/verifiers/base.py", "verdict[i] = bool(u_verdict[ids].any())",
+           "verdict[i] = bool(u_verdict[ids].all())", "a pair is supported only if every window is"),
+    Mutant("verifiers.base", "citeguard/verifiers/base.py", "u_verdict = u_score >= float(threshold)",
+           "u_verdict = u_score > float(threshold)", "a score exactly at the verifier's threshold fails"),
+    # analyses
+    Mutant("analysis", "citeguard/study/analysis/validation.py",
+           'ci_cols("specificity", d / (b + d) if b + d else np.nan', 'ci_cols("specificity", d / (c + d) if c + d else np.nan',
+           "specificity over the wrong column of the 2x2 table"),
+    Mutant("analysis", "citeguard/study/analysis/rates.py", '"unsupported_rate": float(succ.sum() / tot.sum())',
+           '"unsupported_rate": float((succ / tot).mean())', "mean of per-item rates instead of the pooled rate"),
+]
+
+TESTS = {
+    "guarding": ["tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/guard/test_cli.py"],
+    "citations": ["tests/guard/test_citations.py", "tests/guard/test_guard_differential.py", "tests/guard/test_limits.py"],
+    "limits": ["tests/guard/test_limits.py"],
+    "reattributors": ["tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py"],
+    "audit_page": ["tests/guard/test_audit_page.py"],
+    "conformal": ["tests/guard/test_edges.py", "tests/guard/test_conformal_stats.py", "tests/guard/test_pinned.py"],
+    "stats": ["tests/guard/test_conformal_stats.py", "tests/guard/test_pinned.py"],
+    "calibration": ["tests/guard/test_cli.py", "tests/guard/test_pinned.py", "tests/guard/test_conformal_stats.py"],
+    "kit": ["tests/study/test_kit.py"],
+    "verifiers.base": ["tests/guard/test_verifiers.py", "tests/guard/test_pinned.py"],
+    "analysis": ["tests/study/test_pinned_analysis.py", "tests/guard/test_edges.py"],
+}
+COPY = ["citeguard", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml"]
+
+
+def run(mutants: list[Mutant], timeout: int) -> list[tuple[Mutant, str, float]]:
+    out = []
+    with tempfile.TemporaryDirectory(prefix="citeguard-mutants-") as tmp:
+        tree = Path(tmp) / "tree"
+        tree.mkdir()
+        for name in COPY:
+            src = ROOT / name
+            (shutil.copytree if src.is_dir() else shutil.copy2)(src, tree / name)
+        env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
+
+        def tests_pass(module: str, show: bool = False) -> bool:
+            r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow",
+                                "--no-header", *TESTS[module]], cwd=tree, env=env, capture_output=True, text=True,
+                               timeout=timeout)
+            if show and r.returncode != 0:
+                print(r.stdout[-3000:], r.stderr[-2000:])
+            return r.returncode == 0
+
+        # baseline: every module's tests pass on the unmutated copy, so a failure below is the mutant's doing
+        for module in sorted({m.module for m in mutants}):
+            if not tests_pass(module, show=True):
+                raise SystemExit(f"the tests of {module} ({TESTS[module]}) fail without any mutant: fix that first")
+        for m in mutants:
+            path = tree / m.path
+            original = path.read_text()
+            if original.count(m.old) != 1:
+                raise SystemExit(f"{m.path}: the text to mutate occurs {original.count(m.old)} times, not once: {m.old!r}")
+            path.write_text(original.replace(m.old, m.new))
+            t0 = time.perf_counter()
+            try:
+                verdict = "survived" if tests_pass(m.module) else "killed"
+            except subprocess.TimeoutExpired:
+                verdict = "killed (timeout)"
+            finally:
+                path.write_text(original)
+            out.append((m, verdict, time.perf_counter() - t0))
+            print(f"{verdict:9s} {m.module:15s} {time.perf_counter() - t0:5.1f}s  {m.why}", flush=True)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", help="run one module's mutants")
+    ap.add_argument("--timeout", type=int, default=300)
+    args = ap.parse_args()
+    todo = [m for m in MUTANTS if args.only in (None, m.module)]
+    results = run(todo, args.timeout)
+    per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for m, verdict, _ in results:
+        per[m.module][0] += verdict.startswith("killed")
+        per[m.module][1] += 1
+    print("\n| module | mutants | killed | kill rate |\n|---|---|---|---|")
+    for mod, (k, n) in per.items():
+        print(f"| {mod} | {n} | {k} | {100 * k / n:.0f}% |")
+    k = sum(v[0] for v in per.values())
+    n = sum(v[1] for v in per.values())
+    print(f"| **all** | {n} | {k} | {100 * k / n:.1f}% |")
+    survivors = [m for m, verdict, _ in results if verdict == "survived"]
+    for m in survivors:
+        print(f"SURVIVOR {m.module}: {m.path}: {m.old!r} -> {m.new!r} ({m.why})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

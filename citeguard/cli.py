@@ -360,6 +360,34 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the guard as an HTTP service (needs the [serve] extra)."""
+    try:
+        from .service import ServeConfig, serve
+    except ImportError as e:
+        raise CLIError(f"citeguard serve needs the [serve] extra (pip install 'citeguard[serve]'): {e}") from None
+    from . import definitions
+
+    if args.verifier not in definitions.available("verifier"):
+        from .scoring import VerifierLoadError, verifier_definitions
+        try:
+            verifier_definitions(args.verifier)
+        except VerifierLoadError as e:
+            raise CLIError(str(e)) from None
+    if args.calibrations and not Path(args.calibrations).is_dir():
+        raise CLIError(f"{args.calibrations}: no such folder (--calibrations takes a folder of calibration JSON files)")
+    for name in ("workers", "max_batch_units"):
+        if getattr(args, name) < 1:
+            raise CLIError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    cfg = ServeConfig(verifier=args.verifier, runtime=runtime_args(args), overrides=parse_overrides(args.override),
+                      model_path=args.model, reattributor=None if args.no_reattribute else args.reattributor,
+                      calibrations=args.calibrations, upstream=args.upstream, max_batch_units=args.max_batch_units,
+                      max_wait_ms=args.max_wait_ms, request_timeout_s=args.request_timeout,
+                      limits=parse_limits(args.limit))
+    serve(cfg, host=args.host, port=args.port, workers=args.workers)
+    return 0
+
+
 def cmd_verifiers(args: argparse.Namespace) -> int:
     """One line per shipped verifier definition: name, kind and what it needs beyond the core install."""
     from . import definitions
@@ -478,6 +506,29 @@ def build_parser() -> argparse.ArgumentParser:
     out_opt(s, "the input records with score, verdict and verifier added (JSONL)")
     verifier_opts(s)
     s.set_defaults(func=cmd_score)
+
+    sv = sub.add_parser("serve", help="the guard as an HTTP service, and an OpenAI-compatible guarding proxy "
+                                      "with --upstream (needs the [serve] extra)")
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--workers", type=int, default=1,
+                    help="uvicorn worker processes on this node, each with its own copy of the verifier (default 1)")
+    sv.add_argument("--calibrations", metavar="DIR",
+                    help="folder of calibration JSON files from 'citeguard calibrate'; a request picks one by file "
+                         "name ('calibration': 'biomed'); reloaded on SIGHUP")
+    sv.add_argument("--upstream", metavar="URL",
+                    help="an OpenAI-compatible server (e.g. http://127.0.0.1:8001/v1): also answer "
+                         "POST /v1/chat/completions, guarded")
+    sv.add_argument("--max-batch-units", type=int, default=512,
+                    help="(claim, passage) units of concurrent requests scored in one verifier call (default 512)")
+    sv.add_argument("--max-wait-ms", type=float, default=5.0,
+                    help="how long the batcher waits for more requests before scoring (default 5 ms)")
+    sv.add_argument("--request-timeout", type=float, default=60.0, help="seconds per request before a 504 (default 60)")
+    sv.add_argument("--reattributor", default="bm25", metavar="NAME", help="bm25 (default) or verifier")
+    sv.add_argument("--no-reattribute", action="store_true")
+    sv.add_argument("--limit", action="append", metavar="NAME=N", help="an input limit, as for guard (repeatable)")
+    verifier_opts(sv)
+    sv.set_defaults(func=cmd_serve)
 
     sub.add_parser("verifiers", help="list the shipped verifier definitions").set_defaults(func=cmd_verifiers)
     sub.add_parser("example", help="print the path of the shipped example answer (guard input)").set_defaults(

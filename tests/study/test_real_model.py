@@ -74,3 +74,41 @@ def test_served_model_is_the_judge_for_llm_judge_posthoc_and_ragas(smollm2, mirr
     for name in ("llm_judge", "openscholar_posthoc"):
         assert seen[name][0] >= 12, seen
     print(json.dumps(seen))
+
+
+def test_guarding_proxy_in_front_of_the_real_model_with_the_openai_sdk(smollm2, tasks):
+    """citeguard serve --upstream: the official openai SDK asks SmolLM2 (on citeguard's local
+    endpoint) a question over real passages; the answer comes back guarded, with its report."""
+    import openai
+    from service_helpers import running
+
+    from citeguard.service import ServeConfig
+    from citeguard.study.generation import format_passages
+
+    ep = smollm2.endpoint()
+    task = tasks[0]
+    passages = [p["text"] for p in task["passages"]][:5]
+    prompt = (f"Passages:\n{format_passages(task['passages'][:5])}\n\nQuestion: {task['question']}\n"
+              "Answer in two sentences and cite passages as [1], [2].")
+    with running(ServeConfig(verifier="lexical", upstream=ep.base_url)) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="local", max_retries=0)
+        raw = client.chat.completions.with_raw_response.create(
+            model=ep.model, messages=[{"role": "user", "content": prompt}], max_tokens=48, temperature=0,
+            extra_body={"citeguard": {"passages": passages}})
+        resp = raw.parse()
+        extra = resp.model_extra["citeguard"]
+        direct = openai.OpenAI(base_url=ep.base_url, api_key="local").chat.completions.create(
+            model=ep.model, messages=[{"role": "user", "content": prompt}], max_tokens=48, temperature=0)
+        with pytest.raises(openai.BadRequestError, match="no passages"):  # missing context is never a pass
+            client.chat.completions.create(model=ep.model, messages=[{"role": "user", "content": "hi"}])
+    original = extra["original_content"]
+    assert original and original == direct.choices[0].message.content  # the model's own answer, greedy
+    report = extra["report"]
+    assert report["n_sentences"] >= 1 and report["rule"] == "pass iff verifier verdict"
+    assert int(raw.headers["x-citeguard-citations"]) == report["n_citations"]
+    expected_budget = (report["flagged"] + report["invalid"]) / report["n_citations"] if report["n_citations"] else 0.0
+    assert float(raw.headers["x-citeguard-review-budget"]) == pytest.approx(expected_budget, abs=1e-4)
+    # the guarded text is the original with only its markers rewritten
+    import re
+    strip = re.compile(r"\s*\[[^\]]*\]")
+    assert strip.sub("", resp.choices[0].message.content) == strip.sub("", original)

@@ -23,6 +23,8 @@ RUNTIME_KEYS = frozenset({
     # a verdict threshold never changes a cached score: verdicts are re-derived from scores
     "threshold",
     "threads",
+    # how many embeddings a verifier keeps in memory for reuse
+    "memo_texts",
 })
 # Keys that change scores but whose default is the exact path: left out of the hash at their
 # default, so the float32 PyTorch path keeps the hash (and the caches) it always had, and any

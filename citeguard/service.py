@@ -58,15 +58,19 @@ class UnitBatcher:
 
     A call waits for the worker; the worker takes the first job, then keeps collecting jobs for up to
     ``max_wait_ms`` or until ``max_units`` units, scores them in one ``scorer.score`` call, and hands
-    each job its slice. Scores are per pair, so a request's scores do not depend on its batch-mates.
+    each job its slice. With ``in_flight`` (the number of requests being handled) it stops waiting as
+    soon as every request in flight has a job in the batch, so a lone request never waits. Scores are
+    per pair, so a request's scores do not depend on its batch-mates.
     """
 
     def __init__(self, scorer: Any, max_units: int = 512, max_wait_ms: float = 5.0,
-                 on_batch: Any = None, on_queue: Any = None):
+                 on_batch: Any = None, on_queue: Any = None, in_flight: Any = None):
         if max_units < 1 or max_wait_ms < 0:
             raise ValueError(f"max_units must be >= 1 and max_wait_ms >= 0, got {max_units}, {max_wait_ms}")
         self.scorer, self.max_units, self.max_wait = scorer, int(max_units), float(max_wait_ms) / 1000
         self.on_batch, self.on_queue = on_batch, on_queue
+        # how many requests could still join a batch: waiting for more than are in flight only adds latency
+        self.in_flight = in_flight
         self.queue: queue.Queue[_Job | None] = queue.Queue()
         self.thread = threading.Thread(target=self._run, name="citeguard-batcher", daemon=True)
         self.thread.start()
@@ -90,6 +94,8 @@ class UnitBatcher:
             jobs, n = [first], len(first.claims)
             deadline = time.monotonic() + self.max_wait
             while n < self.max_units:
+                if self.in_flight is not None and len(jobs) >= self.in_flight():
+                    break  # every request in flight has its call in this batch: no one else can come
                 try:
                     job = self.queue.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
@@ -343,7 +349,7 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
         state.batcher = UnitBatcher(inner, cfg.max_batch_units, cfg.max_wait_ms,
                                     on_batch=lambda n, k: (state.metrics.batch_units.observe(n),
                                                            state.metrics.batch_requests.observe(k)),
-                                    on_queue=state.metrics.queue_depth.set)
+                                    on_queue=state.metrics.queue_depth.set, in_flight=lambda: state.in_flight)
         state.scorer = BatchedScorer(inner, state.batcher)
         state.reattributor = load_reattributor(cfg.reattributor) if cfg.reattributor else None
         state.load_profiles()

@@ -48,6 +48,9 @@ class EmbeddingVerifier:
         self.forward = Forward(model, lambda o: o.last_hidden_state, runtime, quantize, threads=cfg.get("threads"),
                                onnx_dir=Path(cache_dir) / "onnx" if cache_dir else None, key=f"{self.name}-{key}")
         self._memo: dict[str, np.ndarray] = {}
+        # texts whose embeddings are kept for reuse (a score job's claims recur across windows); a
+        # long-running service may want fewer (memo_texts: N in the definition, or --override)
+        self.memo_texts = int(cfg.get("memo_texts", 100_000))
 
     @torch.inference_mode()
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -65,7 +68,7 @@ class EmbeddingVerifier:
             self._memo.update(zip((todo[i] for i in idx), emb))
             bar.update(len(idx))
         bar.close()
-        if len(self._memo) > 100_000:  # bound memory on huge runs
+        if len(self._memo) > self.memo_texts:  # bound memory on huge runs and long-lived services
             keep = set(texts)
             self._memo = {k: v for k, v in self._memo.items() if k in keep}
         return np.stack([self._memo[t] for t in texts]) if texts else np.zeros((0, 1))

@@ -139,3 +139,17 @@ def test_calibration_summary_counts_scores_at_tau_as_flagged_worked_by_hand():
     fr = s["expected_flag_rate"]
     assert fr["estimate"] == pytest.approx(p)
     assert (fr["ci_low"], fr["ci_high"]) == (pytest.approx(centre - half), pytest.approx(centre + half))
+
+
+def test_wilson_is_statsmodels_to_the_last_bit():
+    """The guard's own Wilson interval (no statsmodels in its install) against statsmodels'."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from citeguard.stats import wilson
+
+    for n in (1, 2, 3, 7, 10, 13, 50, 199, 200):
+        for k in range(n + 1):
+            for alpha in (0.05, 0.1, 0.2):
+                lo, hi = proportion_confint(k, n, alpha=alpha, method="wilson")
+                w = wilson(k, n, alpha)
+                assert (w.estimate, w.low, w.high) == (k / n, float(lo), float(hi)), (k, n, alpha)

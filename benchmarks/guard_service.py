@@ -192,9 +192,10 @@ def main() -> int:
             while time.monotonic() < t_end:
                 r = level(url, answers, 16, min(30.0, t_end - time.monotonic()), args.max_requests, proc.pid)
                 samples.append((r["rss_mb"], r["errors"], r["requests"]))
-            soak = {"seconds": args.soak, "rss_start_mb": start_rss, "rss_end_mb": samples[-1][0],
-                    "rss_max_mb": max(s[0] for s in samples), "errors": sum(s[1] for s in samples),
-                    "requests": sum(s[2] for s in samples)}
+            half = samples[(len(samples) - 1) // 2][0]
+            soak = {"seconds": args.soak, "rss_start_mb": start_rss, "rss_mid_mb": half, "rss_end_mb": samples[-1][0],
+                    "rss_max_mb": max(s[0] for s in samples), "rss_series_mb": [round(s[0]) for s in samples],
+                    "errors": sum(s[1] for s in samples), "requests": sum(s[2] for s in samples)}
             print("soak: " + json.dumps(soak), flush=True)
     finally:
         proc.terminate()
@@ -221,8 +222,11 @@ def main() -> int:
     print(f"  errors: {errors}; target 0: {'met' if errors == 0 else 'NOT met'}")
     if soak:
         growth = soak["rss_end_mb"] - soak["rss_start_mb"]
+        late = soak["rss_end_mb"] - soak["rss_mid_mb"]
         print(f"  RSS over the {soak['seconds']:.0f}-s soak: {soak['rss_start_mb']:.0f} -> {soak['rss_end_mb']:.0f} MB "
-              f"(max {soak['rss_max_mb']:.0f}); flat (< 5% growth): {'met' if growth < 0.05 * soak['rss_start_mb'] else 'NOT met'}")
+              f"({100 * growth / soak['rss_start_mb']:+.1f}%; every 30 s: {soak['rss_series_mb']}); second half "
+              f"{100 * late / soak['rss_mid_mb']:+.1f}%; flat (< 5% growth over the soak): "
+              f"{'met' if growth < 0.05 * soak['rss_start_mb'] else 'NOT met'}")
     if args.out:
         Path(args.out).write_text(json.dumps({"in_process": {"p50_ms": ip50, "p95_ms": ip95, "p99_ms": ip99},
                                               "levels": results, "soak": soak}, indent=2))

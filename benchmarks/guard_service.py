@@ -139,7 +139,7 @@ def main() -> int:
     ap.add_argument("--out", help="also write the results as JSON here")
     args = ap.parse_args()
 
-    from service_helpers import free_port
+    from service_helpers import free_port, wait_ready
 
     answers, skipped = load_answers(Path(args.mirror))
     print(f"{len(answers)} real answers ({skipped} skipped: blank passages the guard refuses)", flush=True)
@@ -165,13 +165,8 @@ def main() -> int:
                              "--override", f"memo_texts={args.memo_texts}"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    import httpx
-    for _ in range(1200):
-        try:
-            if httpx.get(f"{url}/readyz").status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.1)
+    if not wait_ready(url, attempts=1200, pause=0.1):
+        raise SystemExit(f"the server on {url} did not become ready")
     results = []
     try:
         level(url, answers, 1, 3, 5, proc.pid)  # warm-up, not reported

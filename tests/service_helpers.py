@@ -13,10 +13,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_ready(url: str, path: str = "/readyz", attempts: int = 600, pause: float = 0.05) -> bool:
+    """Poll ``url + path`` until it answers 200 (True) or the attempts run out (False)."""
+    import httpx
+
+    for _ in range(attempts):
+        try:
+            if httpx.get(f"{url}{path}").status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        time.sleep(pause)
+    return False
+
+
 @contextmanager
 def running(cfg, scorer=None):
     """Serve ``create_app(cfg, scorer)`` with uvicorn until the block ends; yields the base URL."""
-    import httpx
     import uvicorn
 
     from citeguard.service import create_app
@@ -26,13 +39,7 @@ def running(cfg, scorer=None):
     t = threading.Thread(target=server.run, daemon=True)
     t.start()
     url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            if httpx.get(f"{url}/readyz").status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)
+    wait_ready(url)
     try:
         yield url
     finally:

@@ -6,7 +6,6 @@ import math
 import shutil
 import subprocess
 import sys
-import time
 from contextlib import redirect_stdout
 from io import StringIO
 from pathlib import Path
@@ -15,7 +14,7 @@ import httpx
 import numpy as np
 import pytest
 from conftest import ROOT
-from service_helpers import free_port
+from service_helpers import free_port, wait_ready
 from sklearn.metrics import cohen_kappa_score
 
 from citeguard.cli import main
@@ -154,12 +153,8 @@ def _chromium() -> str:
 def _start(args: list[str], port: int) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-m", "citeguard.cli", "label", *args, "--port", str(port)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    for _ in range(300):
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/api/state")
-            return proc
-        except httpx.TransportError:
-            time.sleep(0.05)
+    if wait_ready(f"http://127.0.0.1:{port}", "/api/state", attempts=300):
+        return proc
     proc.kill()
     raise AssertionError(proc.stdout.read())
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 from fake_openai import FakeOpenAI
-from service_helpers import free_port, running
+from service_helpers import free_port, running, wait_ready
 
 pytest.importorskip("fastapi")
 from citeguard import examples  # noqa: E402
@@ -231,12 +231,7 @@ def server_process(*args):
     proc = subprocess.Popen([sys.executable, "-m", "citeguard.cli", "serve", "--verifier", "lexical", "--port", str(port),
                              *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(f"{url}/readyz").status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.05)
+    wait_ready(url)
     try:
         yield proc, url
     finally:

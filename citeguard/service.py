@@ -333,20 +333,26 @@ def _record(state: _State, verifier: str, results: Sequence[tuple[str, GuardRepo
 
 
 _LIBC: Any = None
+_LAST_TRIM = [0.0]
 
 
-def release_memory() -> bool:
-    """Hand freed heap memory back to the system (glibc's ``malloc_trim``), after each verifier batch.
+def release_memory(min_interval_s: float = 1.0) -> bool:
+    """Hand freed heap memory back to the system (glibc's ``malloc_trim``), after verifier batches.
 
     The verifier's activation buffers change shape with every batch, and glibc, which raises its mmap
     threshold each time a large block is freed, then serves them from the heap, which fragments: a
     5-minute soak grew the server from 2.2 to 2.6 GB, and a fixed low threshold instead cost +37% of
-    latency in page faults. Trimming after each batch kept it flat at no measurable cost
-    (benchmarks/guard_service.py). False where there is no glibc."""
+    latency in page faults. Trimming after a batch, at most once a second (a trim walks the heap: ~10 ms
+    after every batch added ~20 ms to a lone request), keeps it flat (benchmarks/guard_service.py).
+    False where there is no glibc or it is not yet time."""
     global _LIBC
     import ctypes
     import ctypes.util
 
+    now = time.monotonic()
+    if now - _LAST_TRIM[0] < min_interval_s:
+        return False
+    _LAST_TRIM[0] = now
     try:
         if _LIBC is None:
             _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")

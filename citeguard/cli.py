@@ -620,7 +620,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv = sub.add_parser("serve", help="the guard as an HTTP service, and an OpenAI-compatible guarding proxy "
                                       "with --upstream (needs the [serve] extra)")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     sv.add_argument("--workers", type=int, default=1,
                     help="uvicorn worker processes on this node, each with its own copy of the verifier (default 1)")
     sv.add_argument("--calibrations", metavar="DIR",
@@ -635,7 +635,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="how long the batcher waits for more requests before scoring (default 5 ms)")
     sv.add_argument("--request-timeout", type=float, default=60.0, help="seconds per request before a 504 (default 60)")
     sv.add_argument("--reattributor", default="bm25", metavar="NAME", help="bm25 (default) or verifier")
-    sv.add_argument("--no-reattribute", action="store_true")
+    sv.add_argument("--no-reattribute", action="store_true",
+                    help="flag failed citations without looking for a better passage")
     sv.add_argument("--limit", action="append", metavar="NAME=N", help="an input limit, as for guard (repeatable)")
     verifier_opts(sv)
     sv.set_defaults(func=cmd_serve)

@@ -165,18 +165,14 @@ def parse_answer(rec: Any, where: str) -> tuple[str, list[str], int | None]:
 
 def make_guard(args: argparse.Namespace):
     """The :class:`~citeguard.guarding.Guard` the guard command's options describe (built once)."""
-    from .calibration import CalibrationError
-    from .guarding import Guard, GuardInputError
-    from .scoring import VerifierLoadError
+    from .guarding import Guard
 
     try:
         return Guard(args.verifier, reattributor=None if args.no_reattribute else args.reattributor,
                      calibration=args.calibration, base=args.base, remove=args.remove, proposals=args.proposals,
                      runtime=runtime_args(args), overrides=parse_overrides(args.override), model_path=args.model,
                      cache_dir=args.cache_dir, limits=parse_limits(args.limit))
-    except (CalibrationError, VerifierLoadError, GuardInputError) as e:
-        raise CLIError(str(e)) from None
-    except ValueError as e:  # an unknown re-attributor
+    except ValueError as e:  # a calibration, verifier, re-attributor or option the guard refuses, by name
         raise CLIError(str(e)) from None
 
 
@@ -204,7 +200,7 @@ def cmd_guard(args: argparse.Namespace) -> int:
                 totals[k] += getattr(report, k)
             result = {"id": rec.get("id"), "guarded_answer": text, "report": report.to_dict()}
             if args.echo_input:  # what citeguard label needs to show each citation's passage
-                result.update(answer=answer, passages=passages, citation_base=base)
+                result.update(answer=answer, passages=passages, citation_base=args.base if base is None else base)
             out.write(json.dumps(result) + "\n" if batch else json.dumps(result, indent=2) + "\n")
             if html is not None:
                 from .audit_page import AuditEntry
@@ -216,9 +212,9 @@ def cmd_guard(args: argparse.Namespace) -> int:
         try:
             flush(chunk)
             return
-        except LimitExceeded:
+        except LimitExceeded as e:
             if not batch:
-                raise
+                raise CLIError(f"{args.input}: {e}") from None
         for item in list(chunk):
             try:
                 flush([item])
@@ -308,14 +304,13 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         if isinstance(rec, CLIError):
             raise rec
         where = f"{src}:{lineno}"
-        if isinstance(rec, dict) and rec.get("judgement") == "cant_tell" and rec.get("label") is None:
+        if isinstance(rec, dict) and "sample_seed" in rec:
             sample_meta.append(rec)
+        if isinstance(rec, dict) and rec.get("judgement") == "cant_tell" and rec.get("label") is None:
             cant_tell += 1
             continue
         if not isinstance(rec, dict) or isinstance(rec.get("label"), float) or rec.get("label") not in (0, 1):
             raise CLIError(f"{where}: expected 'label' 0 (unsupported) or 1 (supported)")
-        if "sample_seed" in rec:
-            sample_meta.append(rec)
         labels.append(int(rec["label"]))
         lines.append(lineno)
         if args.scores:
@@ -361,6 +356,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             summary["warnings"].append(
                 f"{cant_tell} can't-tell and {int(sizes[0]) - labelled} unlabelled citations of the {sizes[0]} sampled "
                 "are left out; if they are mostly unsupported ones, the catch rate can fall short of the guarantee")
+    elif cant_tell:
+        summary["warnings"].append(f"{cant_tell} can't-tell records are left out; if they are mostly unsupported "
+                                   "ones, the catch rate can fall short of the guarantee")
     for w in summary["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     fh = _open_out(args.out)
@@ -396,14 +394,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from .service import ServeConfig, serve
     except ImportError as e:
         raise CLIError(f"citeguard serve needs the [serve] extra (pip install 'citeguard[serve]'): {e}") from None
-    from . import definitions
+    from .scoring import VerifierLoadError, verifier_definitions
 
-    if args.verifier not in definitions.available("verifier"):
-        from .scoring import VerifierLoadError, verifier_definitions
-        try:
-            verifier_definitions(args.verifier)
-        except VerifierLoadError as e:
-            raise CLIError(str(e)) from None
+    try:  # an unknown verifier fails here, naming the nearest definition, before uvicorn starts
+        verifier_definitions(args.verifier)
+    except VerifierLoadError as e:
+        raise CLIError(str(e)) from None
     if args.calibrations and not Path(args.calibrations).is_dir():
         raise CLIError(f"{args.calibrations}: no such folder (--calibrations takes a folder of calibration JSON files)")
     for name in ("workers", "max_batch_units"):
@@ -455,9 +451,8 @@ def cmd_label(args: argparse.Namespace) -> int:
 def make_label_session(args: argparse.Namespace):
     """The sample and the labels file of a citeguard label run (the guard runs on raw answers)."""
     from .guarding import Guard
-    from .hashing import verifier_hash
     from .labelling import LabelError, LabelSession, LabelStore, citation_population, input_digest, uniform_sample
-    from .scoring import VerifierLoadError, verifier_definitions
+    from .scoring import VerifierLoadError
 
     records, skipped = [], 0
     for lineno, rec in iter_json_records(args.input):
@@ -477,7 +472,6 @@ def make_label_session(args: argparse.Namespace):
     if skipped:
         print(f"{skipped} answers skipped (not sampled from); see the lines above", file=sys.stderr)
     try:
-        vcfg, _, _ = verifier_definitions(args.verifier, parse_overrides(args.override), runtime_args(args))
         guard = Guard(args.verifier, reattributor=None, base=args.base, runtime=runtime_args(args),
                       overrides=parse_overrides(args.override), model_path=args.model, cache_dir=args.cache_dir)
     except VerifierLoadError as e:
@@ -487,7 +481,7 @@ def make_label_session(args: argparse.Namespace):
         raise CLIError(f"{args.input}: no citation that points at a passage, nothing to label")
     sample = uniform_sample(items, args.sample, args.seed)
     meta = {"sample_seed": args.seed, "sample_size": len(sample), "input_sha256": input_digest(args.input),
-            "verifier": args.verifier, "verifier_hash": getattr(guard.scorer, "hash", verifier_hash(vcfg))}
+            "verifier": args.verifier, "verifier_hash": guard.scorer.hash}
     print(f"{counts['answers']} answers, {counts['citations']} citations, {counts['invalid_not_sampled']} invalid "
           f"(no passage; not sampled), {len(items)} to sample from", file=sys.stderr)
     try:
@@ -592,7 +586,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--limit", action="append", metavar="NAME=N",
                    help="raise or lower an input limit (repeatable): max_range (1000), max_citations_per_sentence "
                         "(200), max_citations_per_answer (5000), max_sentences (10000), max_passages (1000), "
-                        "max_passage_chars (1000000), max_answer_chars (500000), max_request_bytes (33554432); "
+                        "max_passage_chars (1000000), max_answer_chars (500000), max_request_bytes (33554432), "
+                        "max_answers_per_request (1000, serve); "
                         "an answer past a limit is refused, naming it (exit 2)")
     g.add_argument("--batch-answers", type=int, default=16, metavar="N",
                    help="answers whose citations go to the verifier together (default 16)")
@@ -694,12 +689,6 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except CLIError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except ValueError as e:  # a limit (LimitExceeded) or guard input error on a single answer
-        from .guarding import GuardInputError
-        if not isinstance(e, GuardInputError) and type(e).__name__ != "LimitExceeded":
-            raise
-        print(f"error: {getattr(args, 'input', '')}: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

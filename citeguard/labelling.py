@@ -64,16 +64,11 @@ def citation_population(records: Sequence[Mapping[str, Any]], guard: Any) -> tup
 
     items: list[Item] = []
     counts = {"answers": 0, "citations": 0, "invalid_not_sampled": 0}
-    raw = [r for r in records if "report" not in r]
-    guarded = {id(r): r["report"] for r in records if "report" in r}
-    todo = [(r["answer"], normalise_passages(r.get("passages", r.get("ctxs"))), r.get("citation_base")) for r in raw]
-    fresh = iter(guard.guard_many(todo)) if todo else iter(())
-    for rec in records:
-        report = guarded.get(id(rec))
-        if report is None:
-            _, rep = next(fresh)
-            report = rep.to_dict()
-        passages = normalise_passages(rec.get("passages", rec.get("ctxs")))
+    texts = [normalise_passages(r.get("passages", r.get("ctxs"))) for r in records]
+    todo = [(r["answer"], p, r.get("citation_base")) for r, p in zip(records, texts) if "report" not in r]
+    fresh = iter(guard.guard_many(todo)) if todo else iter(())  # raw answers, guarded together, in input order
+    for rec, passages in zip(records, texts):
+        report = rec["report"] if "report" in rec else next(fresh)[1].to_dict()
         answer = rec["answer"]
         base = rec.get("citation_base")
         base = guard.base if base is None else int(base)

@@ -40,6 +40,7 @@ class Limits:
     max_passage_chars: int = 1_000_000  # per passage; every window of a passage is scored, none is cut
     max_answer_chars: int = 500_000
     max_request_bytes: int = 32 * 1024 * 1024  # one input file / request body
+    max_answers_per_request: int = 1000  # answers in one batch request to the service
 
     def __post_init__(self) -> None:
         for f in fields(self):

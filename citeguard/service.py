@@ -467,8 +467,9 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
             one = req.answers is None
             ins = ([AnswerIn(id=req.id, answer=req.answer, passages=req.passages, citation_base=req.citation_base)]
                    if one else req.answers)
-            if len(ins) > cfg.limits.max_passages:  # a batch is bounded like a passage list
-                raise LimitExceeded(f"{len(ins)} answers in one request", "max_passages", cfg.limits.max_passages)
+            if len(ins) > cfg.limits.max_answers_per_request:
+                raise LimitExceeded(f"{len(ins)} answers in one request", "max_answers_per_request",
+                                    cfg.limits.max_answers_per_request)
             items = [(a.answer, texts(a.passages), a.citation_base) for a in ins]
             results = await run_guard(guard, items)
         except (LimitExceeded, GuardInputError) as e:

@@ -273,3 +273,31 @@ def test_recalibrate_walkthrough_on_a_released_source(tmp_path, mirror):
     reports = [json.loads(x)["report"] for x in buf.getvalue().splitlines()]
     assert reports and all(r["rule"] == f"pass iff score > tau = {c['tau']:.6g}" for r in reports)
     assert all("flagged with probability >= 0.9" in r["guarantee"] for r in reports)
+
+
+def test_calibrate_counts_cant_tell_records_of_a_hand_written_file(tmp_path, capsys):
+    # no citeguard label metadata: can't-tell records are still skipped and counted, never a crash
+    rows = [{"claim": "Aspirin lowers fever.", "passage": "Aspirin lowers fever in adults.", "label": 1},
+            {"claim": "Aspirin cures cancer.", "passage": "Aspirin lowers fever in adults.", "label": 0},
+            {"claim": "Statins grow hair.", "passage": "Aspirin lowers fever in adults.", "label": None,
+             "judgement": "cant_tell"}]
+    src = tmp_path / "hand.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    buf = StringIO()
+    with redirect_stdout(buf):
+        assert main(["calibrate", "--labels", str(src), "--verifier", "lexical", "--alpha", "0.5"]) == 0
+    cal = json.loads(buf.getvalue())
+    assert (cal["n_unsupported"], cal["n_supported"]) == (1, 1) and "sample" not in cal
+    assert "1 can't-tell records are left out" in capsys.readouterr().err
+
+
+def test_guard_echo_input_records_the_base_it_guarded_with(tmp_path):
+    src = tmp_path / "a.json"
+    src.write_text(json.dumps({"id": "x", "answer": "Aspirin lowers fever [0].", "passages": ["Aspirin lowers fever."]}))
+    buf = StringIO()
+    with redirect_stdout(buf):
+        assert main(["guard", "--input", str(src), "--verifier", "lexical", "--base", "0", "--echo-input"]) == 0
+    out = json.loads(buf.getvalue())
+    assert out["citation_base"] == 0 and out["passages"] == ["Aspirin lowers fever."]
+    items, counts = citation_population([out], Guard("lexical", reattributor=None))  # guard.base is 1
+    assert counts["invalid_not_sampled"] == 0 and items[0].passage == "Aspirin lowers fever." and items[0].cited == 0

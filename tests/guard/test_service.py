@@ -91,6 +91,14 @@ def test_bad_and_hostile_input_is_refused_with_a_named_reason(lexical_url, body,
     assert time.perf_counter() - t0 < 1.0
 
 
+def test_a_batch_past_max_answers_per_request_is_refused_by_name():
+    with running(ServeConfig(verifier="lexical", limits=Limits(max_answers_per_request=2))) as url:
+        two = {"answers": [{"answer": "x [1].", "passages": ["y"]}] * 2}
+        assert httpx.post(f"{url}/v1/guard", json=two).status_code == 200
+        r = httpx.post(f"{url}/v1/guard", json={"answers": two["answers"] * 2})
+        assert r.status_code == 422 and r.json()["limit"] == "max_answers_per_request"
+
+
 def test_a_body_past_max_request_bytes_is_a_413():
     with running(ServeConfig(verifier="lexical", limits=Limits(max_request_bytes=1000))) as url:
         r = httpx.post(f"{url}/v1/guard", json={"answer": "x " * 600 + "[1].", "passages": ["y"]})

@@ -112,6 +112,25 @@ MUTANTS = [
            "verdict[i] = bool(u_verdict[ids].all())", "a pair is supported only if every window is"),
     Mutant("verifiers.base", "citeguard/verifiers/base.py", "u_verdict = u_score >= float(threshold)",
            "u_verdict = u_score > float(threshold)", "a score exactly at the verifier's threshold fails"),
+    # labelling, the service, stacked scoring, calibrate's sample record
+    Mutant("labelling", "citeguard/labelling.py", "take = order if n is None else order[:n]",
+           "take = order if n is None else order[:n - 1]", "one citation fewer than asked is sampled"),
+    Mutant("labelling", "citeguard/labelling.py", "need = math.ceil(1 / alpha - 1)", "need = math.ceil(1 / alpha)",
+           "the panel asks for one unsupported label more than a finite tau needs"),
+    Mutant("labelling", "citeguard/labelling.py", '("observed_agreement", (ta + td) / n', '("observed_agreement", (ta + tb) / n',
+           "observed agreement counts a disagreement cell instead of both-unsupported"),
+    Mutant("labelling", "citeguard/labelling.py", "last = self.records.pop()", "last = self.records.pop(0)",
+           "undo removes the first label instead of the last"),
+    Mutant("service", "citeguard/service.py", "                at += k\n", "                at = k\n",
+           "merged requests get each other's scores"),
+    Mutant("service", "citeguard/service.py",
+           'totals["review_budget"] = ((totals["flagged"] + totals["invalid"]) / totals["n_citations"]',
+           'totals["review_budget"] = ((totals["flagged"] + totals["invalid"]) / len(out)',
+           "a batch's review budget per answer instead of per citation"),
+    Mutant("scoring", "citeguard/scoring.py", 'reason = [r or ("" if np.isfinite(x) else "missing_feature")',
+           'reason = [r or "missing_feature"', "every stacked pair without a base reason is marked missing_feature"),
+    Mutant("cli", "citeguard/cli.py", '"not_labelled": int(sizes[0]) - labelled,',
+           '"not_labelled": int(sizes[0]) - len(labels),', "can't-tell labels counted as not labelled too"),
     # analyses
     Mutant("analysis", "citeguard/study/analysis/validation.py",
            'ci_cols("specificity", d / (b + d) if b + d else np.nan', 'ci_cols("specificity", d / (c + d) if c + d else np.nan',
@@ -132,6 +151,10 @@ TESTS = {
     "kit": ["tests/study/test_kit.py"],
     "verifiers.base": ["tests/guard/test_verifiers.py", "tests/guard/test_pinned.py"],
     "analysis": ["tests/study/test_pinned_analysis.py", "tests/guard/test_edges.py"],
+    "labelling": ["tests/guard/test_labelling.py"],
+    "service": ["tests/guard/test_service.py"],
+    "scoring": ["tests/guard/test_package.py"],
+    "cli": ["tests/guard/test_labelling.py", "tests/guard/test_cli.py"],
 }
 COPY = ["citeguard", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml"]
 

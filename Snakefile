@@ -11,7 +11,7 @@ include: "workflow/rules/common.smk"
 
 
 wildcard_constraints:
-    set=alt(SET_CFG),
+    set=alt(list(SET_CFG) + PROPOSAL_SETS),
     raw_path=alt(RAW_FILES),
     model=alt([g.name for g in CFG.get("generators", {}).values()]),
     pipeline=alt(CFG.generation.pipelines),
@@ -36,6 +36,7 @@ include: "workflow/rules/agreement.smk"
 include: "workflow/rules/conformal.smk"
 include: "workflow/rules/reattribution.smk"
 include: "workflow/rules/scope.smk"
+include: "workflow/rules/failure_kinds.smk"
 include: "workflow/rules/examples.smk"
 
 

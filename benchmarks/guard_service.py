@@ -2,19 +2,19 @@
 
 The load is real: the released expert answers (ScholarQA-Multi, ``--format ctxs``) and Nora's answers
 (ScholarQA-CS, ``--format nora``) with their passages, from the data mirror. A server process is
-started on 127.0.0.1; at each concurrency level, that many client threads send guard requests until
-the level's time is up (each level is bounded in time and in requests, and the script stops by
-itself). It prints latency percentiles, answers/s, errors and the server's RSS per level, the
+started on 127.0.0.1; at each concurrency level, that many client threads send the same fixed set of
+answers (``--answers``) until all are answered or the level's time is up (the script stops by
+itself). Each level gets a fresh server, so no level is served from the embeddings an earlier one
+memoised. It prints latency percentiles, answers/s, errors and the server's RSS per level, the
 in-process latency of the same answers through the library (one ``Guard``, one answer at a time), a
-soak line (RSS at its start and end), and the targets.
+soak line (RSS every 30 s after a warm-up; the memo is bounded by ``--memo-texts``), and the targets.
 
     python benchmarks/guard_service.py                       # levels 1, 4, 16, 64 (60 s each) + 5-minute soak
-    python benchmarks/guard_service.py --seconds 12 --levels 1,4,16 --soak 0   # the 60-second CI smoke
+    python benchmarks/guard_service.py --answers 24 --seconds 40 --levels 1,4,16 --soak 0   # the CI smoke
 """
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import subprocess
@@ -60,16 +60,6 @@ def percentiles(xs: list[float]) -> tuple[float, float, float]:
     return tuple(float(np.percentile(a, q)) for q in (50, 95, 99)) if len(a) else (float("nan"),) * 3
 
 
-_RUN = f"{os.getpid()}-{time.time_ns()}"
-_TAGS = itertools.count()  # across levels, so no level meets a passage an earlier one sent
-
-
-def unique(answer: dict, i: int) -> dict:
-    """The answer with passages no earlier request had (a tag in front of each), so no level is served
-    from the embedding verifier's memo of texts it has seen: every request costs what new content costs."""
-    return {**answer, "passages": [f"({_RUN}-{i}) {p}" for p in answer["passages"]]}
-
-
 def sequential(url: str, answers: list[dict]) -> list[float]:
     """Each answer once, one at a time, in order: the HTTP twin of the in-process run."""
     import httpx
@@ -85,14 +75,16 @@ def sequential(url: str, answers: list[dict]) -> list[float]:
     return out
 
 
-def level(url: str, answers: list[dict], conc: int, seconds: float, max_requests: int, pid: int) -> dict:
+def level(url: str, answers: list[dict], conc: int, seconds: float, pid: int) -> dict:
+    """``conc`` client threads send the given answers (each once) until all are answered or ``seconds``
+    are up. Every level gets the same answers, so answers/s compares like with like."""
     import httpx
 
     lat: list[float] = []
     errors = 0
     lock = threading.Lock()
     stop = time.monotonic() + seconds
-    counter = iter(range(max_requests))
+    counter = iter(range(len(answers)))
 
     def worker(k: int) -> None:
         nonlocal errors
@@ -100,12 +92,11 @@ def level(url: str, answers: list[dict], conc: int, seconds: float, max_requests
             while time.monotonic() < stop:
                 with lock:
                     i = next(counter, None)
-                    tag = next(_TAGS)
                 if i is None:
                     return
                 t0 = time.perf_counter()
                 try:
-                    r = client.post(f"{url}/v1/guard", json=unique(answers[i % len(answers)], tag))
+                    r = client.post(f"{url}/v1/guard", json=answers[i])
                     ok = r.status_code == 200
                 except Exception:  # noqa: BLE001 - any failure is an error of this run
                     ok = False
@@ -121,8 +112,12 @@ def level(url: str, answers: list[dict], conc: int, seconds: float, max_requests
         list(pool.map(worker, range(conc)))
     wall = time.monotonic() - t0
     p50, p95, p99 = percentiles(lat)
-    return {"concurrency": conc, "requests": len(lat) + errors, "errors": errors, "p50_ms": p50, "p95_ms": p95,
-            "p99_ms": p99, "answers_per_s": len(lat) / wall, "rss_mb": rss_mb(pid)}
+    return {"concurrency": conc, "requests": len(lat) + errors, "errors": errors, "complete": len(lat) + errors == len(answers),
+            "p50_ms": p50, "p95_ms": p95, "p99_ms": p99, "answers_per_s": len(lat) / wall, "rss_mb": rss_mb(pid)}
+
+
+def cycle(answers: list[dict], n: int, start: int = 0) -> list[dict]:
+    return [answers[(start + i) % len(answers)] for i in range(n)]
 
 
 def main() -> int:
@@ -130,8 +125,15 @@ def main() -> int:
     ap.add_argument("--verifier", default="embedding")
     ap.add_argument("--levels", default="1,4,16,64")
     ap.add_argument("--seconds", type=float, default=60.0, help="per concurrency level")
-    ap.add_argument("--max-requests", type=int, default=20000, help="per level")
+    ap.add_argument("--answers", type=int, default=120,
+                    help="answers each level sends (the same ones at every level; default 120)")
+    ap.add_argument("--soak-warmup", type=float, default=120.0,
+                    help="seconds at concurrency 16 before the soak's first RSS reading (allocator and, with "
+                         "--memo-texts, the memo warm; default 120)")
     ap.add_argument("--soak", type=float, default=300.0, help="seconds of soak at concurrency 16 (0: none)")
+    ap.add_argument("--soak-memo-texts", type=int, default=2000,
+                    help="the soak server's memo bound (default 2000: smaller than the texts of the answers it cycles "
+                         "through, so the soak keeps running the model rather than serving repeats from the memo)")
     ap.add_argument("--max-wait-ms", type=float, default=5.0)
     ap.add_argument("--memo-texts", type=int, default=20000,
                     help="embeddings the served verifier keeps for reuse (bounds its memory; default 20000)")
@@ -146,7 +148,7 @@ def main() -> int:
 
     # in-process: the library, one Guard, one answer at a time (the same answers, a warm model)
     from citeguard.guarding import Guard
-    guard = Guard(args.verifier)
+    guard = Guard(args.verifier, overrides={"memo_texts": args.memo_texts})  # as served
     guard.guard(answers[0]["answer"], answers[0]["passages"])
     inproc = []
     n_in = min(len(answers), 60)
@@ -159,42 +161,68 @@ def main() -> int:
           f"{n_in / sum(inproc):.2f} answers/s", flush=True)
     del guard
 
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "citeguard.cli", "serve", "--verifier", args.verifier,
-                             "--port", str(port), "--max-wait-ms", str(args.max_wait_ms),
-                             "--override", f"memo_texts={args.memo_texts}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    if not wait_ready(url, attempts=1200, pause=0.1):
-        raise SystemExit(f"the server on {url} did not become ready")
+    def server(memo_texts: int = args.memo_texts):
+        """A fresh server (an empty memo): started for each measurement, so none is served from another's."""
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, "-m", "citeguard.cli", "serve", "--verifier", args.verifier,
+                                 "--port", str(port), "--max-wait-ms", str(args.max_wait_ms),
+                                 "--override", f"memo_texts={memo_texts}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+        if not wait_ready(url, attempts=1200, pause=0.1):
+            proc.kill()
+            raise SystemExit(f"the server on {url} did not become ready")
+        level(url, answers[-3:], 1, 30, proc.pid)  # warm-up (answers no measurement sends), not reported
+        return proc, url
+
+    def stop(proc) -> None:
+        proc.terminate()
+        proc.wait(timeout=60)
+
     results = []
+    proc, url = server()
     try:
-        level(url, answers, 1, 3, 5, proc.pid)  # warm-up, not reported
         http_seq = sequential(url, answers[:n_in])  # the in-process answers, over HTTP, one at a time
-        hp50, hp95, hp99 = percentiles(http_seq)
-        paired = float(np.median((np.asarray(http_seq) - np.asarray(inproc)) * 1000))
-        print(f"HTTP, the same {n_in} answers one at a time: p50 {hp50:.1f} ms, p95 {hp95:.1f} ms; median paired "
-              f"overhead {paired:+.1f} ms", flush=True)
-        for conc in [int(x) for x in args.levels.split(",")]:
-            r = level(url, answers, conc, args.seconds, args.max_requests, proc.pid)
-            results.append(r)
-            print(json.dumps(r), flush=True)
-        soak = None
-        if args.soak > 0:
+    finally:
+        stop(proc)
+    hp50, hp95, hp99 = percentiles(http_seq)
+    paired = float(np.median((np.asarray(http_seq) - np.asarray(inproc)) * 1000))
+    print(f"HTTP, the same {n_in} answers one at a time: p50 {hp50:.1f} ms, p95 {hp95:.1f} ms; median paired "
+          f"overhead {paired:+.1f} ms", flush=True)
+    level_answers = cycle(answers, min(args.answers, len(answers) - 3))
+    for conc in [int(x) for x in args.levels.split(",") if x.strip()]:
+        proc, url = server()
+        try:
+            r = level(url, level_answers, conc, args.seconds, proc.pid)
+        finally:
+            stop(proc)
+        results.append(r)
+        print(json.dumps(r), flush=True)
+    soak = None
+    if args.soak > 0:
+        proc, url = server(args.soak_memo_texts)
+        try:
+            offset = 0
+            t_warm = time.monotonic() + args.soak_warmup
+            while time.monotonic() < t_warm:
+                r = level(url, cycle(answers, 400, offset), 16, t_warm - time.monotonic(), proc.pid)
+                offset += r["requests"]
             start_rss = rss_mb(proc.pid)
             samples = []
             t_end = time.monotonic() + args.soak
             while time.monotonic() < t_end:
-                r = level(url, answers, 16, min(30.0, t_end - time.monotonic()), args.max_requests, proc.pid)
+                r = level(url, cycle(answers, 400, offset), 16, min(30.0, t_end - time.monotonic()), proc.pid)
+                offset += r["requests"]
                 samples.append((r["rss_mb"], r["errors"], r["requests"]))
-            half = samples[(len(samples) - 1) // 2][0]
-            soak = {"seconds": args.soak, "rss_start_mb": start_rss, "rss_mid_mb": half, "rss_end_mb": samples[-1][0],
-                    "rss_max_mb": max(s[0] for s in samples), "rss_series_mb": [round(s[0]) for s in samples],
-                    "errors": sum(s[1] for s in samples), "requests": sum(s[2] for s in samples)}
-            print("soak: " + json.dumps(soak), flush=True)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+        finally:
+            stop(proc)
+        half = samples[(len(samples) - 1) // 2][0]
+        soak = {"seconds": args.soak, "warmup_seconds": args.soak_warmup, "memo_texts": args.soak_memo_texts,
+                "rss_start_mb": start_rss,
+                "rss_mid_mb": half, "rss_end_mb": samples[-1][0], "rss_max_mb": max(x[0] for x in samples),
+                "rss_series_mb": [round(x[0]) for x in samples], "errors": sum(x[1] for x in samples),
+                "requests": sum(x[2] for x in samples)}
+        print("soak: " + json.dumps(soak), flush=True)
 
     print("\n| concurrency | requests | errors | p50 ms | p95 ms | p99 ms | answers/s | server RSS MB |")
     print("|---|---|---|---|---|---|---|---|")
@@ -213,13 +241,16 @@ def main() -> int:
           f"paired {paired:+.1f} ms); target within 10% or 5 ms: {'met' if gap <= max(0.1 * ip50, 5.0) else 'NOT met'}")
     if 1 in by and 16 in by:
         ratio = by[16]["answers_per_s"] / by[1]["answers_per_s"]
-        print(f"  answers/s at 16 / at 1: {ratio:.2f}x; target >= 1.5x: {'met' if ratio >= 1.5 else 'NOT met'}")
+        same = by[16]["complete"] and by[1]["complete"]
+        print(f"  answers/s at 16 / at 1: {ratio:.2f}x; target >= 1.5x: {'met' if ratio >= 1.5 else 'NOT met'}"
+              + ("" if same else " (a level ran out of time before its answers were done: raise --seconds to "
+                                 "compare the same answers)"))
     print(f"  errors: {errors}; target 0: {'met' if errors == 0 else 'NOT met'}")
     if soak:
         growth = soak["rss_end_mb"] - soak["rss_start_mb"]
         late = soak["rss_end_mb"] - soak["rss_mid_mb"]
         print(f"  RSS over the {soak['seconds']:.0f}-s soak: {soak['rss_start_mb']:.0f} -> {soak['rss_end_mb']:.0f} MB "
-              f"({100 * growth / soak['rss_start_mb']:+.1f}%; every 30 s: {soak['rss_series_mb']}); second half "
+              f"({100 * growth / soak['rss_start_mb']:+.1f}%; {soak['requests']} requests; every 30 s: {soak['rss_series_mb']}); second half "
               f"{100 * late / soak['rss_mid_mb']:+.1f}%; flat (< 5% growth over the soak): "
               f"{'met' if growth < 0.05 * soak['rss_start_mb'] else 'NOT met'}")
     if args.out:

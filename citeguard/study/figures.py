@@ -167,3 +167,50 @@ def kit_coverage_figure(cells: pd.DataFrame) -> plt.Figure:
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def failure_kinds_figure(fk: pd.DataFrame, order: Sequence[str]) -> plt.Figure:
+    """Stacked shares of unsupported citations per source, one panel per verifier: misattributed
+    (another passage the answer had supports the claim) below, ungrounded above, with the misattributed
+    share's 95% item-bootstrap CI and the unsupported count on top."""
+    sources = [s for s in dict.fromkeys(fk.source) if s != "pooled"] + (["pooled"] if (fk.source == "pooled").any() else [])
+    fig, axes = plt.subplots(1, len(order), figsize=(max(4.0, 0.55 * len(sources) + 1.2) * len(order) / 1.4, 3.8),
+                             squeeze=False, sharey=True)
+    for ax, v in zip(axes[0], order):
+        g = fk[fk.verifier == v].set_index("source").reindex(sources)
+        x = np.arange(len(sources))
+        mis = g.misattributed_share.fillna(0).to_numpy()
+        ax.bar(x, mis, color="tab:blue", label="misattributed")
+        ax.bar(x, 1 - mis, bottom=mis, color="tab:red", alpha=0.55, label="ungrounded")
+        ax.errorbar(x, mis, yerr=[mis - g.misattributed_share_ci_low.fillna(0), g.misattributed_share_ci_high.fillna(0) - mis],
+                    fmt="none", ecolor="black", capsize=2, lw=1)
+        for xi, n in zip(x, g.n_unsupported.fillna(0).astype(int)):
+            ax.text(xi, 1.01, str(n), ha="center", va="bottom", fontsize=6)
+        ax.set_xticks(x, [s.split("/")[-1] for s in sources], rotation=60, fontsize=7)
+        ax.set_ylim(0, 1.1)
+        ax.set_title(v)
+    axes[0][0].set_ylabel("share of unsupported citations")
+    axes[0][0].legend(fontsize=7, loc="lower left")
+    fig.suptitle("What kind of failure: misattributed vs ungrounded (n unsupported on top; 95% item-bootstrap CI)",
+                 fontsize=9)
+    return fig
+
+
+def citation_pr_figure(pr: pd.DataFrame, order: Sequence[str]) -> plt.Figure:
+    """Citation precision against recall per source, one panel per verifier, 95% item-bootstrap CIs."""
+    fig, axes = plt.subplots(1, len(order), figsize=(3.4 * len(order), 3.6), squeeze=False, sharex=True, sharey=True)
+    sources = list(dict.fromkeys(pr.source))
+    colors = {s: plt.cm.tab10(i % 10) for i, s in enumerate(sources)}
+    for ax, v in zip(axes[0], order):
+        for _, r in pr[pr.verifier == v].iterrows():
+            pooled = r.source == "pooled"
+            ax.errorbar(r.recall, r.precision, xerr=[[r.recall - r.recall_ci_low], [r.recall_ci_high - r.recall]],
+                        yerr=[[r.precision - r.precision_ci_low], [r.precision_ci_high - r.precision]],
+                        fmt="s" if pooled else "o", color="black" if pooled else colors[r.source], capsize=2,
+                        ms=6 if pooled else 4, label=r.source.split("/")[-1])
+        ax.plot([0, 1], [0, 1], color="0.8", lw=0.8, zorder=0)
+        ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="citation recall (cited sentences supported)", title=v)
+    axes[0][0].set_ylabel("citation precision (citations needed)")
+    axes[0][-1].legend(fontsize=6, loc="lower right", ncol=2)
+    fig.suptitle("Panel-judged citation precision and recall per system (95% item-bootstrap CI)", fontsize=9)
+    return fig

@@ -25,6 +25,7 @@ PAIR_COLUMNS = [
     "label", "group", "split", "marker", "frozen_score",
 ]
 SKIP_COLUMNS = ["set", "item_id", "sentence_id", "marker", "reason"]
+PASSAGE_COLUMNS = ["item_id", "passage_index", "passage"]
 
 
 @dataclass
@@ -57,6 +58,7 @@ class PreparedSet:
     pairs: pd.DataFrame
     skips: pd.DataFrame
     stats: SetStats
+    passages: pd.DataFrame  # every non-blank passage each answer had, cited or not (re-attribution proposals)
 
 
 class _Builder:
@@ -64,6 +66,7 @@ class _Builder:
         self.set_name, self.claim_cap = set_name, claim_cap
         self.rows: list[dict[str, Any]] = []
         self.skips: list[dict[str, Any]] = []
+        self.passages: list[dict[str, Any]] = []
         self.stats = SetStats(set=set_name, kind=kind)
         self.seen_items: set[str] = set()
         self.max_items = max_items
@@ -95,6 +98,8 @@ class _Builder:
         self.seen_items.add(item_id)
         self.stats.n_sentences += ext.n_sentences
         self.stats.n_cited_sentences += ext.n_cited_sentences
+        self.passages += [{"item_id": item_id, "passage_index": k, "passage": t}
+                          for k, t in enumerate(passages) if not is_blank(t)]
         for p in ext.pairs:
             self.pair(item_id, p.sentence_index, p.claim, passages[p.passage_index], p.passage_index,
                       np.nan, group=group, marker=p.marker)
@@ -114,7 +119,8 @@ class _Builder:
         s.n_pairs = len(pairs)
         s.n_supported = int((pairs["label"] == 1).sum())
         s.n_unsupported = int((pairs["label"] == 0).sum())
-        return PreparedSet(pairs, pd.DataFrame(self.skips, columns=SKIP_COLUMNS), s)
+        return PreparedSet(pairs, pd.DataFrame(self.skips, columns=SKIP_COLUMNS), s,
+                           pd.DataFrame(self.passages, columns=PASSAGE_COLUMNS))
 
 
 def _text(x: Any) -> str:

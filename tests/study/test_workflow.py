@@ -95,8 +95,17 @@ def test_rerun_is_noop_and_verifier_edit_reruns_only_descendants(smoke_run, tmp_
                "overrides=[\"++verifiers.lexical.threshold=0.5\"]"], wd)
     counts = job_counts(r.stdout)
     assert "prepare" not in counts and "generate" not in counts and "download" not in counts
-    assert counts["score"] == 9  # lexical on the 9 scored sets (3 gold, 3 released, 3 generated); embedding untouched
-    assert counts["score_stacked"] == 9 and counts["fit_stacked_verifier"] == 1
+    # lexical on the 9 scored sets (3 gold, 3 released, 3 generated) and on the 6 sources' re-attribution
+    # proposals (failure_kinds), which do not depend on the verifier and are not rebuilt; embedding untouched
+    assert "proposals" not in counts
+    assert counts["score"] == 15
+    assert counts["score_stacked"] == 15 and counts["fit_stacked_verifier"] == 1
+    assert counts["failure_kinds"] == 1 and counts["citation_pr"] == 1
+    # a changed re-attributor rebuilds the proposals and what reads them, never a source's own scores
+    r = snake(["-n", "--cores", "2", "--config", "experiment=smoke", "overrides=[\"reattributor.k1=1.2\"]"], wd)
+    counts = job_counts(r.stdout)
+    assert counts["proposals"] == 6 and counts["failure_kinds"] == 1 and "citation_pr" not in counts, r.stdout[-2000:]
+    assert counts["score"] == 12 and counts["score_stacked"] == 6  # lexical + embedding, fitted: proposals only
 
 
 @pytest.mark.parametrize("override,only", [("analysis.worked_examples=5", "worked_examples"),

@@ -65,6 +65,8 @@ SET_CFG = _set_configs()
 SOURCE_SETS = [s for s in SET_CFG if not s.startswith("gold/")]
 FROZEN_SETS = [s for s, c in SET_CFG.items() if c["kind"] == "frozen_scores"]
 SCORED_SETS = [s for s in SET_CFG if s not in FROZEN_SETS]
+# each source's re-attribution proposals (failure_kinds): scored by the score rule like a set
+PROPOSAL_SETS = [f"{s}/proposals" for s in SOURCE_SETS]
 
 RAW_FILES = {f["path"]: f for c in SET_CFG.values() for f in c["files"].values()}
 KIT = CFG.get("kit")
@@ -153,6 +155,8 @@ def analysis_targets():
         f"{RES}/tables/reattribution.csv",
         f"{RES}/tables/scope.csv",
         f"{RES}/tables/worked_examples.csv",
+        f"{RES}/tables/failure_kinds.csv",
+        f"{RES}/tables/citation_pr.csv",
     ]
 
 

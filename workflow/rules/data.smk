@@ -33,6 +33,8 @@ rule prepare:
         f"{RES}/logs/prepare/{{set}}.log",
     benchmark:
         f"{RES}/benchmarks/prepare/{{set}}.tsv"
+    wildcard_constraints:
+        set=alt(SET_CFG),
     priority: lambda w: score_priority(w.set)
     conda:
         "../../envs/cpu.yaml"

@@ -5,6 +5,7 @@ Scored tables come from :func:`citeguard.study.scored_tables.load_scored`: one r
 (True = supported).
 """
 from .agreement import agreement_sample, agreement_table
+from .citation_pr import citation_pr_table, sentence_citations
 from .conformal_eval import (
     budget_curve,
     calibration_arrays,
@@ -13,6 +14,14 @@ from .conformal_eval import (
     mondrian_table,
     pac_ranks_table,
     review_budget,
+)
+from .failure_kinds import (
+    classify,
+    failure_kinds_table,
+    gold_agreement,
+    gold_cases,
+    proposal_pairs,
+    sample_items,
 )
 from .rates import unsupported_rates
 from .reattribution import lexical_overlap_by_label, random_recall, rank_hits, reattribution_tables
@@ -39,4 +48,12 @@ __all__ = [
     "reattribution_tables",
     "lexical_overlap_by_label",
     "scope_table",
+    "sample_items",
+    "proposal_pairs",
+    "classify",
+    "failure_kinds_table",
+    "gold_cases",
+    "gold_agreement",
+    "sentence_citations",
+    "citation_pr_table",
 ]

@@ -75,10 +75,11 @@ def test_smoke_tables_and_figures(smoke_run):
     assert ((val.recall_supported_ci_low <= val.recall_supported) & (val.recall_supported <= val.recall_supported_ci_high)).all()
     cov = pd.read_csv(res / "tables" / "conformal_coverage.csv")
     assert "attrscore_released" in set(cov.verifier)
-    for t in ("unsupported_rates", "agreement", "review_budget", "transfer", "reattribution", "scope", "mondrian"):
+    for t in ("unsupported_rates", "agreement", "review_budget", "transfer", "reattribution", "scope", "mondrian",
+              "failure_kinds", "failure_kinds_gold", "citation_pr"):
         assert len(pd.read_csv(res / "tables" / f"{t}.csv")) > 0, t
     for f in ("validation", "unsupported_rates", "agreement", "conformal_coverage", "review_budget", "transfer",
-              "reattribution"):
+              "reattribution", "failure_kinds", "citation_pr"):
         assert (wd / "figures" / "smoke" / f"{f}.png").stat().st_size > 10_000, f
     rec = pd.read_csv(res / "tables" / "reattribution.csv")
     assert {"bm25", "lexical", "embedding", "fitted", "random", "generator:smollm2-135m"} == set(rec.ranker)
@@ -242,6 +243,28 @@ def test_smoke_unsupported_rates_recomputed(smoke_run):
             assert row["n_pairs"] == len(df)
             assert row["unsupported_rate"] == pytest.approx(1 - df[f"verdict_{v}"].mean())  # flagged share
             assert row["ci_low"] <= row["unsupported_rate"] <= row["ci_high"]
+
+
+def test_smoke_failure_kinds_and_citation_pr_recomputed(smoke_run):
+    """The two tables from the score files directly: every unsupported citation of a source is either
+    misattributed (a scored proposal of its sentence is accepted) or ungrounded; recall per sentence."""
+    res, _ = smoke_run
+    fk = pd.read_csv(res / "tables" / "failure_kinds.csv").set_index(["verifier", "source"])
+    pr = pd.read_csv(res / "tables" / "citation_pr.csv").set_index(["verifier", "source"])
+    for src in ("released/nora", "generated/smollm2-135m/bare"):
+        df, props = _scored(res, src), _scored(res, f"{src}/proposals")
+        sample = json.loads((res / "data" / src / "proposals" / "sample.json").read_text())
+        assert sample["proposals"] == len(props) and set(props.item_id.astype(str)) <= set(sample["item_ids"])
+        for v in ("lexical", "embedding", "fitted"):
+            unsup = df[~df[f"verdict_{v}"]]
+            found = {s for s, ok in zip(props.sentence_id, props[f"verdict_{v}"]) if ok}
+            n_mis = sum(s in found for s in unsup.sentence_id)
+            row = fk.loc[(v, src)]
+            assert (row.n_citations, row.n_unsupported, row.n_misattributed) == (len(df), len(unsup), n_mis)
+            assert row.n_ungrounded == len(unsup) - n_mis
+            sup = df.groupby("sentence_id")[f"verdict_{v}"].any()
+            assert pr.loc[(v, src), "recall"] == pytest.approx(sup.mean())
+            assert pr.loc[(v, src), "n_sentences"] == len(sup)
 
 
 def test_smoke_agreement_recomputed_by_hand(smoke_run):

@@ -1,0 +1,85 @@
+"""The staged training sets: counts and label maps against train/SOURCES.md, the readers on hand-made
+files in each format, and the dedupe against evaluation claims."""
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from citeguard.io import DataError
+from citeguard.study.train_data import claim_key, dedupe_against, read_train_sets
+
+TRAIN = Path(os.environ.get("CITEGUARD_DATA_MIRROR", Path(__file__).resolve().parents[3] / "shared" / "data")) / "train"
+
+
+@pytest.mark.skipif(not (TRAIN / "SOURCES.md").exists(), reason="no staged training data: set CITEGUARD_DATA_MIRROR")
+def test_staged_sets_match_the_counts_sources_md_gives():
+    ts = read_train_sets(TRAIN)
+    by = ts.pairs.groupby("source")["label"].agg(["size", "sum"])
+    # SOURCES.md: pairs (supported) per set
+    want = {"check_covid": (1504, 505), "scitab": (1224, 457), "fever_symmetric": (1416, 706),
+            "begin": (4368, 1631), "scifact_train_rte": (564, 370),
+            "wice": (1043 + 1070 + 374, 342 + 330),  # oracle chunks dev + test, plus 374 partial hard negatives
+            "evidence_inference": (3 * 3608, 3608)}  # 3,608 unique gold triples, each templated three ways
+    assert {s: tuple(int(x) for x in by.loc[s]) for s in want} == want
+    assert ts.skipped["begin", "generic_response"] == 85
+    assert ts.skipped["fever_symmetric", "duplicate_pair"] == 4  # 1,420 rows, 1,416 unique pairs
+    assert set(ts.pairs.domain) == {"biomedical", "scholarly", "general"}
+    assert ts.pairs.pair_id.is_unique and ts.pairs.claim.str.strip().astype(bool).all()
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8")
+
+
+def test_readers_on_hand_made_files(tmp_path):
+    r = tmp_path
+    _write(r, "check_covid/Check-COVID/corpus.json",
+           json.dumps({"cord_id": "c1", "abstract": ["S0.", "S1.", "S2."]}) + "\n")
+    _write(r, "check_covid/Check-COVID/Check-COVID_all.json", "\n".join(json.dumps(x) for x in [
+        {"claim": "A ", "cord_id": "c1", "label": "SUPPORT", "evidence_set": [{"sent_index": 2}, {"sent_index": 0}]},
+        {"claim": "B", "cord_id": "c1", "label": "NOTENOUGHINFO", "evidence_set": [{"sent_index": 1}]},
+        {"claim": "C", "cord_id": "c1", "label": "REFUTE", "evidence_set": [{"sent_index": 7}]}]) + "\n")
+    _write(r, "begin/wow/begin_dev_wow.tsv", "model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\n"
+           "t5\twow\tK one\tm\tR \"one\"\tFully attributable\n"
+           "t5\twow\tK two\tm\tR two\tNot fully attributable\n"
+           "t5\twow\tK three\tm\tR three\tGeneric\n")
+    _write(r, "begin/wow/begin_test_wow.tsv", "model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\n")
+    _write(r, "begin/cmu-dog/begin_dev_cmu.tsv", "model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\n")
+    _write(r, "fever_symmetric/symmetric_v0.2/fever_symmetric_dev.jsonl", "\n".join(json.dumps(x) for x in [
+        {"claim": "X -LRB- film -RRB- is good .", "evidence": "It is bad .", "label": "REFUTES"},
+        {"claim": "X -LRB- film -RRB- is good .", "evidence": "It is bad .", "label": "REFUTES"}]) + "\n")
+    _write(r, "fever_symmetric/symmetric_v0.2/fever_symmetric_test.jsonl",
+           json.dumps({"claim": "Y is old .", "evidence": "Y was built in 1900 .", "label": "SUPPORTS"}) + "\n")
+    ts = read_train_sets(r, ["check_covid", "begin", "fever_symmetric"])
+    p = ts.pairs.set_index("pair_id")
+    assert list(p.loc[["check_covid:1", "check_covid:2"], "evidence"]) == ["S0. S2.", "S1."]  # sentences in order
+    assert list(p.loc[["check_covid:1", "check_covid:2"], "label"]) == [1, 0] and p.loc["check_covid:1", "claim"] == "A"
+    assert ts.skipped["check_covid", "unresolved_evidence"] == 1  # index 7 of a 3-sentence abstract
+    begin = ts.pairs[ts.pairs.source == "begin"]
+    assert list(begin.claim) == ['R "one"', "R two"] and list(begin.label) == [1, 0]  # quotes kept: QUOTE_NONE
+    assert ts.skipped["begin", "generic_response"] == 1
+    fever = ts.pairs[ts.pairs.source == "fever_symmetric"]
+    assert list(fever.claim) == ["X (film) is good.", "Y is old."] and list(fever.label) == [0, 1]
+    assert ts.skipped["fever_symmetric", "duplicate_pair"] == 1
+
+
+def test_reserved_and_unknown_sources_are_refused(tmp_path):
+    with pytest.raises(DataError, match="reserved for the independent check"):
+        read_train_sets(tmp_path, ["healthver"])
+    with pytest.raises(DataError, match="unknown training source 'nope'"):
+        read_train_sets(tmp_path, ["nope"])
+
+
+def test_dedupe_against_evaluation_claims():
+    pairs = pd.DataFrame({"source": ["a", "a", "b", "b"], "claim": ["Aspirin works.", "Statins, too!", "aspirin WORKS",
+                                                                     "Other"],
+                          "evidence": ["e"] * 4, "label": [1, 0, 1, 0]})
+    assert claim_key("  Aspirin, WORKS! ") == "aspirin works"
+    kept, removed = dedupe_against(pairs, {"scifact_dev": ["aspirin works"], "gold": ["statins too", "aspirin works."]})
+    assert list(kept.claim) == ["Other"]
+    r = removed.set_index(["eval_set", "source"])["removed"]
+    assert (r["scifact_dev", "a"], r["scifact_dev", "b"], r["gold", "a"], r["gold", "b"]) == (1, 1, 2, 1)

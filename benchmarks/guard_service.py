@@ -250,7 +250,8 @@ def main() -> int:
         growth = soak["rss_end_mb"] - soak["rss_start_mb"]
         late = soak["rss_end_mb"] - soak["rss_mid_mb"]
         print(f"  RSS over the {soak['seconds']:.0f}-s soak: {soak['rss_start_mb']:.0f} -> {soak['rss_end_mb']:.0f} MB "
-              f"({100 * growth / soak['rss_start_mb']:+.1f}%; {soak['requests']} requests; every 30 s: {soak['rss_series_mb']}); second half "
+              f"({100 * growth / soak['rss_start_mb']:+.1f}%; {soak['requests']} requests; "
+              f"every 30 s: {soak['rss_series_mb']}); second half "
               f"{100 * late / soak['rss_mid_mb']:+.1f}%; flat (< 5% growth over the soak): "
               f"{'met' if growth < 0.05 * soak['rss_start_mb'] else 'NOT met'}")
     if args.out:

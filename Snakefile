@@ -37,6 +37,7 @@ include: "workflow/rules/conformal.smk"
 include: "workflow/rules/reattribution.smk"
 include: "workflow/rules/scope.smk"
 include: "workflow/rules/failure_kinds.smk"
+include: "workflow/rules/train.smk"
 include: "workflow/rules/examples.smk"
 
 

@@ -214,3 +214,33 @@ def citation_pr_figure(pr: pd.DataFrame, order: Sequence[str]) -> plt.Figure:
     axes[0][-1].legend(fontsize=6, loc="lower right", ncol=2)
     fig.suptitle("Panel-judged citation precision and recall per system (95% item-bootstrap CI)", fontsize=9)
     return fig
+
+
+def train_verifier_figure(table: pd.DataFrame, gold_names: Sequence[str]) -> plt.Figure:
+    """Left: mean leave-one-source-out AUC against the inverse L2 strength C per variant (the head's training
+    path), embedding's as a dashed line. Right: at each variant's chosen C, AUC per evaluation, head
+    (filled) against embedding (open), expert gold last."""
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1, 2]})
+    colors = {}
+    for i, (variant, g) in enumerate(table[table.evaluation.str.startswith("loso:")].groupby("variant", sort=False)):
+        colors[variant] = plt.cm.tab10(i)
+        m = g.groupby("C")[["auc", "embedding_auc"]].mean()
+        ax.plot(m.index, m.auc, "o-", color=colors[variant], label=f"{variant}: head")
+        ax.axhline(m.embedding_auc.iloc[0], ls="--", color=colors[variant], lw=0.8, label=f"{variant}: embedding")
+    ax.set(xscale="log", xlabel="inverse L2 strength C", ylabel="mean leave-one-source-out AUC", title="Selection on transfer")
+    ax.legend(fontsize=7)
+    chosen = table[~table.evaluation.str.startswith("loso:") | table.C.isin(
+        table[table.evaluation.isin(list(gold_names))].C.unique())]
+    evals = list(dict.fromkeys(e for e in chosen.evaluation if e.startswith("loso:"))) + ["in_distribution", *gold_names]
+    x = np.arange(len(evals))
+    for k, (variant, g) in enumerate(chosen.groupby("variant", sort=False)):
+        c = g[g.evaluation.isin(list(gold_names))].C.iloc[0]
+        g = g[(g.C == c)].set_index("evaluation").reindex(evals)
+        off = (k - 0.5) * 0.25
+        bx.plot(x + off, g.auc, "o", color=colors.get(variant, "k"), label=f"{variant} head (C={c:g})")
+        bx.plot(x + off, g.embedding_auc, "o", mfc="none", color=colors.get(variant, "k"), label=f"{variant}: embedding")
+    bx.axvline(len(evals) - len(gold_names) - 0.5, color="0.6", lw=0.8)
+    bx.set_xticks(x, [e.removeprefix("loso:") for e in evals], rotation=35, ha="right", fontsize=7)
+    bx.set(ylabel="AUC", title="Left-out sources, in-distribution, and the expert gold (right of the line)")
+    bx.legend(fontsize=6, ncol=2)
+    return fig

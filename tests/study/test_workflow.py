@@ -267,6 +267,23 @@ def test_smoke_failure_kinds_and_citation_pr_recomputed(smoke_run):
             assert pr.loc[(v, src), "n_sentences"] == len(sup)
 
 
+def test_smoke_trains_the_verifier_through_its_rule(smoke_run):
+    """train_verifier at toy size: every staged source left out once per C, both expert gold sets, a model
+    card with the decision, and a head the card's numbers come from."""
+    res, wd = smoke_run
+    t = pd.read_csv(res / "tables" / "train_verifier.csv")
+    loso = t[(t.variant == "all") & t.evaluation.str.startswith("loso:")]
+    assert len(loso) == 7 * 2 and set(loso.n) == {20}  # 7 sources x 2 C, 20 pairs each
+    assert {"attribution_gold_eval", "scifact_dev", "in_distribution"} <= set(t.evaluation)
+    assert ((t.auc >= 0) & (t.auc <= 1)).all()
+    head = json.loads((res / "models" / "trained" / "head.json").read_text())
+    assert head["n_train"] == 20 * (7 if head["variant"] == "all" else 3) and len(head["coef"]) == 7
+    card = (res / "models" / "trained" / "MODEL_CARD.md").read_text()
+    assert "## Decision" in card and ("**Adopted**" in card or "**Not adopted**" in card)
+    assert "ExpertQA and HealthVer are reserved" in card
+    assert (wd / "figures" / "smoke" / "train_verifier.png").stat().st_size > 10_000
+
+
 def test_smoke_agreement_recomputed_by_hand(smoke_run):
     from sklearn.metrics import cohen_kappa_score
     res, _ = smoke_run

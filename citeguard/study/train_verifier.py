@@ -1,0 +1,199 @@
+"""Rule train_verifier: fit the frozen-feature head (:mod:`citeguard.study.frozen_head`) on the staged
+claim-evidence sets and select it on transfer.
+
+Selection never looks at the training sources' own held-out pairs:
+- leave-one-source-out (LOSO): fit on every source of a variant but one, AUC on the one left out;
+  the L2 strength ``C`` is the one with the best mean LOSO AUC;
+- the project's expert gold, out of domain for every staged source: the attribution gold's
+  evaluation split and SciFact dev, each with a paired answer-bootstrap CI of the AUC difference
+  against the embedding verifier (the same encoder's layer-6 cosine, ``cos_l6``).
+An in-distribution AUC (a seeded 80/20 split of the training pairs) is reported and chooses nothing.
+
+Two variants: all sources, and the domain-matched (biomedical) ones. Adoption needs the chosen
+variant to beat embedding by ``adopt_margin`` AUC on both gold sets with the CI excluding 0, and to
+lose to embedding on no left-out source.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import stats as st
+from .frozen_head import FEATURES, best_window, fit_head, pair_scores
+
+BASELINE = "cos_l6"  # the embedding verifier's score, up to the monotone (cos + 1) / 2
+
+
+def sample_per_source(pairs: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
+    """At most ``n`` pairs per source, drawn without replacement (seeded), in a stable order."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for _, g in pairs.groupby("source", sort=True):
+        parts.append(g.iloc[np.sort(rng.choice(len(g), size=min(n, len(g)), replace=False))])
+    return pd.concat(parts, ignore_index=True) if parts else pairs.iloc[:0]
+
+
+def auc(y: np.ndarray, s: np.ndarray) -> float:
+    y = np.asarray(y, int)
+    return st.roc_auc(np.asarray(s, float), y) if 0 < y.sum() < len(y) else float("nan")
+
+
+def paired_auc_difference(y: np.ndarray, s_new: np.ndarray, s_base: np.ndarray, clusters: np.ndarray,
+                          n_boot: int, seed: int) -> tuple[float, float, float]:
+    """AUC(new) - AUC(base) and its 95% CI, resampling clusters (answers or claims), both scores on the
+    same resample."""
+    y, s_new, s_base = np.asarray(y, int), np.asarray(s_new, float), np.asarray(s_base, float)
+    codes, uniq = pd.factorize(pd.Series(clusters))
+    members = [np.flatnonzero(codes == k) for k in range(len(uniq))]
+    rng = np.random.default_rng(seed)
+    diffs = []
+    for _ in range(n_boot):
+        idx = np.concatenate([members[k] for k in rng.integers(len(members), size=len(members))])
+        if 0 < y[idx].sum() < len(idx):
+            diffs.append(auc(y[idx], s_new[idx]) - auc(y[idx], s_base[idx]))
+    lo, hi = st.percentile_ci(np.asarray(diffs))
+    return auc(y, s_new) - auc(y, s_base), lo, hi
+
+
+Units = tuple[np.ndarray, np.ndarray]  # (unit features, owning pair index)
+
+
+def _scores(head: Mapping[str, Any], units: Units, n: int, pick: np.ndarray | None = None) -> np.ndarray:
+    """The head's pair scores (max over windows), for all pairs or those where ``pick`` is True."""
+    feats, owner = units
+    if pick is None:
+        return pair_scores(dict(head), feats, owner, n)
+    keep = pick[owner]
+    new_index = np.cumsum(pick) - 1
+    return pair_scores(dict(head), feats[keep], new_index[owner[keep]], int(pick.sum()))
+
+
+def evaluate(train: pd.DataFrame, train_units: Units, gold: Mapping[str, tuple[pd.DataFrame, Units]],
+             variants: Mapping[str, Sequence[str]], grid: Sequence[float], n_boot: int,
+             seed: int) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
+    """The design x evaluation table and, per variant, its chosen C and the head fitted on all its sources.
+
+    ``train``: pairs with ``source`` and ``label``; ``train_units``: their (claim, window) unit features and
+    owning pair index; ``gold``: {name: (pairs with ``label`` and ``cluster``, their units)}. Heads fit on
+    each pair's best window (:func:`best_window`) and score a pair by the max over its windows; the
+    baseline is the embedding verifier's score, the best window's ``cos_l6``."""
+    rows, chosen = [], {}
+    base_col = FEATURES.index(BASELINE)
+    x_train = best_window(*train_units, len(train))
+    gold_base = {name: best_window(*u, len(g))[:, base_col] for name, (g, u) in gold.items()}
+    for variant, sources in variants.items():
+        in_v = train["source"].isin(list(sources)).to_numpy()
+        tv, xv = train[in_v].reset_index(drop=True), x_train[in_v]
+        y = tv["label"].to_numpy(int)
+        pos = np.flatnonzero(in_v)
+
+        def held(head, mask_v, pos=pos):  # the head's pair scores on the variant's pairs where mask_v is True
+            pick = np.zeros(len(train), bool)
+            pick[pos[mask_v]] = True
+            return _scores(head, train_units, len(train), pick)
+
+        loso_mean = {}
+        for c in grid:
+            aucs = []
+            for src in sources:
+                out = (tv["source"] == src).to_numpy()
+                if out.all() or not out.any():
+                    continue
+                head = fit_head(xv[~out], y[~out], c)
+                a, b = auc(y[out], held(head, out)), auc(y[out], xv[out][:, base_col])
+                aucs.append(a)
+                rows.append({"variant": variant, "C": c, "evaluation": f"loso:{src}", "n": int(out.sum()),
+                             "auc": a, "embedding_auc": b, "delta": a - b})
+            loso_mean[c] = float(np.nanmean(aucs)) if aucs else float("nan")
+        best = max(grid, key=lambda c: (np.nan_to_num(loso_mean[c], nan=-1.0), -c))
+        head = fit_head(xv, y, best)
+        for name, (g, units) in gold.items():
+            yg = g["label"].to_numpy(int)
+            sg = _scores(head, units, len(g))
+            d, lo, hi = paired_auc_difference(yg, sg, gold_base[name], g["cluster"].to_numpy(), n_boot, seed)
+            rows.append({"variant": variant, "C": best, "evaluation": name, "n": len(g), "auc": auc(yg, sg),
+                         "embedding_auc": auc(yg, gold_base[name]), "delta": d, "delta_ci_low": lo,
+                         "delta_ci_high": hi})
+        rng = np.random.default_rng(seed)
+        test = np.zeros(len(tv), bool)
+        for src in sources:  # 20% of each source, seeded
+            idx = np.flatnonzero((tv["source"] == src).to_numpy())
+            test[rng.choice(idx, size=max(1, len(idx) // 5), replace=False)] = True
+        h_in = fit_head(xv[~test], y[~test], best)
+        a, b = auc(y[test], held(h_in, test)), auc(y[test], xv[test][:, base_col])
+        rows.append({"variant": variant, "C": best, "evaluation": "in_distribution", "n": int(test.sum()),
+                     "auc": a, "embedding_auc": b, "delta": a - b})
+        chosen[variant] = {"C": best, "loso_mean_auc": loso_mean[best], "head": head, "sources": list(sources)}
+    table = pd.DataFrame(rows, columns=["variant", "C", "evaluation", "n", "auc", "embedding_auc", "delta",
+                                        "delta_ci_low", "delta_ci_high"])
+    return table, chosen
+
+
+def choose_and_adopt(table: pd.DataFrame, chosen: Mapping[str, Mapping[str, Any]], gold_names: Sequence[str],
+                     margin: float) -> dict[str, Any]:
+    """The variant with the best mean AUC over the expert gold sets, and whether it is adopted: AUC at
+    least ``margin`` above embedding on every gold set with the CI's lower end above 0, and no left-out
+    source where it is below embedding."""
+    gold = table[table["evaluation"].isin(list(gold_names))]
+    means = gold.groupby("variant")["auc"].mean()
+    variant = str(means.idxmax())
+    g = gold[gold["variant"] == variant].set_index("evaluation")
+    c = chosen[variant]["C"]
+    loso = table[(table["variant"] == variant) & (table["C"] == c) & table["evaluation"].str.startswith("loso:")]
+    reasons = []
+    for name in gold_names:
+        r = g.loc[name]
+        if not (r["delta"] >= margin and r["delta_ci_low"] > 0):
+            reasons.append(f"{name}: AUC {r['auc']:.3f} vs embedding {r['embedding_auc']:.3f} (delta {r['delta']:+.3f}, "
+                           f"95% CI {r['delta_ci_low']:+.3f} to {r['delta_ci_high']:+.3f}; needs >= +{margin:.2f}, CI above 0)")
+    losses = loso[loso["delta"] < 0]
+    for _, r in losses.iterrows():
+        reasons.append(f"{r['evaluation']}: AUC {r['auc']:.3f} below embedding's {r['embedding_auc']:.3f}")
+    return {"variant": variant, "C": c, "adopted": not reasons, "reasons": reasons}
+
+
+def model_card(cfg: Mapping[str, Any], counts: pd.DataFrame, removed: pd.DataFrame, skipped: Mapping[Any, int],
+               table: pd.DataFrame, decision: Mapping[str, Any], timings: Mapping[str, float],
+               licences: Mapping[str, str]) -> str:
+    """The trained verifier's model card (Markdown): data and licences, hyper-parameters, every evaluation,
+    the decision and why."""
+    lines = ["# citeguard `trained` verifier: frozen-feature head", "",
+             f"Design: `{cfg['design']}`: L2 logistic regression (balanced classes) on standardised features "
+             f"{', '.join(f'`{f}`' for f in FEATURES)} of the frozen encoder `{cfg['encoder']}`. "
+             "A labelled pair trains it through its "
+             "600-character window with the highest layer-6 cosine; a pair is scored, like every verifier, by the "
+             "maximum over its windows (600 characters at stride 300; claims capped at 600).", "",
+             "## Data", "", "| source | domain | pairs used | supported | licence |", "|---|---|---|---|---|"]
+    for _, r in counts.iterrows():
+        lines.append(f"| {r['source']} | {r['domain']} | {r['pairs']} | {r['supported']} | {licences.get(r['source'], '')} |")
+    lines += ["", f"At most {cfg['max_pairs_per_source']} pairs per source (seed {cfg['seed']}). Training claims that are also "
+              "claims of an evaluation set were removed first:", "",
+              "| evaluation set | source | training pairs removed |", "|---|---|---|"]
+    lines += [f"| {r['eval_set']} | {r['source']} | {r['removed']} |" for _, r in removed.iterrows() if r["removed"]]
+    if not removed["removed"].any():
+        lines.append("| (none matched) | | 0 |")
+    lines += ["", "Rows the readers could not use: " + (", ".join(f"{s} {why}: {n}" for (s, why), n in sorted(skipped.items()))
+                                                      or "none") + ".", "",
+              "ExpertQA and HealthVer are reserved for an independent check: not read, trained or tuned on.", "",
+              "## Hyper-parameters", "",
+              f"- inverse L2 strengths (C) tried: {list(cfg['C'])}; chosen per variant by mean leave-one-source-out AUC",
+              f"- variants: all sources; domain-matched {list(cfg['domain_matched'])}",
+              f"- bootstrap: {cfg['n_bootstrap']} resamples of answers (attribution gold) or claims (SciFact)", "",
+              "## Evaluations (AUC; embedding = the same encoder's layer-6 cosine)", "",
+              "| variant | C | evaluation | n | AUC | embedding AUC | delta | 95% CI of delta |",
+              "|---|---|---|---|---|---|---|---|"]
+    for _, r in table.iterrows():
+        ci = "" if pd.isna(r["delta_ci_low"]) else f"{r['delta_ci_low']:+.3f} to {r['delta_ci_high']:+.3f}"
+        lines.append(f"| {r['variant']} | {r['C']:g} | {r['evaluation']} | {r['n']} | {r['auc']:.3f} | "
+                     f"{r['embedding_auc']:.3f} | {r['delta']:+.3f} | {ci} |")
+    lines += ["", "## Decision", "",
+              f"Chosen on the expert gold: variant `{decision['variant']}`, C = {decision['C']:g}. "
+              + ("**Adopted**: it beats embedding out of domain by the required margin and loses on no left-out source."
+                 if decision["adopted"] else "**Not adopted** (embedding stays the guard's default and `lite`'s panel "
+                 "is unchanged):"), ""]
+    lines += [f"- {r}" for r in decision["reasons"]]
+    lines += ["", "## Cost", ""] + [f"- {k}: {v:.1f} s" for k, v in timings.items()]
+    return "\n".join(lines) + "\n"

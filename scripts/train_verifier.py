@@ -1,0 +1,58 @@
+"""Rule train_verifier: the frozen-feature head on the staged training sets, selected on transfer."""
+import json
+import time
+
+import pandas as pd
+
+from citeguard.study import figures
+from citeguard.study.frozen_head import FrozenFeatures
+from citeguard.study.train_data import dedupe_against, read_train_sets
+from citeguard.study.train_verifier import choose_and_adopt, evaluate, model_card, sample_per_source
+from citeguard.study.workflow_helpers import eval_split, settings, start
+from citeguard.verifiers.embedding import resolve_model_path
+
+sm = snakemake  # noqa: F821
+log = start(sm)
+cfg = settings(sm)
+tv, win = cfg["train_verifier"], cfg["windowing"]
+timings = {}
+t0 = time.perf_counter()
+ts = read_train_sets(sm.params.train_root, tv["sources"])
+gold_sets = {s: pd.read_parquet(p) for s, p in zip(cfg["dedupe_sets"], sm.input.dedupe_pairs)}
+pairs, removed = dedupe_against(ts.pairs, {s: d["claim"].unique() for s, d in gold_sets.items()})
+train = sample_per_source(pairs, tv["max_pairs_per_source"], tv["seed"])
+log.info("training pairs: %d read, %d after dedupe, %d sampled; skipped %s", len(ts.pairs), len(pairs), len(train),
+         dict(ts.skipped))
+ff = FrozenFeatures(resolve_model_path(tv["encoder"]), batch_size=tv["batch_size"], threads=sm.threads)
+t1 = time.perf_counter()
+train_units = ff.pair_units(train["claim"].tolist(), train["evidence"].tolist(), win["window_chars"], win["stride"],
+                            win["claim_cap"], progress=True)
+timings[f"features of {len(train)} training pairs"] = time.perf_counter() - t1
+gold = {}
+for name, set_name in (("attribution_gold_eval", cfg["calibration_set"]), ("scifact_dev", cfg["validation_set"])):
+    g = gold_sets[set_name]
+    g = (eval_split(g) if name == "attribution_gold_eval" else g).dropna(subset=["label"]).reset_index(drop=True)
+    g = g.assign(cluster=g["item_id"].astype(str))
+    t1 = time.perf_counter()
+    gold[name] = (g, ff.pair_units(g["claim"].tolist(), g["passage"].tolist(), win["window_chars"], win["stride"],
+                                   win["claim_cap"], progress=True))
+    timings[f"features of {len(g)} {name} pairs"] = time.perf_counter() - t1
+t1 = time.perf_counter()
+variants = {"all": tv["sources"], "domain_matched": [s for s in tv["sources"] if s in tv["domain_matched"]]}
+table, chosen = evaluate(train, train_units, gold, variants, tv["C"], cfg["n_bootstrap"], tv["seed"])
+timings["head fits (every variant, C and fold)"] = time.perf_counter() - t1
+decision = choose_and_adopt(table, chosen, list(gold), tv["adopt_margin"])
+timings["total"] = time.perf_counter() - t0
+table.to_csv(sm.output.table, index=False)
+removed.to_csv(sm.output.dedupe, index=False)
+model = {**chosen[decision["variant"]]["head"], "design": tv["design"], "encoder": tv["encoder"],
+         "variant": decision["variant"], "windowing": win, "adopted": decision["adopted"]}
+with open(sm.output.model, "w") as f:
+    json.dump(model, f, indent=1)
+counts = (train.groupby(["source", "domain"])["label"].agg(pairs="size", supported="sum").reset_index())
+licences = {k.split("__")[0]: f["licence"] for k, f in cfg["files"].items()}
+with open(sm.output.card, "w") as f:
+    f.write(model_card({**tv, "n_bootstrap": cfg["n_bootstrap"]}, counts, removed, ts.skipped, table, decision,
+                       timings, licences))
+figures.save(figures.train_verifier_figure(table, list(gold)), sm.output.png)
+log.info("\n%s\ndecision: %s\ntimings: %s", table.round(3).to_string(), decision, timings)

@@ -1,0 +1,168 @@
+"""The train_verifier selection: the paired AUC bootstrap against an independent loop, leave-one-source-out
+and the choice of C recomputed with scikit-learn, the adoption rule by hand, and the frozen features on a
+tiny random-weight encoder loaded through from_pretrained."""
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+
+from citeguard.study.frozen_head import (
+    FEATURES,
+    FrozenFeatures,
+    apply_head,
+    best_window,
+    fit_head,
+    number_share,
+    pair_scores,
+)
+from citeguard.study.train_verifier import choose_and_adopt, evaluate, paired_auc_difference, sample_per_source
+from citeguard.verifiers.base import make_windows
+from citeguard.verifiers.lexical import term_recall
+
+
+def test_paired_auc_difference_against_an_independent_loop():
+    rng = np.random.default_rng(0)
+    y = np.array([1, 0, 1, 0, 1, 0, 1, 1, 0, 0])
+    a, b = rng.random(10) + 0.4 * y, rng.random(10)
+    clusters = np.array(["p", "p", "q", "q", "r", "r", "s", "s", "t", "t"])
+    d, lo, hi = paired_auc_difference(y, a, b, clusters, n_boot=300, seed=4)
+    assert d == pytest.approx(roc_auc_score(y, a) - roc_auc_score(y, b))
+    # the same draws: clusters in first-seen order, resampled with replacement, both scores on each resample
+    members = {c: np.flatnonzero(clusters == c) for c in dict.fromkeys(clusters)}
+    keys = list(members)
+    r = np.random.default_rng(4)
+    diffs = []
+    for _ in range(300):
+        idx = np.concatenate([members[keys[k]] for k in r.integers(len(keys), size=len(keys))])
+        if 0 < y[idx].sum() < len(idx):
+            diffs.append(roc_auc_score(y[idx], a[idx]) - roc_auc_score(y[idx], b[idx]))
+    assert (lo, hi) == pytest.approx((np.quantile(diffs, 0.025), np.quantile(diffs, 0.975)))
+
+
+def test_sample_per_source_caps_each_source():
+    pairs = pd.DataFrame({"source": ["a"] * 5 + ["b"] * 2, "claim": list("abcdefg")})
+    s = sample_per_source(pairs, 3, seed=1)
+    assert s.groupby("source").size().to_dict() == {"a": 3, "b": 2}
+    assert s.equals(sample_per_source(pairs, 3, seed=1)) and set(s.claim) <= set(pairs.claim)
+
+
+def _synthetic(n_per=40, seed=0):
+    rng = np.random.default_rng(seed)
+    rows, xs = [], []
+    for src, signal in (("s1", 2.0), ("s2", 1.0), ("s3", 0.5)):
+        y = rng.integers(0, 2, n_per)
+        x = rng.normal(size=(n_per, len(FEATURES)))
+        x[:, 0] += signal * y  # a feature that carries the label, more in some sources
+        x[:, FEATURES.index("cos_l6")] += 0.3 * y  # the embedding baseline: weaker
+        rows.append(pd.DataFrame({"source": src, "label": y}))
+        xs.append(x)
+    return pd.concat(rows, ignore_index=True), np.vstack(xs)
+
+
+def test_evaluate_recomputes_loso_and_the_choice_of_c():
+    train, x = _synthetic()
+    gy = np.array([1, 0] * 15)
+    gx = np.random.default_rng(9).normal(size=(30, len(FEATURES)))
+    gx[:, 0] += gy
+    gold = {"g": (pd.DataFrame({"label": gy, "cluster": np.arange(30) // 2}), (gx, np.arange(30)))}
+    grid = [0.01, 1.0]
+    table, chosen = evaluate(train, (x, np.arange(len(x))), gold, {"all": ["s1", "s2", "s3"], "two": ["s1", "s2"]},
+                             grid, n_boot=50, seed=3)
+    y = train["label"].to_numpy()
+    means = {}
+    for c in grid:
+        aucs = []
+        for src in ("s1", "s2", "s3"):
+            out = (train["source"] == src).to_numpy()
+            mu, sd = x[~out].mean(0), x[~out].std(0)
+            lr = LogisticRegression(C=c, max_iter=2000, class_weight="balanced").fit((x[~out] - mu) / sd, y[~out])
+            p = lr.decision_function((x[out] - mu) / sd)
+            auc = roc_auc_score(y[out], p)
+            row = table[(table.variant == "all") & (table.C == c) & (table.evaluation == f"loso:{src}")].iloc[0]
+            assert row.auc == pytest.approx(auc)
+            assert row.embedding_auc == pytest.approx(roc_auc_score(y[out], x[out][:, FEATURES.index("cos_l6")]))
+            aucs.append(auc)
+        means[c] = np.mean(aucs)
+    assert chosen["all"]["C"] == max(grid, key=lambda c: means[c])
+    assert len(table[(table.variant == "two") & table.evaluation.str.startswith("loso:")]) == 2 * len(grid)
+    g = table[(table.variant == "all") & (table.evaluation == "g")].iloc[0]
+    assert g.auc == pytest.approx(roc_auc_score(gy, apply_head(chosen["all"]["head"], gx)))
+    assert g.delta_ci_low <= g.delta <= g.delta_ci_high
+    assert (table.evaluation == "in_distribution").sum() == 2
+
+
+def _table(variant, gold_rows, loso_deltas):
+    rows = [{"variant": variant, "C": 1.0, "evaluation": f"loso:{k}", "n": 10, "auc": 0.7 + d, "embedding_auc": 0.7,
+             "delta": d, "delta_ci_low": np.nan, "delta_ci_high": np.nan} for k, d in loso_deltas.items()]
+    rows += [{"variant": variant, "C": 1.0, "evaluation": name, "n": 10, "auc": 0.6 + d, "embedding_auc": 0.6, "delta": d,
+              "delta_ci_low": lo, "delta_ci_high": hi} for name, (d, lo, hi) in gold_rows.items()]
+    return pd.DataFrame(rows)
+
+
+def test_adoption_rule_by_hand():
+    chosen = {"v": {"C": 1.0}, "w": {"C": 1.0}}
+    ok = _table("v", {"a": (0.05, 0.01, 0.09), "b": (0.08, 0.02, 0.12)}, {"x": 0.0, "y": 0.01})
+    worse = _table("w", {"a": (0.01, -0.01, 0.03), "b": (0.02, -0.02, 0.05)}, {"x": 0.0})
+    d = choose_and_adopt(pd.concat([ok, worse]), chosen, ["a", "b"], 0.05)
+    assert d["variant"] == "v" and d["adopted"] and d["reasons"] == []  # +0.05 exactly is enough; a LOSO tie is no loss
+    # a CI that touches 0, a margin just short, and a left-out source lost: each one blocks adoption
+    for gold, loso in (({"a": (0.06, 0.0, 0.1), "b": (0.08, 0.02, 0.12)}, {"x": 0.0}),
+                       ({"a": (0.0499, 0.01, 0.09), "b": (0.08, 0.02, 0.12)}, {"x": 0.0}),
+                       ({"a": (0.06, 0.01, 0.1), "b": (0.08, 0.02, 0.12)}, {"x": -0.001})):
+        d = choose_and_adopt(_table("v", gold, loso), {"v": {"C": 1.0}}, ["a", "b"], 0.05)
+        assert not d["adopted"] and len(d["reasons"]) == 1, d
+
+
+def test_fit_head_standardises_and_apply_head_matches_sklearn():
+    train, x = _synthetic(seed=2)
+    y = train["label"].to_numpy()
+    head = fit_head(x, y, 0.5)
+    mu, sd = x.mean(0), x.std(0)
+    lr = LogisticRegression(C=0.5, max_iter=2000, class_weight="balanced").fit((x - mu) / sd, y)
+    assert apply_head(head, x) == pytest.approx(lr.predict_proba((x - mu) / sd)[:, 1], abs=1e-9)
+
+
+def test_frozen_features_on_a_tiny_encoder(tmp_path):
+    """The feature extractor through from_pretrained on a random-weight BERT: shapes, ranges, the best
+    window by layer-6 cosine, and the text-only features by hand."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    words = "the a aspirin does not inhibit cox 44 percent men heart attack reduced risk by in".split()
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *words])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]")
+    from tokenizers.processors import TemplateProcessing
+    fast._tokenizer.post_processor = TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    fast.save_pretrained(tmp_path)
+    import torch
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=6, num_attention_heads=2,
+                         intermediate_size=64)).save_pretrained(tmp_path)
+    ff = FrozenFeatures(str(tmp_path), batch_size=4)
+    claims = ["aspirin reduced heart attack risk by 44 percent", "aspirin does not inhibit cox"]
+    passages = ["in men aspirin reduced risk by 44 percent " + "the " * 200, "aspirin does inhibit cox"]
+    units, owner = ff.pair_units(claims, passages, window_chars=300, stride=150)
+    ws = make_windows(passages[0], 300, 150)
+    assert len(ws) > 2 and list(owner) == [0] * len(ws) + [1]
+    assert units.shape == (len(ws) + 1, len(FEATURES))
+    cos = units[:, [FEATURES.index(f) for f in ("cos_l2", "cos_l4", "cos_l6", "maxsim")]]
+    assert np.all(cos <= 1 + 1e-5) and np.all(cos >= -1 - 1e-5)
+    # pair 1 (one window): no number in the claim, a negation on one side only
+    assert units[-1, FEATURES.index("numbers")] == 1.0 and units[-1, FEATURES.index("negation")] == 1.0
+    assert units[-1, FEATURES.index("term_recall")] == pytest.approx(term_recall(claims[1], passages[1]))
+    # units are per window: the same unit alone gives the same features
+    alone = ff.unit_features([claims[0]], [ws[1]])
+    assert alone[0] == pytest.approx(units[1], abs=1e-5)
+    assert units[1, FEATURES.index("numbers")] == number_share(claims[0], ws[1])
+    # a pair's training instance is its best window by layer-6 cosine; its score the max over windows
+    x = best_window(units, owner, 2)
+    best = int(np.argmax(units[:len(ws), FEATURES.index("cos_l6")]))
+    assert x[0] == pytest.approx(units[best]) and x[1] == pytest.approx(units[-1])
+    head = {"mean": [0.0] * len(FEATURES), "scale": [1.0] * len(FEATURES), "intercept": 0.0,
+            "coef": [0.0, 0.0, 0.0, 0.0, 3.0, 0.0, 0.0]}  # term recall alone
+    p = 1 / (1 + np.exp(-3.0 * units[:, FEATURES.index("term_recall")]))
+    assert pair_scores(head, units, owner, 2) == pytest.approx([p[:len(ws)].max(), p[-1]])

@@ -152,10 +152,13 @@ def test_lite_dry_run_orders_long_jobs_first_and_gives_cheap_verifiers_one_threa
     assert r.returncode == 0, r.stderr[-3000:]
     jobs = dry_run_jobs(r.stdout + r.stderr)
     score = {j["wildcards"]: j for j in jobs if j["rule"] == "score"}
-    assert len(score) == 22  # 11 scored sets x (lexical, embedding); fitted is a stacked job
+    # (11 scored sets + 8 sources' re-attribution proposals) x (lexical, embedding); fitted is a stacked job
+    assert len(score) == 38
     want = {"gold/attribution_gold": "7", "released/sqa_qwen3": "6", "gold/pubmedqa_scope": "5", "released/sqa": "4",
             "released/nora": "3", "released/storm": "2", "gold/scifact_gold": "1", "released/expert": "0",
             "released/you": "0", "released/openai_dr": "0", "released/perplexity": "0"}
+    assert {score[f"set={s}/proposals, verifier={v}"].get("priority", "0") for s in want if s.startswith("released/")
+            for v in ("embedding", "lexical")} == {"0"}  # after every set's own scores
     for name, priority in want.items():
         for verifier in ("embedding", "lexical"):
             assert score[f"set={name}, verifier={verifier}"].get("priority", "0") == priority, (name, verifier)

@@ -17,7 +17,11 @@ cfg = settings(sm)
 tv, win = cfg["train_verifier"], cfg["windowing"]
 timings = {}
 t0 = time.perf_counter()
-ts = read_train_sets(sm.params.train_root, tv["sources"])
+# the staged tree's root: where the first input landed, less its path under the raw folder
+first = str(sm.input.train[0])
+rel = next(f["path"] for f in cfg["files"].values() if first.endswith("/" + f["path"]))
+root = first[: -len(rel)] + "train"
+ts = read_train_sets(root, tv["sources"])
 gold_sets = {s: pd.read_parquet(p) for s, p in zip(cfg["dedupe_sets"], sm.input.dedupe_pairs)}
 pairs, removed = dedupe_against(ts.pairs, {s: d["claim"].unique() for s, d in gold_sets.items()})
 train = sample_per_source(pairs, tv["max_pairs_per_source"], tv["seed"])

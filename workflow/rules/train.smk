@@ -31,6 +31,5 @@ rule train_verifier:
             calibration_set=CAL_SET,
             dedupe_sets=[s for s in SCORED_SETS if s.startswith("gold/")],
         ),
-        train_root=f"{RAW}/train",
     script:
         "../../scripts/train_verifier.py"

@@ -37,6 +37,8 @@ class Mutant:
 
 G, C, R = "citeguard/guarding.py", "citeguard/citations.py", "citeguard/reattributors.py"
 A, K, CF = "citeguard/audit_page.py", "citeguard/study/kit.py", "citeguard/conformal.py"
+FK, PR = "citeguard/study/analysis/failure_kinds.py", "citeguard/study/analysis/citation_pr.py"
+TV = "citeguard/study/train_verifier.py"
 MUTANTS = [
     # the guard's report
     Mutant("guarding", G, "/ report.n_citations if report.n_citations else 0.0",
@@ -137,6 +139,26 @@ MUTANTS = [
            "specificity over the wrong column of the 2x2 table"),
     Mutant("analysis", "citeguard/study/analysis/rates.py", '"unsupported_rate": float(succ.sum() / tot.sum())',
            '"unsupported_rate": float((succ / tot).mean())', "mean of per-item rates instead of the pooled rate"),
+    # failure kinds, citation P/R, the trained verifier's selection
+    Mutant("failure_kinds", FK, 'misattributed_share", n_mis / n_unsup if n_unsup',
+           'misattributed_share", n_mis / len(c) if len(c)', "misattributed share over all citations, not the unsupported"),
+    Mutant("failure_kinds", FK, 'cited = set(g["passage_index"].astype(int))', "cited = set()",
+           "proposals may include a passage the sentence already cites (the guard never proposes one)"),
+    Mutant("failure_kinds", FK, "(lab == 0).sum() < 2:", "(lab == 0).sum() < 1:",
+           "gold sentences with one wrong passage make ungrounded cases with no proposal at all"),
+    Mutant("failure_kinds", FK, 'flagged = cases[[not verdict[p] for p in cases["cited_pair"]]] if len(cases) else cases',
+           "flagged = cases", "cases whose wrong citation the verifier accepts are classed too"),
+    Mutant("citation_pr", PR, 'd = d.drop_duplicates(["sentence_id", "passage_index"])', "d = d.copy()",
+           "a passage cited twice by one sentence counts twice"),
+    Mutant("citation_pr", PR, 'np.where(out["supported"], out["n_citations"] - out["n_accepted"], 0)',
+           'out["n_citations"] - out["n_accepted"]', "every rejected citation counts as irrelevant, also in unsupported sentences"),
+    Mutant("citation_pr", PR, '("recall", "sup", "sent")', '("recall", "sup", "cit")', "recall CI over citations"),
+    Mutant("train_verifier", TV, 'if not (r["delta"] >= margin', 'if not (r["delta"] > margin',
+           "a gain exactly at the margin is refused"),
+    Mutant("train_verifier", TV, 'losses = loso[loso["delta"] < 0]', 'losses = loso[loso["delta"] <= 0]',
+           "a tie with embedding on a left-out source blocks adoption"),
+    Mutant("train_verifier", TV, "best = max(grid, key=lambda c:", "best = min(grid, key=lambda c:",
+           "C chosen by the worst transfer"),
 ]
 
 TESTS = {
@@ -155,6 +177,9 @@ TESTS = {
     "service": ["tests/guard/test_service.py"],
     "scoring": ["tests/guard/test_package.py"],
     "cli": ["tests/guard/test_labelling.py", "tests/guard/test_cli.py"],
+    "failure_kinds": ["tests/study/test_failure_kinds_pr.py"],
+    "citation_pr": ["tests/study/test_failure_kinds_pr.py"],
+    "train_verifier": ["tests/study/test_train_verifier.py"],
 }
 COPY = ["citeguard", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml"]
 

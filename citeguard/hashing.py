@@ -11,9 +11,11 @@ True
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 # Config keys that do not change a verifier's outputs (excluded from its hash).
@@ -45,10 +47,37 @@ def config_hash(node: Any) -> str:
 
 def verifier_hash(cfg: Mapping[str, Any]) -> str:
     """Hash of the output-relevant part of a verifier config (with the precision it really runs at:
-    OpenVINO's bf16 is float32 on a CPU without native bfloat16)."""
+    OpenVINO's bf16 is float32 on a CPU without native bfloat16; a trained verifier's head by its
+    contents, wherever it lies)."""
     if cfg.get("runtime") == "openvino" and cfg.get("quantize") == "bf16":  # only then: runtimes imports torch
         from .verifiers.runtimes import effective_quantize
 
         cfg = {**cfg, "quantize": effective_quantize(cfg)}
+    if cfg.get("kind") == "trained" and cfg.get("model"):  # the head's own bytes, not just where it lies
+        cfg = {**cfg, "model": model_digest(cfg["model"])}
     return config_hash({k: v for k, v in cfg.items()
                         if k not in RUNTIME_KEYS and not (k in EXACT_DEFAULTS and v == EXACT_DEFAULTS[k])})
+
+
+HEAD_FILE = "head.json"
+
+
+def head_path(model: str | Path) -> Path:
+    """``head.json`` of a trained verifier's model: the folder's, or the file itself."""
+    p = Path(model)
+    return p / HEAD_FILE if p.is_dir() else p
+
+
+@functools.lru_cache(maxsize=32)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+def model_digest(model: str | Path) -> str:
+    """sha256 (16 hex) of a trained verifier's ``head.json``; ``missing`` when there is none yet (a
+    pipeline's score jobs run after its training job, and hash the head then)."""
+    p = head_path(model)
+    if not p.is_file():
+        return "missing"
+    st = p.stat()
+    return _file_digest(str(p.resolve()), st.st_mtime_ns, st.st_size)

@@ -35,6 +35,8 @@ class PairScorer:
     def __init__(self, cfg: Mapping[str, Any], verifiers: Mapping[str, Mapping[str, Any]],
                  windowing: Mapping[str, int], cache_dir: str | Path | None = None,
                  model_path: str | Path | None = None, progress: bool = False):
+        if cfg.get("kind") == "trained" and model_path:  # --model DIR: the trained head to score with
+            cfg = {**cfg, "model": str(model_path)}
         self.cfg = dict(cfg)
         self.name = str(cfg["name"])
         self.hash = verifier_hash(cfg)
@@ -103,6 +105,16 @@ class PairScorer:
             self.cache = None
         for b in self._bases or []:
             b.close()
+
+
+def configured_hash(cfg: Mapping[str, Any], model_path: str | Path | None = None) -> str:
+    """The hash a :class:`PairScorer` of this config (and model file or folder) stamps, without loading
+    it: a stacked verifier's covers its fitted model, a trained one's its head's bytes."""
+    if cfg.get("kind") == "fitted" and model_path and Path(model_path).is_file():
+        return verifier_hash({**cfg, "model": json.loads(Path(model_path).read_text())})
+    if cfg.get("kind") == "trained" and model_path:
+        return verifier_hash({**cfg, "model": str(model_path)})
+    return verifier_hash(cfg)
 
 
 def apply_runtime(cfg: dict[str, Any], runtime: Mapping[str, Any] | None) -> dict[str, Any]:

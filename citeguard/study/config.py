@@ -110,11 +110,24 @@ def compose_config(overrides: Sequence[str] = (), config_dir: Path = CONFIG_DIR)
     cfg = _compose(config_dir, list(overrides) + extra)
     OmegaConf.resolve(cfg)
     apply_model_runtime(cfg)
+    place_trained_models(cfg)
     try:
         validate_config(to_plain(cfg))
     except SchemaError as e:
         raise ConfigError(f"config error: {e}") from None
     return cfg
+
+
+def place_trained_models(cfg: DictConfig) -> None:
+    """A trained verifier left at its definition's model (``results/models/trained``) reads the one this
+    experiment's ``train_verifier`` rule writes, under its own results directory."""
+    with open_dict(cfg):
+        for v in (cfg.get("verifiers") or {}).values():
+            if v.get("kind") == "trained" and v.get("model") == TRAINED_DEFAULT:
+                v["model"] = f"{cfg.results_dir}/models/trained"
+
+
+TRAINED_DEFAULT = "results/models/trained"
 
 
 def apply_model_runtime(cfg: DictConfig) -> None:

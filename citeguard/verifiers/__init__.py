@@ -8,13 +8,13 @@ from typing import Any
 from .base import PairScores, ScoreCache, Verifier, make_windows, score_pairs, verifier_hash, verifier_windowing, window_spans
 
 # verifier kinds that run a transformers model in-process (and so take runtime/quantize/threads)
-MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem"})
+MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem", "trained"})
 
 
 def runs_encoder(v: Mapping[str, Any]) -> bool:
     """Whether a model verifier's config runs an encoder, which any runtime can run (torch, onnx,
     openvino); the seq2seq ones (AttrScore, MiniCheck-Flan-T5) run on torch only."""
-    return v.get("kind") in ("embedding", "nli", "hhem") or (v.get("kind") == "minicheck"
+    return v.get("kind") in ("embedding", "nli", "hhem", "trained") or (v.get("kind") == "minicheck"
                                                             and v.get("variant") == "encoder")
 
 
@@ -39,6 +39,9 @@ def build_verifier(cfg: Mapping[str, Any], cache_dir: str | Path = "results/cach
     if kind == "hhem":
         from .hhem import HHEMVerifier
         return HHEMVerifier(cfg, cache_dir)
+    if kind == "trained":
+        from .trained import TrainedVerifier
+        return TrainedVerifier(cfg, cache_dir)
     if kind == "llm":
         from .llm_judge import LLMVerifier
         return LLMVerifier(cfg, Path(cache_dir) / "llm" / f"{cfg['name']}-{verifier_hash(cfg)}.sqlite")
@@ -47,7 +50,8 @@ def build_verifier(cfg: Mapping[str, Any], cache_dir: str | Path = "results/cach
         return RagasVerifier(cfg)
     if kind == "fitted":
         raise ValueError(f"verifier {cfg.get('name')!r} is stacked: fit it with fit_stacked, apply with apply_stacked")
-    raise ValueError(f"unknown verifier kind {kind!r} (lexical, embedding, attrscore, nli, minicheck, hhem, llm, ragas, fitted)")
+    raise ValueError(f"unknown verifier kind {kind!r} (lexical, embedding, trained, attrscore, nli, minicheck, hhem, "
+                     "llm, ragas, fitted)")
 
 
 def cache_for(cfg: Mapping[str, Any], cache_dir: str | Path) -> ScoreCache:

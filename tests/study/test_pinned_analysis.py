@@ -64,6 +64,27 @@ def test_validation_table_point_values_and_bootstrap_cis():
         assert (t[f"{col}_ci_low"], t[f"{col}_ci_high"]) == pytest.approx((lo, hi)), col
 
 
+def test_validation_auc_difference_against_embedding_is_paired():
+    """Each verifier's AUC minus embedding's, and its CI from the same resamples for both (sklearn per
+    resample); the reference's own difference is 0, and without it in the panel there is no column."""
+    y = np.array([1, 1, 1, 1, 0, 0, 0, 0])
+    s_t = np.array([0.9, 0.8, 0.3, 0.7, 0.2, 0.6, 0.1, 0.4])  # trained: one swapped pair (0.3 < 0.4, 0.6)
+    s_e = np.array([0.6, 0.5, 0.4, 0.45, 0.5, 0.55, 0.3, 0.2])
+    df = pd.DataFrame({"label": y, "score_trained": s_t, "verdict_trained": s_t >= 0.5,
+                       "score_embedding": s_e, "verdict_embedding": s_e >= 0.5})
+    t = validation_table(df, ["embedding", "trained"], n_boot=300, seed=5).set_index("verifier")
+    # by hand: trained ranks 14 of the 16 (pos, neg) pairs right -> 0.875; embedding: 10.5 of 16
+    assert roc_auc_score(y, s_t) == pytest.approx(14 / 16) and roc_auc_score(y, s_e) == pytest.approx(10.5 / 16)
+    assert t.loc["trained", "roc_auc_minus_embedding"] == pytest.approx(3.5 / 16)
+    assert t.loc["embedding", "roc_auc_minus_embedding"] == 0.0
+    idx = np.random.default_rng(5).integers(0, 8, size=(300, 8))
+    d = [roc_auc_score(y[r], s_t[r]) - roc_auc_score(y[r], s_e[r]) if len(set(y[r])) == 2 else np.nan for r in idx]
+    lo, hi = _q(d)
+    assert (t.loc["trained", "roc_auc_minus_embedding_ci_low"],
+            t.loc["trained", "roc_auc_minus_embedding_ci_high"]) == pytest.approx((lo, hi))
+    assert "roc_auc_minus_embedding" not in validation_table(df, ["trained"], n_boot=10, seed=5).columns
+
+
 def test_agreement_table_pairs_jury_and_shares():
     # three verifiers over 6 pairs (True = supported)
     x = [True, True, False, False, True, False]

@@ -97,6 +97,14 @@ def verifier_json(w):
     return config_json(CFG.verifiers[w.verifier])
 
 
+def trained_model(name):
+    """A trained verifier's head when this experiment's train_verifier rule makes it (else none: a
+    model given by path is read as it is)."""
+    v = CFG.verifiers[name]
+    own = f"{RES}/models/trained"
+    return [f"{own}/head.json"] if v.kind == "trained" and str(v.model).rstrip("/") == own else []
+
+
 def verifier_env(name):
     """Conda env of a verifier's score jobs: the CUDA one for GPU verifiers, else the CPU one."""
     gpu = int(CFG.verifiers[name].get("resources", {}).get("gpu", 0))

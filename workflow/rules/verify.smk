@@ -6,6 +6,7 @@ rule score:
     """Scores of one base verifier on one set: results/scores/{set}/{verifier}.parquet."""
     input:
         pairs=f"{RES}/data/{{set}}/pairs.parquet",
+        model=lambda w: trained_model(w.verifier),
     output:
         f"{RES}/scores/{{set}}/{{verifier}}.parquet",
     log:

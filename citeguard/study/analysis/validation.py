@@ -12,8 +12,11 @@ from ...conformal import empirical_rank
 from ._common import ci_cols, seeded_rng
 
 
-def validation_table(df: pd.DataFrame, verifiers: Sequence[str], n_boot: int, seed: int) -> pd.DataFrame:
-    """Recall on supported, specificity, Cohen's kappa, ROC-AUC with bootstrap CIs."""
+def validation_table(df: pd.DataFrame, verifiers: Sequence[str], n_boot: int, seed: int,
+                     reference: str = "embedding") -> pd.DataFrame:
+    """Recall on supported, specificity, Cohen's kappa, ROC-AUC with bootstrap CIs; and, when the
+    ``reference`` verifier is among them, each verifier's AUC minus the reference's with a paired
+    bootstrap CI (both AUCs on the same resample of pairs)."""
     df = df[df["label"].isin([0, 1])]
     y = df["label"].to_numpy() == 1
     idx = st.bootstrap_indices(len(df), n_boot, seeded_rng(seed))
@@ -27,7 +30,12 @@ def validation_table(df: pd.DataFrame, verifiers: Sequence[str], n_boot: int, se
         row |= ci_cols("recall_supported", a / (a + c) if a + c else np.nan, st.boot_ratio(ba, ba + bc))
         row |= ci_cols("specificity", d / (b + d) if b + d else np.nan, st.boot_ratio(bd, bb + bd))
         row |= ci_cols("kappa", st.kappa_from_table(a, b, c, d), st.boot_kappa(ba, bb, bc, bd))
-        row |= ci_cols("roc_auc", st.roc_auc(score, y), st.boot_auc(score, y, idx))
+        boot = st.boot_auc(score, y, idx)
+        row |= ci_cols("roc_auc", st.roc_auc(score, y), boot)
+        if reference in verifiers:
+            ref = df[f"score_{reference}"].fillna(0.0).to_numpy(float)
+            row |= ci_cols(f"roc_auc_minus_{reference}", st.roc_auc(score, y) - st.roc_auc(ref, y),
+                           boot - st.boot_auc(ref, y, idx))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -60,6 +60,7 @@ def verifier_hash(cfg: Mapping[str, Any]) -> str:
 
 
 HEAD_FILE = "head.json"
+DESIGN_FILE = "citeguard.json"  # a fine-tuned network's design and threshold, next to its HF weights
 
 
 def head_path(model: str | Path) -> Path:
@@ -74,10 +75,16 @@ def _file_digest(path: str, mtime_ns: int, size: int) -> str:
 
 
 def model_digest(model: str | Path) -> str:
-    """sha256 (16 hex) of a trained verifier's ``head.json``; ``missing`` when there is none yet (a
-    pipeline's score jobs run after its training job, and hash the head then)."""
-    p = head_path(model)
-    if not p.is_file():
+    """sha256 (16 hex) of a trained verifier's ``head.json``, or of a fine-tuned network's
+    ``citeguard.json``, config and weights; ``missing`` when there is none yet (a pipeline's score jobs
+    run after its training job, and hash the model then)."""
+    p = Path(model)
+    if p.is_dir() and (p / DESIGN_FILE).is_file():
+        files = [f for f in sorted(p.iterdir()) if f.name == DESIGN_FILE or f.name == "config.json"
+                 or f.suffix in (".safetensors", ".bin")]
+    else:
+        files = [head_path(model)]
+    if not all(f.is_file() for f in files):
         return "missing"
-    st = p.stat()
-    return _file_digest(str(p.resolve()), st.st_mtime_ns, st.st_size)
+    parts = [_file_digest(str(f.resolve()), f.stat().st_mtime_ns, f.stat().st_size) for f in files]
+    return parts[0] if len(parts) == 1 else hashlib.sha256("".join(parts).encode()).hexdigest()[:16]

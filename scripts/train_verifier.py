@@ -2,13 +2,10 @@
 import json
 import time
 
-import pandas as pd
-
 from citeguard.study import figures
 from citeguard.study.frozen_head import FrozenFeatures
-from citeguard.study.train_data import dedupe_against, read_train_sets
-from citeguard.study.train_verifier import choose_and_adopt, evaluate, model_card, sample_per_source
-from citeguard.study.workflow_helpers import eval_split, settings, start
+from citeguard.study.train_verifier import choose_and_adopt, evaluate, load_training, model_card
+from citeguard.study.workflow_helpers import settings, start
 from citeguard.verifiers.embedding import resolve_model_path
 
 sm = snakemake  # noqa: F821
@@ -17,26 +14,17 @@ cfg = settings(sm)
 tv, win = cfg["train_verifier"], cfg["windowing"]
 timings = {}
 t0 = time.perf_counter()
-# the staged tree's root: where the first input landed, less its path under the raw folder
-first = str(sm.input.train[0])
-rel = next(f["path"] for f in cfg["files"].values() if first.endswith("/" + f["path"]))
-root = first[: -len(rel)] + "train"
-ts = read_train_sets(root, tv["sources"])
-gold_sets = {s: pd.read_parquet(p) for s, p in zip(cfg["dedupe_sets"], sm.input.dedupe_pairs)}
-pairs, removed = dedupe_against(ts.pairs, {s: d["claim"].unique() for s, d in gold_sets.items()})
-train = sample_per_source(pairs, tv["max_pairs_per_source"], tv["seed"])
-log.info("training pairs: %d read, %d after dedupe, %d sampled; skipped %s", len(ts.pairs), len(pairs), len(train),
-         dict(ts.skipped))
+data = load_training(sm.input.train, sm.input.dedupe_pairs, cfg, sm.input.dedupe_texts)
+train = data["train"]
+log.info("training pairs: %d read, %d after dedupe, %d sampled; skipped %s", data["read"], data["kept"], len(train),
+         dict(data["skipped"]))
 ff = FrozenFeatures(resolve_model_path(tv["encoder"]), batch_size=tv["batch_size"], threads=sm.threads)
 t1 = time.perf_counter()
 train_units = ff.pair_units(train["claim"].tolist(), train["evidence"].tolist(), win["window_chars"], win["stride"],
                             win["claim_cap"], progress=True)
 timings[f"features of {len(train)} training pairs"] = time.perf_counter() - t1
 gold = {}
-for name, set_name in (("attribution_gold_eval", cfg["calibration_set"]), ("scifact_dev", cfg["validation_set"])):
-    g = gold_sets[set_name]
-    g = (eval_split(g) if name == "attribution_gold_eval" else g).dropna(subset=["label"]).reset_index(drop=True)
-    g = g.assign(cluster=g["item_id"].astype(str))
+for name, g in data["gold"].items():
     t1 = time.perf_counter()
     gold[name] = (g, ff.pair_units(g["claim"].tolist(), g["passage"].tolist(), win["window_chars"], win["stride"],
                                    win["claim_cap"], progress=True))
@@ -48,7 +36,7 @@ timings["head fits (every variant, C and fold)"] = time.perf_counter() - t1
 decision = choose_and_adopt(table, chosen, list(gold), tv["adopt_margin"])
 timings["total"] = time.perf_counter() - t0
 table.to_csv(sm.output.table, index=False)
-removed.to_csv(sm.output.dedupe, index=False)
+data["removed"].to_csv(sm.output.dedupe, index=False)
 model = {**chosen[decision["variant"]]["head"], "design": tv["design"], "encoder": tv["encoder"],
          "variant": decision["variant"], "windowing": win, "adopted": decision["adopted"]}
 with open(sm.output.model, "w") as f:
@@ -56,7 +44,7 @@ with open(sm.output.model, "w") as f:
 counts = (train.groupby(["source", "domain"])["label"].agg(pairs="size", supported="sum").reset_index())
 licences = {k.split("__")[0]: f["licence"] for k, f in cfg["files"].items()}
 with open(sm.output.card, "w") as f:
-    f.write(model_card({**tv, "n_bootstrap": cfg["n_bootstrap"]}, counts, removed, ts.skipped, table, decision,
-                       timings, licences))
+    f.write(model_card({**tv, "n_bootstrap": cfg["n_bootstrap"]}, counts, data["removed"], data["skipped"], table,
+                       decision, timings, licences))
 figures.save(figures.train_verifier_figure(table, list(gold)), sm.output.png)
 log.info("\n%s\ndecision: %s\ntimings: %s", table.round(3).to_string(), decision, timings)

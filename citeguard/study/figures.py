@@ -244,3 +244,41 @@ def train_verifier_figure(table: pd.DataFrame, gold_names: Sequence[str]) -> plt
     bx.set(ylabel="AUC", title="Left-out sources, in-distribution, and the expert gold (right of the line)")
     bx.legend(fontsize=6, ncol=2)
     return fig
+
+
+def verifier_designs_figure(table: pd.DataFrame, checkpoints: pd.DataFrame, curves: pd.DataFrame,
+                            gold_names: Sequence[str]) -> plt.Figure:
+    """Left: AUC minus embedding per design (each at its selected setting) on every left-out source and the
+    expert gold (with paired 95% CIs), zero dashed. Middle: the networks' mean leave-one-source-out AUC
+    against training examples (the stopping-point choice). Right: their training loss (final runs, running
+    mean over 10 steps)."""
+    fig, (ax, bx, cx) = plt.subplots(1, 3, figsize=(14, 4), gridspec_kw={"width_ratios": [2, 1, 1]})
+    keys = list(dict.fromkeys(zip(table["design"], table["variant"])))
+    evals = list(dict.fromkeys(e for e in table["evaluation"] if e.startswith("loso:"))) + [
+        e for e in ["in_distribution", *gold_names] if e in set(table["evaluation"])]
+    x = np.arange(len(evals))
+    for k, (design, variant) in enumerate(keys):
+        g = table[(table["design"] == design) & (table["variant"] == variant)].set_index("evaluation").reindex(evals)
+        off = (k - (len(keys) - 1) / 2) * 0.8 / max(1, len(keys))
+        err = np.vstack([g["delta"] - g["delta_ci_low"], g["delta_ci_high"] - g["delta"]])
+        ax.errorbar(x + off, g["delta"], yerr=np.where(np.isfinite(err), err, 0), fmt="o", ms=4, capsize=2,
+                    color=plt.cm.tab10(k), label=f"{design} / {variant} ({g['setting'].dropna().iloc[0]})")
+    ax.axhline(0, ls="--", color="0.4", lw=0.8)
+    ax.axvline(len(evals) - len(gold_names) - 0.5, color="0.6", lw=0.8)
+    ax.set_xticks(x, [e.removeprefix("loso:") for e in evals], rotation=35, ha="right", fontsize=7)
+    ax.set(ylabel="AUC minus embedding's", title="Designs on left-out sources and the expert gold (right of the line)")
+    ax.legend(fontsize=6)
+    for k, (design, g) in enumerate(checkpoints.groupby("design", sort=False)):
+        m = g.groupby("examples")[["auc", "embedding_auc"]].mean()
+        bx.plot(m.index, m["auc"], "o-", color=plt.cm.tab10(k + 3), label=design)
+        bx.axhline(m["embedding_auc"].iloc[0], ls="--", color="0.4", lw=0.8)
+    for k, (design, g) in enumerate(curves.groupby("design", sort=False)):
+        fin = g[g["run"] == "final:all"]
+        cx.plot(fin["examples"], fin["loss"].rolling(10, min_periods=1).mean(), ".-", ms=3, color=plt.cm.tab10(k + 3),
+                label=design)
+    bx.set(xlabel="training examples", ylabel="mean left-out-source AUC",
+           title="Stopping point (networks; embedding dashed)")
+    cx.set(xlabel="training examples", ylabel="training loss", title="Training curve (all sources)")
+    bx.legend(fontsize=7)
+    cx.legend(fontsize=7)
+    return fig

@@ -275,3 +275,90 @@ def train_own(pairs: pd.DataFrame, evals: Mapping[str, pd.DataFrame], *, encoder
     counts = kept.groupby(["source", "domain"])["label"].agg(pairs="size", supported="sum").reset_index()
     return {"table": table, "removed": removed, "head": chosen["all"]["head"], "decision": decision,
             "counts": counts, "timings": timings, "held_out": how}
+
+
+GOLD = (("attribution_gold_eval", "calibration_set"), ("scifact_dev", "validation_set"))
+
+
+def kit_slice_texts(path: str) -> list[str]:
+    """The kit's BioASQ slice as claims to dedupe against: each question and each sentence of each answer."""
+    from ..citations import split_sentences
+
+    qa = pd.read_csv(path)
+    missing = {"question", "answer"} - set(qa.columns)
+    if missing:
+        raise ValueError(f"{path}: no column(s) {sorted(missing)} (expected the rag-mini-bioasq QA split)")
+    out = qa["question"].dropna().astype(str).tolist()
+    for a in qa["answer"].dropna().astype(str):
+        out += split_sentences(a)
+    return out
+
+
+def load_training(train_files: Sequence[str], dedupe_files: Sequence[str], cfg: Mapping[str, Any],
+                  dedupe_texts: Sequence[str] = ()) -> dict[str, Any]:
+    """What every train_verifier design reads: the staged sets (from where the download rule put them),
+    deduped against the evaluation sets and sampled per source, and the expert gold sets.
+
+    ``cfg``: the rule's settings (``train_verifier``, ``files``, ``dedupe_sets``, ``calibration_set``,
+    ``validation_set``, ``dedupe_texts``: the names of ``dedupe_texts``' files, e.g. ``kit_slice``). Returns ``train``, ``removed``, ``read`` (pairs read), ``kept`` (after dedupe),
+    ``skipped`` and ``gold`` ({name: pairs with ``label`` and ``cluster``})."""
+    from .train_data import dedupe_against, read_train_sets
+    from .workflow_helpers import eval_split
+
+    tv = cfg["train_verifier"]
+    first = str(train_files[0])  # the staged tree's root: where the first input landed, less its path
+    rel = next(f["path"] for f in cfg["files"].values() if first.endswith("/" + f["path"]))
+    ts = read_train_sets(first[: -len(rel)] + "train", tv["sources"])
+    gold_sets = {s: pd.read_parquet(p) for s, p in zip(cfg["dedupe_sets"], dedupe_files)}
+    against = {s: d["claim"].unique() for s, d in gold_sets.items()}
+    for name, path in zip(cfg.get("dedupe_texts", []), dedupe_texts):
+        against[name] = kit_slice_texts(str(path))
+    pairs, removed = dedupe_against(ts.pairs, against)
+    train = sample_per_source(pairs, tv["max_pairs_per_source"], tv["seed"])
+    gold = {}
+    for name, key in GOLD:
+        g = gold_sets[cfg[key]]
+        g = (eval_split(g) if name == "attribution_gold_eval" else g).dropna(subset=["label"]).reset_index(drop=True)
+        gold[name] = g.assign(cluster=g["item_id"].astype(str))
+    return {"train": train, "removed": removed, "read": len(ts.pairs), "kept": len(pairs), "skipped": ts.skipped,
+            "gold": gold}
+
+
+def design_table(head: pd.DataFrame, networks: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The design x evaluation table: each design and variant at its own selected setting (the head's C,
+    a network's stopping point), every evaluation it has. ``head``: the train_verifier table; ``networks``:
+    run_design tables. ``setting`` names the selected value."""
+    rows = []
+    for variant, g in head.groupby("variant", sort=False):
+        gold = g[~g["evaluation"].str.startswith("loso:")]
+        c = gold["C"].iloc[0]
+        rows.append(g[g["C"] == c].assign(design="frozen_head", setting=f"C={c:g}"))
+    for t in networks:
+        for (design, variant), g in t.groupby(["design", "variant"], sort=False):
+            stop = g.loc[~g["evaluation"].str.startswith("loso:"), "examples"].iloc[0]
+            rows.append(g[g["examples"] == stop].assign(setting=f"examples={int(stop)}"))
+    cols = ["design", "variant", "setting", "evaluation", "n", "auc", "embedding_auc", "delta", "delta_ci_low",
+            "delta_ci_high"]
+    return pd.concat(rows, ignore_index=True).reindex(columns=cols)
+
+
+def choose_design(table: pd.DataFrame, gold_names: Sequence[str], margin: float) -> dict[str, Any]:
+    """The (design, variant) with the best mean AUC over the expert gold sets, and whether it is adopted
+    (:func:`choose_and_adopt`'s rule; a variant with no leave-one-source-out evaluation cannot be)."""
+    gold = table[table["evaluation"].isin(list(gold_names))]
+    means = gold.groupby(["design", "variant"], sort=False)["auc"].mean()
+    design, variant = means.idxmax()
+    g = table[(table["design"] == design) & (table["variant"] == variant)]
+    reasons = []
+    for name in gold_names:
+        r = g[g["evaluation"] == name].iloc[0]
+        if not (r["delta"] >= margin and r["delta_ci_low"] > 0):
+            reasons.append(f"{name}: AUC {r['auc']:.3f} vs embedding {r['embedding_auc']:.3f} (delta {r['delta']:+.3f}, "
+                           f"95% CI {r['delta_ci_low']:+.3f} to {r['delta_ci_high']:+.3f}; needs >= +{margin:.2f}, CI above 0)")
+    loso = g[g["evaluation"].str.startswith("loso:")]
+    if loso.empty:
+        reasons.append("no leave-one-source-out evaluation for this variant")
+    for _, r in loso[loso["delta"] < 0].iterrows():
+        reasons.append(f"{r['evaluation']}: AUC {r['auc']:.3f} below embedding's {r['embedding_auc']:.3f}")
+    return {"design": str(design), "variant": str(variant), "setting": str(g["setting"].iloc[0]),
+            "mean_gold_auc": float(means.max()), "adopted": not reasons, "reasons": reasons}

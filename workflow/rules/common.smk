@@ -71,6 +71,7 @@ PROPOSAL_SETS = [f"{s}/proposals" for s in SOURCE_SETS]
 RAW_FILES = {f["path"]: f for c in SET_CFG.values() for f in c["files"].values()}
 TRAIN = CFG.train_verifier
 RAW_FILES.update({f.path: to_plain(f) for f in TRAIN.files.values()})
+RAW_FILES.update({f.path: to_plain(f) for f in TRAIN.dedupe_files.values()})
 KIT = CFG.get("kit")
 if KIT:
     RAW_FILES.update({f.path: to_plain(f) for f in KIT.files.values()})
@@ -178,7 +179,7 @@ def kit_targets():
 
 def all_targets():
     targets = [f"{RES}/tables/data_summary.csv"] + scores(SCORED_SETS)
-    targets += [f"{RES}/tables/train_verifier.csv"] if TRAIN.build else []
+    targets += [f"{RES}/tables/train_verifier.csv", f"{RES}/tables/verifier_designs.csv"] if TRAIN.build else []
     return targets + (analysis_targets() if CFG.standard_analyses else []) + (kit_targets() if KIT else [])
 
 

@@ -6,6 +6,7 @@ rule train_verifier:
     input:
         train=[f"{RAW}/{f.path}" for f in TRAIN.files.values()],
         dedupe_pairs=pairs([s for s in SCORED_SETS if s.startswith("gold/")]),
+        dedupe_texts=[f"{RAW}/{f.path}" for f in TRAIN.dedupe_files.values()],
     output:
         table=report(
             f"{RES}/tables/train_verifier.csv", caption="../report/train_verifier.rst", category="12 Trained verifier"
@@ -23,7 +24,8 @@ rule train_verifier:
     threads: 2
     params:
         **settings(
-            train_verifier={k: to_plain(v) for k, v in TRAIN.items() if k not in ("files", "build")},
+            train_verifier={k: to_plain(v) for k, v in TRAIN.items() if k not in ("files", "build", "dedupe_files")},
+            dedupe_texts=list(TRAIN.dedupe_files),
             files=TRAIN.files,
             windowing=CFG.windowing,
             n_bootstrap=A.n_bootstrap,
@@ -33,3 +35,63 @@ rule train_verifier:
         ),
     script:
         "../../scripts/train_verifier.py"
+
+
+rule train_network:
+    """A network design (cross-encoder, contrastive bi-encoder): fine-tuned, selected on transfer, saved."""
+    input:
+        train=[f"{RAW}/{f.path}" for f in TRAIN.files.values()],
+        dedupe_pairs=pairs([s for s in SCORED_SETS if s.startswith("gold/")]),
+        dedupe_texts=[f"{RAW}/{f.path}" for f in TRAIN.dedupe_files.values()],
+    output:
+        table=f"{RES}/tables/train_verifier_{{design}}.csv",
+        curve=f"{RES}/tables/train_verifier_{{design}}_curve.csv",
+        model=directory(f"{RES}/models/trained_{{design}}"),
+    log:
+        f"{RES}/logs/train_network/{{design}}.log",
+    benchmark:
+        f"{RES}/benchmarks/train_network/{{design}}.tsv"
+    wildcard_constraints:
+        design="cross_encoder|bi_encoder",
+    conda:
+        "../../envs/cpu.yaml"
+    threads: 2
+    params:
+        **settings(
+            train_verifier={k: to_plain(v) for k, v in TRAIN.items() if k not in ("files", "build", "dedupe_files")},
+            dedupe_texts=list(TRAIN.dedupe_files),
+            files=TRAIN.files,
+            windowing=CFG.windowing,
+            n_bootstrap=A.n_bootstrap,
+            validation_set=VAL_SET,
+            calibration_set=CAL_SET,
+            dedupe_sets=[s for s in SCORED_SETS if s.startswith("gold/")],
+        ),
+    script:
+        "../../scripts/train_network.py"
+
+
+rule verifier_designs:
+    """Every design at its selected setting; the expert gold's choice and the adoption decision."""
+    input:
+        head=f"{RES}/tables/train_verifier.csv",
+        networks=expand(f"{RES}/tables/train_verifier_{{design}}.csv", design=TRAIN.networks.designs),
+        curves=expand(f"{RES}/tables/train_verifier_{{design}}_curve.csv", design=TRAIN.networks.designs),
+    output:
+        table=report(
+            f"{RES}/tables/verifier_designs.csv",
+            caption="../report/verifier_designs.rst",
+            category="12 Trained verifier",
+        ),
+        decision=f"{RES}/models/verifier_designs.json",
+        png=report(
+            f"{FIG}/verifier_designs.png", caption="../report/verifier_designs.rst", category="12 Trained verifier"
+        ),
+    log:
+        f"{RES}/logs/verifier_designs.log",
+    conda:
+        "../../envs/cpu.yaml"
+    params:
+        **settings(adopt_margin=TRAIN.adopt_margin),
+    script:
+        "../../scripts/verifier_designs.py"

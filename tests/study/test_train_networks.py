@@ -1,0 +1,164 @@
+"""The network designs of the trained verifier (#25): windows and hard negatives by hand, seeded training on
+a tiny random-weight BERT loaded through from_pretrained, the saved model read back by the guard's trained
+verifier, and the selection across designs by hand."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from citeguard.study.train_networks import Network, best_window_text, hard_negatives, training_units
+from citeguard.study.train_verifier import choose_design, design_table
+from citeguard.verifiers import build_verifier, score_pairs
+from citeguard.verifiers.lexical import term_recall
+
+WORDS = ("the a aspirin does not inhibit cox 44 percent men heart attack reduced risk by in statins lower ldl "
+         "fever sleep coffee committee budget library").split()
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    """A 2-layer BERT with random weights and a word-level tokenizer, saved like a hub checkpoint."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from tokenizers.processors import TemplateProcessing
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    d = tmp_path_factory.mktemp("bert")
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", *WORDS])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                                            special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                            sep_token="[SEP]").save_pretrained(d)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64)).save_pretrained(d)
+    return str(d)
+
+
+def toy_pool():
+    c = ["aspirin reduced heart attack risk", "statins lower ldl", "coffee reduced sleep", "aspirin does not inhibit cox",
+         "heart attack risk in men"]
+    rows = [("s1", c[0], "in men aspirin reduced heart attack risk by 44 percent", 1),
+            ("s1", c[0], "aspirin does not reduce fever", 0),
+            ("s1", c[1], "statins lower ldl in men", 1),
+            ("s1", c[2], "the committee budget ldl", 0),
+            ("s1", "sleep in men", "coffee and tea", 0),  # (a larger s1, so that 'ldl' has a positive BM25 idf)
+            ("s1", "sleep in men", "fever in men", 0),
+            ("s2", c[2], "coffee reduced sleep in men", 1),
+            ("s2", c[3], "aspirin does not inhibit cox", 1),
+            ("s2", c[3], "the library budget", 0),
+            ("s2", c[4], "statins lower ldl heart", 0)]
+    return pd.DataFrame(rows, columns=["source", "claim", "evidence", "label"])
+
+
+def test_best_window_is_the_one_with_most_claim_terms():
+    passage = "the committee budget " * 20 + "aspirin reduced heart attack risk " + "the library " * 30
+    w = best_window_text("aspirin reduced heart attack risk", passage, 200, 100)
+    assert "aspirin reduced heart attack risk" in w
+    from citeguard.verifiers.base import make_windows
+    ws = make_windows(passage, 200, 100)
+    assert term_recall("aspirin reduced heart attack risk", w) == max(term_recall("aspirin reduced heart attack risk", x)
+                                                                       for x in ws)
+
+
+def test_hard_negative_is_the_claims_own_refutation_else_bm25_in_the_same_source():
+    hard = hard_negatives(toy_pool().rename(columns={"evidence": "window"}))
+    # supported rows 0, 2, 6, 7: claim 0 and claim 3 have their own unsupported evidence; claim 2's is in
+    # the other source (a claim's own refutation is looked up across the pool); claim 1 has none, so BM25
+    # over source s1's other windows: only 'the committee budget ldl' shares a term ('ldl'), and s2's
+    # 'statins lower ldl heart' (which would win) is another source's
+    assert hard == ["aspirin does not reduce fever", "the committee budget ldl", "the committee budget ldl",
+                    "the library budget"]
+
+
+def test_training_units_cap_claims_and_pair_supported_rows_with_a_hard_negative():
+    pool = toy_pool()
+    pool.loc[0, "claim"] = "aspirin " * 200
+    u = training_units(pool, {"window_chars": 600, "stride": 300, "claim_cap": 600})
+    assert len(u.loc[0, "claim"]) == 600
+    assert (u.loc[u.label == 0, "hard"] == "").all() and (u.loc[u.label == 1, "hard"] != "").all()
+
+
+@pytest.mark.parametrize("design", ["cross_encoder", "bi_encoder"])
+def test_seeded_training_checkpoints_and_the_saved_model_scores_the_same(tiny_bert, tmp_path, design):
+    pool = toy_pool()
+    units = training_units(pool, {"window_chars": 600, "stride": 300, "claim_cap": 600})
+    seen = []
+    a = Network(design, tiny_bert, batch_size=2, lr=1e-3, max_length=32, seed=7)
+    a.fit(units, 6, checkpoints=[2, 4, 6, 99], at_checkpoint=seen.append)
+    assert seen == [2, 4, 6]  # checkpoints within the budget, each once
+    assert [c["examples"] for c in a.curve] == [2, 4, 6] and all(np.isfinite(c["loss"]) for c in a.curve)
+    b = Network(design, tiny_bert, batch_size=2, lr=1e-3, max_length=32, seed=7)
+    b.fit(units, 6)
+    claims, passages = pool["claim"].tolist(), pool["evidence"].tolist()
+    win = {"window_chars": 600, "stride": 300, "claim_cap": 600}
+    sa, sb = a.pair_scores(claims, passages, win), b.pair_scores(claims, passages, win)
+    assert sa == pytest.approx(sb, abs=1e-6)  # same seed, same model
+    c = Network(design, tiny_bert, batch_size=2, lr=1e-3, max_length=32, seed=8)
+    c.fit(units, 6)
+    assert not np.allclose(c.pair_scores(claims, passages, win), sa, atol=1e-6)
+    a.save(tmp_path / "m", {"encoder": "tiny"})
+    meta = json.loads((tmp_path / "m" / "citeguard.json").read_text())
+    assert meta["design"] == design and meta["threshold"] == a.threshold
+    v = build_verifier({"name": "trained", "kind": "trained", "model": str(tmp_path / "m"), "batch_size": 4})
+    ps = score_pairs(v, claims, passages, progress=False)
+    assert ps.score == pytest.approx(sa, abs=1e-5)
+    assert list(ps.verdict) == list(sa >= a.threshold)
+
+
+def test_design_table_and_choice_by_hand():
+    head = pd.DataFrame([
+        # variant all: C=0.1 chosen (its gold rows say so); the C=1 LOSO rows are left out
+        ["all", 1.0, "loso:a", 10, 0.70, 0.60, 0.10, np.nan, np.nan],
+        ["all", 0.1, "loso:a", 10, 0.72, 0.60, 0.12, np.nan, np.nan],
+        ["all", 0.1, "gold1", 50, 0.70, 0.66, 0.04, -0.01, 0.09],
+        ["all", 0.1, "gold2", 40, 0.71, 0.60, 0.11, 0.02, 0.20],
+    ], columns=["variant", "C", "evaluation", "n", "auc", "embedding_auc", "delta", "delta_ci_low", "delta_ci_high"])
+    net = pd.DataFrame([
+        ["cross_encoder", "all", 8, "loso:a", 10, 0.65, 0.60, 0.05, np.nan, np.nan],
+        ["cross_encoder", "all", 16, "loso:a", 10, 0.58, 0.60, -0.02, np.nan, np.nan],
+        ["cross_encoder", "all", 8, "gold1", 50, 0.75, 0.66, 0.09, 0.03, 0.15],
+        ["cross_encoder", "all", 8, "gold2", 40, 0.68, 0.60, 0.08, 0.01, 0.16],
+        ["cross_encoder", "domain_matched", 8, "gold1", 50, 0.80, 0.66, 0.14, 0.08, 0.2],
+        ["cross_encoder", "domain_matched", 8, "gold2", 40, 0.50, 0.60, -0.10, -0.2, 0.0],
+    ], columns=["design", "variant", "examples", "evaluation", "n", "auc", "embedding_auc", "delta", "delta_ci_low",
+                "delta_ci_high"])
+    t = design_table(head, [net])
+    assert len(t) == 3 + 3 + 2  # head at C=0.1; cross/all at 8 examples; cross/domain_matched gold only
+    assert set(t.loc[t.design == "frozen_head", "setting"]) == {"C=0.1"}
+    assert set(t.loc[t.design == "cross_encoder", "setting"]) == {"examples=8"}
+    d = choose_design(t, ["gold1", "gold2"], 0.05)
+    # mean gold AUC: head 0.705, cross/all 0.715, cross/domain 0.65 -> cross_encoder/all
+    assert (d["design"], d["variant"], d["setting"]) == ("cross_encoder", "all", "examples=8")
+    assert d["mean_gold_auc"] == pytest.approx(0.715)
+    assert d["adopted"] is True and d["reasons"] == []
+    # a margin of 0.085 fails gold2 (0.08) only
+    d2 = choose_design(t, ["gold1", "gold2"], 0.085)
+    assert not d2["adopted"] and len(d2["reasons"]) == 1 and d2["reasons"][0].startswith("gold2")
+    # the domain-matched variant alone: no LOSO, so never adopted
+    only = t[(t.design == "cross_encoder") & (t.variant == "domain_matched")]
+    d3 = choose_design(only, ["gold1", "gold2"], 0.0)
+    assert not d3["adopted"] and "no leave-one-source-out evaluation for this variant" in d3["reasons"]
+
+
+def test_kit_slice_texts_are_questions_and_answer_sentences_and_dedupe_removes_them(tmp_path):
+    from citeguard.study.train_data import dedupe_against
+    from citeguard.study.train_verifier import kit_slice_texts
+
+    p = tmp_path / "qa.csv"
+    pd.DataFrame({"doc_id": [0], "question": ["Is RET mutated in HSCR?"],
+                  "answer": ["RET mutations cause HSCR. They are common in familial cases."],
+                  "relevant_passage_ids": ["[1]"]}).to_csv(p, index=False)
+    assert kit_slice_texts(str(p)) == ["Is RET mutated in HSCR?", "RET mutations cause HSCR.",
+                                       "They are common in familial cases."]
+    train = pd.DataFrame({"source": ["a", "a", "b"], "claim": ["ret mutations cause HSCR", "Other claim.",
+                                                               "They are common in familial cases"]})
+    kept, removed = dedupe_against(train, {"kit_slice": kit_slice_texts(str(p))})
+    assert kept["claim"].tolist() == ["Other claim."]
+    assert removed.set_index("source")["removed"].to_dict() == {"a": 1, "b": 1}
+    pd.DataFrame({"q": ["x"]}).to_csv(p, index=False)
+    with pytest.raises(ValueError, match="no column"):
+        kit_slice_texts(str(p))

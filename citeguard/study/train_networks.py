@@ -42,8 +42,8 @@ def seed_everything(seed: int) -> None:
 def best_window_text(claim: str, passage: str, window_chars: int = 600, stride: int = 300) -> str:
     """The passage's window with the highest term recall of the claim (the first on ties).
 
-    >>> best_window_text("aspirin fever", "x" * 300 + " aspirin lowers fever", 300, 150)
-    'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx aspirin lowers fever'
+    >>> best_window_text("aspirin fever", "x " * 75 + "aspirin lowers fever", 100, 50)[-20:]
+    'aspirin lowers fever'
     """
     windows = make_windows(passage, window_chars, stride) or [""]
     return max(windows, key=lambda w: (term_recall(claim, w), -windows.index(w)))

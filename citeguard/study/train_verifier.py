@@ -300,7 +300,8 @@ def load_training(train_files: Sequence[str], dedupe_files: Sequence[str], cfg: 
     deduped against the evaluation sets and sampled per source, and the expert gold sets.
 
     ``cfg``: the rule's settings (``train_verifier``, ``files``, ``dedupe_sets``, ``calibration_set``,
-    ``validation_set``, ``dedupe_texts``: the names of ``dedupe_texts``' files, e.g. ``kit_slice``). Returns ``train``, ``removed``, ``read`` (pairs read), ``kept`` (after dedupe),
+    ``validation_set``, ``dedupe_texts``: the names of ``dedupe_texts``' files, e.g. ``kit_slice``).
+    Returns ``train``, ``removed``, ``read`` (pairs read), ``kept`` (after dedupe),
     ``skipped`` and ``gold`` ({name: pairs with ``label`` and ``cluster``})."""
     from .train_data import dedupe_against, read_train_sets
     from .workflow_helpers import eval_split
@@ -329,12 +330,12 @@ def design_table(head: pd.DataFrame, networks: Sequence[pd.DataFrame]) -> pd.Dat
     a network's stopping point), every evaluation it has. ``head``: the train_verifier table; ``networks``:
     run_design tables. ``setting`` names the selected value."""
     rows = []
-    for variant, g in head.groupby("variant", sort=False):
+    for _, g in head.groupby("variant", sort=False):
         gold = g[~g["evaluation"].str.startswith("loso:")]
         c = gold["C"].iloc[0]
         rows.append(g[g["C"] == c].assign(design="frozen_head", setting=f"C={c:g}"))
     for t in networks:
-        for (design, variant), g in t.groupby(["design", "variant"], sort=False):
+        for _, g in t.groupby(["design", "variant"], sort=False):
             stop = g.loc[~g["evaluation"].str.startswith("loso:"), "examples"].iloc[0]
             rows.append(g[g["examples"] == stop].assign(setting=f"examples={int(stop)}"))
     cols = ["design", "variant", "setting", "evaluation", "n", "auc", "embedding_auc", "delta", "delta_ci_low",

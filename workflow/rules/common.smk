@@ -99,8 +99,8 @@ def verifier_json(w):
 
 
 def trained_model(name):
-    """A trained verifier's head when this experiment's train_verifier rule makes it (else none: a
-    model given by path is read as it is)."""
+    """A trained verifier's head when this experiment's train_verifier job makes it; nothing for a
+    model given by its own path."""
     v = CFG.verifiers[name]
     own = f"{RES}/models/trained"
     return [f"{own}/head.json"] if v.kind == "trained" and str(v.model).rstrip("/") == own else []

@@ -10,7 +10,7 @@ in-process latency of the same answers through the library (one ``Guard``, one a
 soak line (RSS every 30 s after a warm-up; the memo is bounded by ``--memo-texts``), and the targets.
 
     python benchmarks/guard_service.py                       # levels 1, 4, 16, 64 (60 s each) + 5-minute soak
-    python benchmarks/guard_service.py --answers 24 --seconds 40 --levels 1,4,16 --soak 0   # the CI smoke
+    python benchmarks/guard_service.py --answers 24 --seconds 20 --levels 1,4,16 --soak 0   # the CI smoke: 60 s of load
 """
 from __future__ import annotations
 

@@ -699,7 +699,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="grouped folds when the pairs name fewer than two sources (else leave-one-source-out)")
     tr.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples of the paired AUC difference")
     tr.add_argument("--margin", type=float, default=0.05, help="AUC above embedding needed on every --eval set")
-    tr.add_argument("--seed", type=int, default=20261201)
+    tr.add_argument("--seed", type=int, default=20261201, help="seed of the folds, the bootstrap and the head fit")
     tr.add_argument("--threads", type=int, metavar="N", help="CPU threads for the encoder")
     tr.add_argument("--quiet", action="store_true", help="no progress bar")
     tr.set_defaults(func=cmd_train)

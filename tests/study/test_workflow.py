@@ -71,7 +71,7 @@ def test_smoke_generation_through_the_rule(smoke_run):
 def test_smoke_tables_and_figures(smoke_run):
     res, wd = smoke_run
     val = pd.read_csv(res / "tables" / "validation.csv")
-    assert set(val.verifier) == {"lexical", "embedding", "fitted"} and val.n.iloc[0] == 12
+    assert set(val.verifier) == {"lexical", "embedding", "trained", "fitted"} and val.n.iloc[0] == 12
     assert ((val.recall_supported_ci_low <= val.recall_supported) & (val.recall_supported <= val.recall_supported_ci_high)).all()
     cov = pd.read_csv(res / "tables" / "conformal_coverage.csv")
     assert "attrscore_released" in set(cov.verifier)
@@ -82,7 +82,7 @@ def test_smoke_tables_and_figures(smoke_run):
               "reattribution", "failure_kinds", "citation_pr"):
         assert (wd / "figures" / "smoke" / f"{f}.png").stat().st_size > 10_000, f
     rec = pd.read_csv(res / "tables" / "reattribution.csv")
-    assert {"bm25", "lexical", "embedding", "fitted", "random", "generator:smollm2-135m"} == set(rec.ranker)
+    assert {"bm25", "lexical", "embedding", "trained", "fitted", "random", "generator:smollm2-135m"} == set(rec.ranker)
     model = json.loads((res / "models" / "fitted.json").read_text())
     assert model["train_split"] == "fit" and model["features"] == ["lexical", "embedding"]
 
@@ -106,7 +106,7 @@ def test_rerun_is_noop_and_verifier_edit_reruns_only_descendants(smoke_run, tmp_
     r = snake(["-n", "--cores", "2", "--config", "experiment=smoke", "overrides=[\"reattributor.k1=1.2\"]"], wd)
     counts = job_counts(r.stdout)
     assert counts["proposals"] == 6 and counts["failure_kinds"] == 1 and "citation_pr" not in counts, r.stdout[-2000:]
-    assert counts["score"] == 12 and counts["score_stacked"] == 6  # lexical + embedding, fitted: proposals only
+    assert counts["score"] == 18 and counts["score_stacked"] == 6  # lexical, embedding, trained; fitted: proposals only
 
 
 @pytest.mark.parametrize("override,only", [("analysis.worked_examples=5", "worked_examples"),
@@ -214,7 +214,7 @@ def test_smoke_headline_tables_equal_the_checked_in_values(smoke_run, table):
 
 def _scored(res, set_name):
     pairs = pd.read_parquet(res / "data" / set_name / "pairs.parquet")
-    for v in ("lexical", "embedding", "fitted"):
+    for v in ("lexical", "embedding", "trained", "fitted"):
         s = pd.read_parquet(res / "scores" / set_name / f"{v}.parquet").set_index("pair_id")
         pairs[f"score_{v}"] = pairs["pair_id"].map(s["score"])
         pairs[f"verdict_{v}"] = pairs["pair_id"].map(s["verdict"]).astype(bool)
@@ -227,7 +227,7 @@ def test_smoke_validation_recomputed_with_sklearn(smoke_run):
     df = _scored(res, "gold/scifact_gold")
     y = df["label"].astype(int).to_numpy()
     val = pd.read_csv(res / "tables" / "validation.csv").set_index("verifier")
-    for v in ("lexical", "embedding", "fitted"):
+    for v in ("lexical", "embedding", "trained", "fitted"):
         pred = df[f"verdict_{v}"].astype(int).to_numpy()
         assert val.loc[v, "recall_supported"] == pytest.approx(recall_score(y, pred))
         assert val.loc[v, "specificity"] == pytest.approx(recall_score(y, pred, pos_label=0))
@@ -241,7 +241,7 @@ def test_smoke_unsupported_rates_recomputed(smoke_run):
     rates = pd.read_csv(res / "tables" / "unsupported_rates.csv").set_index(["verifier", "source"])
     for src in ("released/nora", "released/you", "generated/smollm2-135m/bare"):
         df = _scored(res, src)
-        for v in ("lexical", "embedding", "fitted"):
+        for v in ("lexical", "embedding", "trained", "fitted"):
             row = rates.loc[(v, src)]
             assert row["n_pairs"] == len(df)
             assert row["unsupported_rate"] == pytest.approx(1 - df[f"verdict_{v}"].mean())  # flagged share
@@ -285,6 +285,37 @@ def test_smoke_trains_the_verifier_through_its_rule(smoke_run):
     assert "## Decision" in card and ("**Adopted**" in card or "**Not adopted**" in card)
     assert "ExpertQA and HealthVer are reserved" in card
     assert (wd / "figures" / "smoke" / "train_verifier.png").stat().st_size > 10_000
+    # the network designs through their own rule: HF-format weights, the ONNX graph, a seeded config
+    for design in ("cross_encoder", "bi_encoder"):
+        m = res / "models" / f"trained_{design}"
+        meta = json.loads((m / "citeguard.json").read_text())
+        assert meta["design"] == design and meta["examples"] in (8, 16) and (m / "model.safetensors").is_file()
+        assert (m / "model.onnx").stat().st_size > 1_000_000
+        t = pd.read_csv(res / "tables" / f"train_verifier_{design}.csv")
+        assert set(t[t.evaluation.str.startswith("loso:")].examples) == {8, 16}  # both checkpoints, per source
+    d = pd.read_csv(res / "tables" / "verifier_designs.csv")
+    assert set(d.design) == {"frozen_head", "cross_encoder", "bi_encoder"}
+    decision = json.loads((res / "models" / "verifier_designs.json").read_text())
+    gold = d[d.evaluation.isin(["attribution_gold_eval", "scifact_dev"])]
+    best = gold.groupby(["design", "variant"]).auc.mean()
+    assert (decision["design"], decision["variant"]) == best.idxmax()
+    assert (wd / "figures" / "smoke" / "verifier_designs.png").stat().st_size > 10_000
+
+
+def test_smoke_trained_scores_equal_the_guards(smoke_run, tmp_path):
+    """The pipeline's trained-verifier scores are what the guard's `citeguard score --verifier trained --model`
+    gives on the same pairs (one code path, and the model the pipeline trained)."""
+    res, _ = smoke_run
+    pairs = pd.read_parquet(res / "data" / "gold" / "scifact_gold" / "pairs.parquet")
+    inp = tmp_path / "pairs.jsonl"
+    inp.write_text("".join(json.dumps({"claim": c, "passage": p}) + "\n" for c, p in zip(pairs.claim, pairs.passage)))
+    out = tmp_path / "scored.jsonl"
+    r = subprocess.run([sys.executable, "-m", "citeguard.cli", "score", "--input", str(inp), "--verifier", "trained",
+                        "--model", str(res / "models" / "trained"), "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = [json.loads(x)["score"] for x in out.read_text().splitlines()]
+    want = pd.read_parquet(res / "scores" / "gold" / "scifact_gold" / "trained.parquet").set_index("pair_id")
+    assert got == pytest.approx(want.loc[pairs.pair_id, "score"].tolist(), abs=1e-6)
 
 
 def test_smoke_agreement_recomputed_by_hand(smoke_run):

@@ -51,6 +51,29 @@ def main_check() -> int:
         print(f"calibrate: exit {rc}, k {cal['k']}, tau {cal['tau']}")
         if rc != 0 or cal["k"] != 10 or cal["tau"] != 0.5:
             problems.append(f"calibrate: unexpected result (exit {rc}): k={cal.get('k')} tau={cal.get('tau')}")
+    # the trained verifier runs lean (a head written by hand: the logistic of term recall); citeguard train
+    # needs the [train] extra and says so
+    import subprocess
+
+    from citeguard.verifiers.trained import FEATURES
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(f"{tmp}/head.json", "w") as fh:
+            json.dump({"features": FEATURES, "mean": [0.0] * 7, "scale": [1.0] * 7, "intercept": -2.5,
+                       "coef": [0, 0, 0, 0, 5.0, 0, 0]}, fh)
+        buf = StringIO()
+        with redirect_stdout(buf):
+            rc = main(["guard", "--input", str(examples.path()), "--verifier", "trained", "--model", tmp, "--quiet"])
+        r = json.loads(buf.getvalue())["report"]
+        print(f"trained: exit {rc}, {r['verified']} verified, {r['reattributed']} re-attributed, {r['flagged']} flagged, "
+              f"{r['invalid']} invalid")
+        if rc != 0 or r["n_citations"] != 4:
+            problems.append(f"trained: unexpected guard result (exit {rc}): {r}")
+        t = subprocess.run([sys.executable, "-m", "citeguard.cli", "train", "--input", str(examples.path()),
+                            "--out", f"{tmp}/m"], capture_output=True, text=True)
+        print(f"train without the [train] extra: exit {t.returncode}: {t.stderr.strip()[:120]}")
+        if t.returncode != 2 or "citeguard[train]" not in t.stderr:
+            problems.append(f"citeguard train lean: expected exit 2 naming the [train] extra, got {t.returncode}: "
+                            f"{t.stderr[-300:]}")
     installed = []
     for dist in STUDY_DISTRIBUTIONS:
         try:

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from citeguard.study import figures
-from citeguard.study.train_verifier import GOLD, choose_design, design_table
+from citeguard.study.train_verifier import GOLD, choose_design, design_table, designs_card
 from citeguard.study.workflow_helpers import settings, start
 
 sm = snakemake  # noqa: F821
@@ -21,6 +21,8 @@ decision["seconds"] = {str(t["design"].iloc[0]): float(t["seconds"].iloc[0]) for
 table.to_csv(sm.output.table, index=False)
 with open(sm.output.decision, "w") as f:
     json.dump(decision, f, indent=1)
+with open(sm.output.card, "w") as f:
+    f.write(designs_card(table, decision, cfg["train_verifier"], decision["seconds"]))
 checkpoints = pd.concat([t[t["evaluation"].str.startswith("loso:")] for t in nets], ignore_index=True) if nets else head.iloc[:0]
 figures.save(figures.verifier_designs_figure(table, checkpoints, curves, gold), sm.output.png)
 log.info("\n%s\ndecision: %s", table.round(3).to_string(), decision)

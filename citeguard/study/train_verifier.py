@@ -363,3 +363,39 @@ def choose_design(table: pd.DataFrame, gold_names: Sequence[str], margin: float)
         reasons.append(f"{r['evaluation']}: AUC {r['auc']:.3f} below embedding's {r['embedding_auc']:.3f}")
     return {"design": str(design), "variant": str(variant), "setting": str(g["setting"].iloc[0]),
             "mean_gold_auc": float(means.max()), "adopted": not reasons, "reasons": reasons}
+
+
+def designs_card(table: pd.DataFrame, decision: Mapping[str, Any], tv: Mapping[str, Any],
+                 seconds: Mapping[str, float]) -> str:
+    """The design comparison as Markdown: what each design is and was trained with, every evaluation at
+    its selected setting, the decision and why, and the training times."""
+    net = tv.get("networks", {})
+    lines = ["# citeguard `trained` verifier: the designs compared", "",
+             "Every design reads the same staged claim-evidence pairs (after removing training claims that are "
+             f"evaluation claims; at most {tv['max_pairs_per_source']} per source, seed {tv['seed']}) and is scored "
+             "like every verifier: 600-character windows at stride 300, claims capped at 600, max over windows.", "",
+             "| design | what it is | trained with |", "|---|---|---|",
+             f"| frozen_head | L2 logistic head on frozen `{tv['encoder']}` features (3 layers' cosines, token "
+             f"max-sim, term recall, numbers, negation) | C chosen from {list(tv['C'])} on leave-one-source-out AUC; "
+             "see results/models/trained/MODEL_CARD.md |",
+             f"| cross_encoder | the encoder fine-tuned as a 2-class sequence-pair classifier (class-balanced "
+             f"cross-entropy) | {net.get('examples')} examples, batch {net.get('batch_size')}, AdamW lr "
+             f"{net.get('lr')}, max length {net.get('max_length')}, stopping point from {list(net.get('checkpoints', []))} |",
+             f"| bi_encoder | the embedding encoder fine-tuned contrastively: claim vs its window, a hard negative "
+             f"(the claim's own unsupported evidence, else the source's BM25 top window) and in-batch negatives, "
+             f"InfoNCE tau {net.get('tau')} | as the cross-encoder, supported claims only |", "",
+             "## Evaluations (AUC; embedding = the shipped embedding verifier)", "",
+             "| design | variant | setting | evaluation | n | AUC | embedding AUC | delta | 95% CI of delta |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for _, r in table.iterrows():
+        ci = "" if pd.isna(r["delta_ci_low"]) else f"{r['delta_ci_low']:+.3f} to {r['delta_ci_high']:+.3f}"
+        lines.append(f"| {r['design']} | {r['variant']} | {r['setting']} | {r['evaluation']} | {r['n']} | "
+                     f"{r['auc']:.3f} | {r['embedding_auc']:.3f} | {r['delta']:+.3f} | {ci} |")
+    lines += ["", "## Decision", "",
+              f"The expert gold prefers `{decision['design']}` / `{decision['variant']}` ({decision['setting']}), mean "
+              f"gold AUC {decision['mean_gold_auc']:.3f}. "
+              + ("**Adopted.**" if decision["adopted"] else "**Not adopted**: embedding stays the guard's default and "
+                 "lite's panel is unchanged."), ""]
+    lines += [f"- {r}" for r in decision["reasons"]]
+    lines += ["", "## Training time (whole rule, 2 cores)", ""] + [f"- {k}: {v:.0f} s" for k, v in seconds.items()]
+    return "\n".join(lines) + "\n"

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from citeguard.study.train_networks import Network, best_window_text, hard_negatives, training_units
-from citeguard.study.train_verifier import choose_design, design_table
+from citeguard.study.train_verifier import choose_design, design_table, designs_card
 from citeguard.verifiers import build_verifier, score_pairs
 from citeguard.verifiers.lexical import term_recall
 
@@ -138,6 +138,11 @@ def test_design_table_and_choice_by_hand():
     # a margin of 0.085 fails gold2 (0.08) only
     d2 = choose_design(t, ["gold1", "gold2"], 0.085)
     assert not d2["adopted"] and len(d2["reasons"]) == 1 and d2["reasons"][0].startswith("gold2")
+    card = designs_card(t, d, {"max_pairs_per_source": 10, "seed": 1, "encoder": "e", "C": [0.1, 1.0],
+                               "networks": {"examples": 16, "checkpoints": [8, 16]}}, {"cross_encoder": 12.4})
+    assert "| cross_encoder | all | examples=8 | gold1 | 50 | 0.750 | 0.660 | +0.090 | +0.030 to +0.150 |" in card
+    assert "prefers `cross_encoder` / `all` (examples=8), mean gold AUC 0.715. **Adopted.**" in card
+    assert "- cross_encoder: 12 s" in card
     # the domain-matched variant alone: no LOSO, so never adopted
     only = t[(t.design == "cross_encoder") & (t.variant == "domain_matched")]
     d3 = choose_design(only, ["gold1", "gold2"], 0.0)

@@ -84,6 +84,7 @@ rule verifier_designs:
             category="12 Trained verifier",
         ),
         decision=f"{RES}/models/verifier_designs.json",
+        card=f"{RES}/models/VERIFIER_DESIGNS.md",
         png=report(
             f"{FIG}/verifier_designs.png", caption="../report/verifier_designs.rst", category="12 Trained verifier"
         ),
@@ -92,6 +93,9 @@ rule verifier_designs:
     conda:
         "../../envs/cpu.yaml"
     params:
-        **settings(adopt_margin=TRAIN.adopt_margin),
+        **settings(
+            adopt_margin=TRAIN.adopt_margin,
+            train_verifier={k: to_plain(v) for k, v in TRAIN.items() if k not in ("files", "build", "dedupe_files")},
+        ),
     script:
         "../../scripts/verifier_designs.py"

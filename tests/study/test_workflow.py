@@ -222,18 +222,26 @@ def _scored(res, set_name):
 
 
 def test_smoke_validation_recomputed_with_sklearn(smoke_run):
+    """Per gold set (SciFact dev; the attribution gold's evaluation split only), every verifier's point values
+    with scikit-learn, and its AUC minus embedding's."""
     from sklearn.metrics import cohen_kappa_score, recall_score, roc_auc_score
     res, _ = smoke_run
-    df = _scored(res, "gold/scifact_gold")
-    y = df["label"].astype(int).to_numpy()
-    val = pd.read_csv(res / "tables" / "validation.csv").set_index("verifier")
-    for v in ("lexical", "embedding", "trained", "fitted"):
-        pred = df[f"verdict_{v}"].astype(int).to_numpy()
-        assert val.loc[v, "recall_supported"] == pytest.approx(recall_score(y, pred))
-        assert val.loc[v, "specificity"] == pytest.approx(recall_score(y, pred, pos_label=0))
-        assert val.loc[v, "kappa"] == pytest.approx(cohen_kappa_score(y, pred))
-        assert val.loc[v, "roc_auc"] == pytest.approx(roc_auc_score(y, df[f"score_{v}"]))
-        assert (val.loc[v, "n_supported"], val.loc[v, "n_unsupported"]) == (int(y.sum()), int((1 - y).sum()))
+    table = pd.read_csv(res / "tables" / "validation.csv")
+    assert list(dict.fromkeys(table.set)) == ["gold/scifact_gold", "gold/attribution_gold"]
+    for name in ("gold/scifact_gold", "gold/attribution_gold"):
+        df = _scored(res, name)
+        df = df[df["split"] == "eval"] if name == "gold/attribution_gold" else df
+        y = df["label"].astype(int).to_numpy()
+        val = table[table.set == name].set_index("verifier")
+        for v in ("lexical", "embedding", "trained", "fitted"):
+            pred = df[f"verdict_{v}"].astype(int).to_numpy()
+            assert val.loc[v, "recall_supported"] == pytest.approx(recall_score(y, pred))
+            assert val.loc[v, "specificity"] == pytest.approx(recall_score(y, pred, pos_label=0))
+            assert val.loc[v, "kappa"] == pytest.approx(cohen_kappa_score(y, pred))
+            assert val.loc[v, "roc_auc"] == pytest.approx(roc_auc_score(y, df[f"score_{v}"]))
+            assert val.loc[v, "roc_auc_minus_embedding"] == pytest.approx(
+                roc_auc_score(y, df[f"score_{v}"]) - roc_auc_score(y, df["score_embedding"]))
+            assert (val.loc[v, "n_supported"], val.loc[v, "n_unsupported"]) == (int(y.sum()), int((1 - y).sum()))
 
 
 def test_smoke_unsupported_rates_recomputed(smoke_run):

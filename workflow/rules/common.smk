@@ -193,6 +193,8 @@ VAL_SET, CAL_SET, HARD_SET, SCOPE_SET, FROZEN_SET = (
     A.frozen_scores_set,
 )
 VAL_SETS = [VAL_SET] + ([A.validation_heldout_set] if A.get("validation_heldout_set") else [])
+# validation reads the calibration gold too (its evaluation split: the part the stacked verifier never fits)
+VALIDATE_SETS = VAL_SETS + ([CAL_SET] if CAL_SET and CAL_SET not in VAL_SETS else [])
 
 
 def scored_inputs(name, sets, verifiers=None):

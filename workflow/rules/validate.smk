@@ -3,7 +3,7 @@
 
 rule validate:
     input:
-        **scored_inputs("val", VAL_SETS, PANEL + list(A.validation_extra)),
+        **scored_inputs("val", VALIDATE_SETS, PANEL + list(A.validation_extra)),
     output:
         table=report(f"{RES}/tables/validation.csv", caption="../report/validation.rst", category="1 Validation"),
         frontier=report(f"{RES}/tables/frontier.csv", caption="../report/validation.rst", category="1 Validation"),
@@ -22,7 +22,7 @@ rule validate:
             validation_set=VAL_SET,
             n_bootstrap=A.n_bootstrap,
             seed=A.seed,
-            sets={"val": VAL_SETS},
+            sets={"val": VALIDATE_SETS},
         ),
     script:
         "../../scripts/validate.py"

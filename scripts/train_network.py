@@ -40,7 +40,8 @@ seconds = time.perf_counter() - t0
 table.assign(seconds=seconds).to_csv(sm.output.table, index=False)
 curve.to_csv(sm.output.curve, index=False)
 out = Path(sm.output.model)
-model.save(out, {"encoder": tv["encoder"], "examples": int(table["examples"].max()), "seed": tv["seed"],
+stop = int(table.loc[~table["evaluation"].str.startswith("loso:"), "examples"].iloc[0])  # the stopping point
+model.save(out, {"encoder": tv["encoder"], "examples": stop, "seed": tv["seed"],
                  "windowing": win, "training_seconds": round(seconds, 1)})
 # the network's ONNX graph (what the onnx and openvino runtimes run), next to its weights
 pick = (lambda o: o.logits) if design == "cross_encoder" else (lambda o: o.last_hidden_state)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import MIRROR, ROOT, require_mirror
@@ -300,7 +301,12 @@ def test_smoke_trains_the_verifier_through_its_rule(smoke_run):
         assert meta["design"] == design and meta["examples"] in (8, 16) and (m / "model.safetensors").is_file()
         assert (m / "model.onnx").stat().st_size > 1_000_000
         t = pd.read_csv(res / "tables" / f"train_verifier_{design}.csv")
-        assert set(t[t.evaluation.str.startswith("loso:")].examples) == {8, 16}  # both checkpoints, per source
+        loso = t[t.evaluation.str.startswith("loso:")]
+        assert set(loso.examples) == {8, 16} and len(loso) == 2 * loso.evaluation.nunique()  # both checkpoints
+        # the stopping point is the checkpoint with the best mean left-out AUC (the first on a tie)
+        mean = loso.groupby("examples").auc.mean()
+        stop = t.loc[t.evaluation == "scifact_dev", "examples"].iloc[0]
+        assert stop == mean.index[int(np.argmax(mean.to_numpy()))] and meta["examples"] == stop
     d = pd.read_csv(res / "tables" / "verifier_designs.csv")
     assert set(d.design) == {"frozen_head", "cross_encoder", "bi_encoder"}
     decision = json.loads((res / "models" / "verifier_designs.json").read_text())

@@ -1,6 +1,7 @@
 """Rule verifier_designs: every trained-verifier design at its selected setting, side by side; which one
 the expert gold prefers, and whether it is adopted."""
 import json
+from pathlib import Path
 
 import pandas as pd
 
@@ -17,7 +18,10 @@ curves = pd.concat([pd.read_csv(p) for p in sm.input.curves], ignore_index=True)
 gold = [name for name, _ in GOLD]
 table = design_table(head, nets)
 decision = choose_design(table, gold, cfg["adopt_margin"])
-decision["seconds"] = {str(t["design"].iloc[0]): float(t["seconds"].iloc[0]) for t in nets if "seconds" in t}
+decision["seconds"] = {}
+for d in sm.input.models:  # each network's whole-rule time, from its citeguard.json
+    meta = json.loads((Path(d) / "citeguard.json").read_text())
+    decision["seconds"][meta["design"]] = float(meta["training_seconds"])
 table.to_csv(sm.output.table, index=False)
 with open(sm.output.decision, "w") as f:
     json.dump(decision, f, indent=1)

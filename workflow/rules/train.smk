@@ -77,6 +77,7 @@ rule verifier_designs:
         head=f"{RES}/tables/train_verifier.csv",
         networks=expand(f"{RES}/tables/train_verifier_{{design}}.csv", design=TRAIN.networks.designs),
         curves=expand(f"{RES}/tables/train_verifier_{{design}}_curve.csv", design=TRAIN.networks.designs),
+        models=expand(f"{RES}/models/trained_{{design}}", design=TRAIN.networks.designs),
     output:
         table=report(
             f"{RES}/tables/verifier_designs.csv",

@@ -15,7 +15,7 @@ lose to embedding on no left-out source.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -155,6 +155,18 @@ def choose_and_adopt(table: pd.DataFrame, chosen: Mapping[str, Mapping[str, Any]
     return {"variant": variant, "C": c, "adopted": not reasons, "reasons": reasons}
 
 
+def evaluation_rows(table: pd.DataFrame, lead: Callable[[pd.Series], list[str]]) -> list[str]:
+    """Markdown rows of an evaluation table: ``lead(row)``'s cells, then evaluation, n, AUC, embedding AUC,
+    delta and its 95% CI (empty where there is none)."""
+    out = []
+    for _, r in table.iterrows():
+        ci = "" if pd.isna(r["delta_ci_low"]) else f"{r['delta_ci_low']:+.3f} to {r['delta_ci_high']:+.3f}"
+        cells = [*lead(r), str(r["evaluation"]), str(r["n"]), f"{r['auc']:.3f}", f"{r['embedding_auc']:.3f}",
+                 f"{r['delta']:+.3f}", ci]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
 def model_card(cfg: Mapping[str, Any], counts: pd.DataFrame, removed: pd.DataFrame, skipped: Mapping[Any, int],
                table: pd.DataFrame, decision: Mapping[str, Any], timings: Mapping[str, float],
                licences: Mapping[str, str]) -> str:
@@ -188,10 +200,7 @@ def model_card(cfg: Mapping[str, Any], counts: pd.DataFrame, removed: pd.DataFra
               "## Evaluations (AUC; embedding = the same encoder's layer-6 cosine)", "",
               "| variant | C | evaluation | n | AUC | embedding AUC | delta | 95% CI of delta |",
               "|---|---|---|---|---|---|---|---|"]
-    for _, r in table.iterrows():
-        ci = "" if pd.isna(r["delta_ci_low"]) else f"{r['delta_ci_low']:+.3f} to {r['delta_ci_high']:+.3f}"
-        lines.append(f"| {r['variant']} | {r['C']:g} | {r['evaluation']} | {r['n']} | {r['auc']:.3f} | "
-                     f"{r['embedding_auc']:.3f} | {r['delta']:+.3f} | {ci} |")
+    lines += evaluation_rows(table, lambda r: [str(r["variant"]), f"{r['C']:g}"])
     lines += ["", "## Decision", "",
               f"Chosen on the expert gold: variant `{decision['variant']}`, C = {decision['C']:g}. "
               + ("**Adopted**: it beats embedding out of domain by the required margin and loses on no left-out source."
@@ -387,10 +396,7 @@ def designs_card(table: pd.DataFrame, decision: Mapping[str, Any], tv: Mapping[s
              "## Evaluations (AUC; embedding = the shipped embedding verifier)", "",
              "| design | variant | setting | evaluation | n | AUC | embedding AUC | delta | 95% CI of delta |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for _, r in table.iterrows():
-        ci = "" if pd.isna(r["delta_ci_low"]) else f"{r['delta_ci_low']:+.3f} to {r['delta_ci_high']:+.3f}"
-        lines.append(f"| {r['design']} | {r['variant']} | {r['setting']} | {r['evaluation']} | {r['n']} | "
-                     f"{r['auc']:.3f} | {r['embedding_auc']:.3f} | {r['delta']:+.3f} | {ci} |")
+    lines += evaluation_rows(table, lambda r: [str(r["design"]), str(r["variant"]), str(r["setting"])])
     lines += ["", "## Decision", "",
               f"The expert gold prefers `{decision['design']}` / `{decision['variant']}` ({decision['setting']}), mean "
               f"gold AUC {decision['mean_gold_auc']:.3f}. "

@@ -143,16 +143,25 @@ def choose_and_adopt(table: pd.DataFrame, chosen: Mapping[str, Mapping[str, Any]
     g = gold[gold["variant"] == variant].set_index("evaluation")
     c = chosen[variant]["C"]
     loso = table[(table["variant"] == variant) & (table["C"] == c) & table["evaluation"].str.startswith("loso:")]
+    reasons = adoption_reasons(g, loso, gold_names, margin)
+    return {"variant": variant, "C": c, "adopted": not reasons, "reasons": reasons}
+
+
+def adoption_reasons(gold: pd.DataFrame, loso: pd.DataFrame, gold_names: Sequence[str], margin: float) -> list[str]:
+    """Why a design fails the adoption rule (empty: adopted): on each gold set (``gold`` indexed by
+    evaluation) an AUC gain of at least ``margin`` with the CI's lower end above 0; leave-one-source-out
+    rows present and none below embedding."""
     reasons = []
     for name in gold_names:
-        r = g.loc[name]
+        r = gold.loc[name]
         if not (r["delta"] >= margin and r["delta_ci_low"] > 0):
             reasons.append(f"{name}: AUC {r['auc']:.3f} vs embedding {r['embedding_auc']:.3f} (delta {r['delta']:+.3f}, "
                            f"95% CI {r['delta_ci_low']:+.3f} to {r['delta_ci_high']:+.3f}; needs >= +{margin:.2f}, CI above 0)")
-    losses = loso[loso["delta"] < 0]
-    for _, r in losses.iterrows():
+    if loso.empty:
+        reasons.append("no leave-one-source-out evaluation for this variant")
+    for _, r in loso[loso["delta"] < 0].iterrows():
         reasons.append(f"{r['evaluation']}: AUC {r['auc']:.3f} below embedding's {r['embedding_auc']:.3f}")
-    return {"variant": variant, "C": c, "adopted": not reasons, "reasons": reasons}
+    return reasons
 
 
 def evaluation_rows(table: pd.DataFrame, lead: Callable[[pd.Series], list[str]]) -> list[str]:
@@ -354,22 +363,14 @@ def design_table(head: pd.DataFrame, networks: Sequence[pd.DataFrame]) -> pd.Dat
 
 def choose_design(table: pd.DataFrame, gold_names: Sequence[str], margin: float) -> dict[str, Any]:
     """The (design, variant) with the best mean AUC over the expert gold sets, and whether it is adopted
-    (:func:`choose_and_adopt`'s rule; a variant with no leave-one-source-out evaluation cannot be)."""
+    (:func:`adoption_reasons`; a variant with no leave-one-source-out evaluation cannot be)."""
     gold = table[table["evaluation"].isin(list(gold_names))]
     means = gold.groupby(["design", "variant"], sort=False)["auc"].mean()
     design, variant = means.idxmax()
     g = table[(table["design"] == design) & (table["variant"] == variant)]
-    reasons = []
-    for name in gold_names:
-        r = g[g["evaluation"] == name].iloc[0]
-        if not (r["delta"] >= margin and r["delta_ci_low"] > 0):
-            reasons.append(f"{name}: AUC {r['auc']:.3f} vs embedding {r['embedding_auc']:.3f} (delta {r['delta']:+.3f}, "
-                           f"95% CI {r['delta_ci_low']:+.3f} to {r['delta_ci_high']:+.3f}; needs >= +{margin:.2f}, CI above 0)")
     loso = g[g["evaluation"].str.startswith("loso:")]
-    if loso.empty:
-        reasons.append("no leave-one-source-out evaluation for this variant")
-    for _, r in loso[loso["delta"] < 0].iterrows():
-        reasons.append(f"{r['evaluation']}: AUC {r['auc']:.3f} below embedding's {r['embedding_auc']:.3f}")
+    reasons = adoption_reasons(g[g["evaluation"].isin(list(gold_names))].set_index("evaluation"), loso, gold_names,
+                               margin)
     return {"design": str(design), "variant": str(variant), "setting": str(g["setting"].iloc[0]),
             "mean_gold_auc": float(means.max()), "adopted": not reasons, "reasons": reasons}
 

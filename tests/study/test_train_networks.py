@@ -135,6 +135,8 @@ def test_design_table_and_choice_by_hand():
     assert (d["design"], d["variant"], d["setting"]) == ("cross_encoder", "all", "examples=8")
     assert d["mean_gold_auc"] == pytest.approx(0.715)
     assert d["adopted"] is True and d["reasons"] == []
+    # the margin is a minimum: a gain exactly at it is enough (gold2's delta is 0.08)
+    assert choose_design(t, ["gold1", "gold2"], 0.08)["adopted"] is True
     # a margin of 0.085 fails gold2 (0.08) only
     d2 = choose_design(t, ["gold1", "gold2"], 0.085)
     assert not d2["adopted"] and len(d2["reasons"]) == 1 and d2["reasons"][0].startswith("gold2")

@@ -117,12 +117,11 @@ class FrozenEncoder:
             return model
 
         out = "hidden_states" + "".join(map(str, LAYERS))
-        if runtime != "torch" and Path(model_path).is_dir():
-            self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        if runtime != "torch" and Path(model_path).is_dir():  # loaded only if its graph is not yet exported
             model: Any = load
             key = files_key(model_path, out)
         else:
-            self.tokenizer = AutoTokenizer.from_pretrained(model_path)
             model = load()
             key = weights_key(model, out)
         self.special = np.asarray(sorted(set(self.tokenizer.all_special_ids)), np.int64)

@@ -248,7 +248,7 @@ def run_design(design: str, pool: pd.DataFrame, gold: Mapping[str, pd.DataFrame]
 
     ``pool``: training pairs (``source``, ``claim``, ``evidence``, ``label``); ``gold``: {name: pairs with
     ``claim``, ``passage``, ``label``, ``cluster``}. Returns (table, training curve, the ``all`` model)."""
-    from .train_verifier import auc, paired_auc_difference
+    from .train_verifier import auc, holdout_mask, paired_auc_difference
 
     units = training_units(pool, windowing)
     rng = np.random.default_rng(seed)
@@ -286,11 +286,7 @@ def run_design(design: str, pool: pd.DataFrame, gold: Mapping[str, pd.DataFrame]
     final = None
     for variant, srcs in variants.items():
         in_v = units[units["source"].isin(list(srcs))].reset_index(drop=True)
-        test = np.zeros(len(in_v), bool)
-        for src in srcs:  # 20% of each source, seeded
-            idx = np.flatnonzero((in_v["source"] == src).to_numpy())
-            if len(idx):
-                test[rng.choice(idx, size=max(1, len(idx) // 5), replace=False)] = True
+        test = holdout_mask(in_v["source"], srcs, rng)
         m = make()
         m.fit(in_v[~test], stop, progress=progress)
         curves += [{**c, "design": design, "run": f"final:{variant}"} for c in m.curve]

@@ -118,10 +118,7 @@ def evaluate(train: pd.DataFrame, train_units: Units, gold: Mapping[str, tuple[p
                          "embedding_auc": auc(yg, gold_base[name]), "delta": d, "delta_ci_low": lo,
                          "delta_ci_high": hi})
         rng = np.random.default_rng(seed)
-        test = np.zeros(len(tv), bool)
-        for src in sources:  # 20% of each source, seeded
-            idx = np.flatnonzero((tv["source"] == src).to_numpy())
-            test[rng.choice(idx, size=max(1, len(idx) // 5), replace=False)] = True
+        test = holdout_mask(tv["source"], sources, rng)
         h_in = fit_head(xv[~test], y[~test], best)
         a, b = auc(y[test], held(h_in, test)), auc(y[test], xv[test][:, base_col])
         rows.append({"variant": variant, "C": best, "evaluation": "in_distribution", "n": int(test.sum()),
@@ -130,6 +127,17 @@ def evaluate(train: pd.DataFrame, train_units: Units, gold: Mapping[str, tuple[p
     table = pd.DataFrame(rows, columns=["variant", "C", "evaluation", "n", "auc", "embedding_auc", "delta",
                                         "delta_ci_low", "delta_ci_high"])
     return table, chosen
+
+
+def holdout_mask(source: pd.Series, sources: Sequence[str], rng: np.random.Generator) -> np.ndarray:
+    """The in-distribution hold-out: a seeded 20% (at least one pair) of each source's rows, drawn source by
+    source in the given order."""
+    test = np.zeros(len(source), bool)
+    for src in sources:
+        idx = np.flatnonzero((source == src).to_numpy())
+        if len(idx):
+            test[rng.choice(idx, size=max(1, len(idx) // 5), replace=False)] = True
+    return test
 
 
 def choose_and_adopt(table: pd.DataFrame, chosen: Mapping[str, Mapping[str, Any]], gold_names: Sequence[str],

@@ -33,6 +33,20 @@ class TrainSet:
     skipped: Counter = field(default_factory=Counter)  # (source, reason) -> count
 
 
+class Record(dict):
+    """One staged record that knows where it came from: a field the schema promises but the record lacks
+    is a :class:`DataError` naming the file and line (or index), not a bare ``KeyError``."""
+
+    def __init__(self, data: Mapping, where: str):
+        if not isinstance(data, Mapping):
+            raise DataError(f"{where}: expected an object, got {type(data).__name__}")
+        super().__init__(data)
+        self.where = where
+
+    def __missing__(self, key: str):
+        raise DataError(f"{self.where}: no field {key!r} (train/SOURCES.md gives this file's schema)")
+
+
 def _rows(source: str, domain: str, items: Iterable[tuple[str, str, str, int]]) -> list[dict]:
     return [{"source": source, "domain": domain, "pair_id": f"{source}:{pid}", "claim": c, "evidence": e, "label": y}
             for pid, c, e, y in items]
@@ -43,9 +57,10 @@ def _jsonl(path: Path) -> Iterable[tuple[int, dict]]:
         for i, line in enumerate(f, 1):
             if line.strip():
                 try:
-                    yield i, json.loads(line)
+                    obj = json.loads(line)
                 except json.JSONDecodeError as e:
                     raise DataError(f"{path}:{i}: not JSON ({e.msg})") from None
+                yield i, Record(obj, f"{path}:{i}")
 
 
 def read_check_covid(root: Path, skipped: Counter) -> list[dict]:
@@ -72,9 +87,11 @@ def _table_text(r: dict) -> str:
 
 def read_scitab(root: Path, skipped: Counter) -> list[dict]:
     """SciTab: claim vs its linearised table (caption, header, rows); supports -> 1."""
-    data = json.loads((root / "scitab" / "dataset" / "sci_tab.json").read_text(encoding="utf-8"))
+    path = root / "scitab" / "dataset" / "sci_tab.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
     out = []
     for i, r in enumerate(data):
+        r = Record(r, f"{path}[{i}]")
         try:
             table = _table_text(r)
         except (ValueError, SyntaxError, KeyError):
@@ -82,6 +99,15 @@ def read_scitab(root: Path, skipped: Counter) -> list[dict]:
             continue
         out.append((str(r.get("id", i)), r["claim"].strip(), table, int(r["label"] == "supports")))
     return _rows("scitab", "scholarly", out)
+
+
+def _csv(path: Path, columns: Iterable[str]) -> pd.DataFrame:
+    """A staged CSV that must have ``columns`` (a clear error naming the file and the missing ones)."""
+    df = pd.read_csv(path)
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise DataError(f"{path}: no column(s) {missing} (train/SOURCES.md gives this file's schema)")
+    return df
 
 
 _DIRECTION = {-1: "significantly decreased", 0: "did not significantly change", 1: "significantly increased"}
@@ -94,8 +120,8 @@ def read_evidence_inference(root: Path, skipped: Counter) -> list[dict]:
     readme = (d / "README.md").read_text(encoding="utf-8")
     m = re.search(r"### Incorrect:\s*\n([\d,\s]+)", readme)
     bad = {int(x) for x in re.findall(r"\d+", m.group(1))} if m else set()
-    prompts = pd.read_csv(d / "prompts_merged.csv").set_index("PromptID")
-    ann = pd.read_csv(d / "v2_annotations.csv")
+    prompts = _csv(d / "prompts_merged.csv", ("PromptID", "Intervention", "Comparator", "Outcome")).set_index("PromptID")
+    ann = _csv(d / "v2_annotations.csv", ("PromptID", "Valid Label", "Annotations", "Label Code"))
     out, seen = [], set()
     for _, a in ann.iterrows():
         pid = int(a["PromptID"])
@@ -168,9 +194,11 @@ def read_fever_symmetric(root: Path, skipped: Counter) -> list[dict]:
     return _rows("fever_symmetric", "general", out)
 
 
-def _tsv(path: Path) -> Iterable[dict]:
+def _tsv(path: Path) -> Iterable[Record]:
     with open(path, encoding="utf-8", newline="") as f:
-        yield from csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        rows = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        for r in rows:
+            yield Record({k: v for k, v in r.items() if v is not None}, f"{path}:{rows.line_num}")
 
 
 def read_begin(root: Path, skipped: Counter) -> list[dict]:

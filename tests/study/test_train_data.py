@@ -83,3 +83,33 @@ def test_dedupe_against_evaluation_claims():
     assert list(kept.claim) == ["Other"]
     r = removed.set_index(["eval_set", "source"])["removed"]
     assert (r["scifact_dev", "a"], r["scifact_dev", "b"], r["gold", "a"], r["gold", "b"]) == (1, 1, 2, 1)
+
+
+def test_a_record_without_a_schema_field_names_its_file_and_line(tmp_path):
+    r = tmp_path
+    # FEVER line 2 lacks "evidence"
+    _write(r, "fever_symmetric/symmetric_v0.2/fever_symmetric_dev.jsonl", "\n".join(json.dumps(x) for x in [
+        {"claim": "Y is old .", "evidence": "Y was built in 1900 .", "label": "SUPPORTS"},
+        {"claim": "Z is new .", "label": "REFUTES"}]) + "\n")
+    _write(r, "fever_symmetric/symmetric_v0.2/fever_symmetric_test.jsonl", "")
+    dev = r / "fever_symmetric/symmetric_v0.2/fever_symmetric_dev.jsonl"
+    with pytest.raises(DataError, match=f"^{dev}:2: no field 'evidence'"):
+        read_train_sets(r, ["fever_symmetric"])
+    # a TSV row counts its header: BEGIN's third line (second record) lacks the response column's value
+    hdr = "model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\n"
+    _write(r, "begin/wow/begin_dev_wow.tsv", hdr + "t5\twow\tK\tm\tR\tGeneric\n" + "t5\twow\tK\tm\n")
+    for rel in ("begin/wow/begin_test_wow.tsv", "begin/cmu-dog/begin_dev_cmu.tsv"):
+        _write(r, rel, hdr)
+    # the short row has no label: it is counted as unknown, and a row with a label but no response is an error
+    ts = read_train_sets(r, ["begin"])
+    assert ts.skipped["begin", "unknown_label"] == 1 and ts.skipped["begin", "generic_response"] == 1
+    _write(r, "begin/wow/begin_dev_wow.tsv", "knowledge\tbegin_label\n" + "K\tGeneric\n" + "K\tFully attributable\n")
+    with pytest.raises(DataError, match=r"begin_dev_wow.tsv:3: no field 'response'"):
+        read_train_sets(r, ["begin"])
+    # a CSV without a column the schema has
+    d = r / "evidence_inference/annotations"
+    _write(r, "evidence_inference/annotations/README.md", "")
+    _write(r, "evidence_inference/annotations/prompts_merged.csv", "PromptID,Intervention,Outcome\n1,a,b\n")
+    _write(r, "evidence_inference/annotations/v2_annotations.csv", "PromptID,Valid Label,Annotations,Label Code\n")
+    with pytest.raises(DataError, match=rf"^{d / 'prompts_merged.csv'}: no column\(s\) \['Comparator'\]"):
+        read_train_sets(r, ["evidence_inference"])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from citeguard.study.train_networks import run_design
+from citeguard.study.train_networks import design_settings, run_design
 from citeguard.study.train_verifier import load_training
 from citeguard.study.workflow_helpers import settings, start
 from citeguard.verifiers import build_verifier, score_pairs
@@ -16,8 +16,9 @@ from citeguard.verifiers.runtimes import _Output, export_onnx
 sm = snakemake  # noqa: F821
 log = start(sm)
 cfg = settings(sm)
-tv, win, net = cfg["train_verifier"], cfg["windowing"], cfg["train_verifier"]["networks"]
 design = sm.wildcards.design
+tv, win = cfg["train_verifier"], cfg["windowing"]
+net = design_settings(tv["networks"], design)
 torch.set_num_threads(sm.threads)
 t0 = time.perf_counter()
 data = load_training(sm.input.train, sm.input.dedupe_pairs, cfg, sm.input.dedupe_texts)

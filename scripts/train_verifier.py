@@ -4,7 +4,7 @@ import time
 
 from citeguard.study import figures
 from citeguard.study.frozen_head import FrozenFeatures
-from citeguard.study.train_verifier import choose_and_adopt, evaluate, load_training, model_card
+from citeguard.study.train_verifier import FIT_SOURCE, choose_and_adopt, evaluate, load_training, model_card
 from citeguard.study.workflow_helpers import settings, start
 from citeguard.verifiers.embedding import resolve_model_path
 
@@ -43,6 +43,7 @@ with open(sm.output.model, "w") as f:
     json.dump(model, f, indent=1)
 counts = (train.groupby(["source", "domain"])["label"].agg(pairs="size", supported="sum").reset_index())
 licences = {k.split("__")[0]: f["licence"] for k, f in cfg["files"].items()}
+licences[FIT_SOURCE] = "; ".join(cfg["calibration_licence"])
 with open(sm.output.card, "w") as f:
     f.write(model_card({**tv, "n_bootstrap": cfg["n_bootstrap"]}, counts, data["removed"], data["skipped"], table,
                        decision, timings, licences))

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .. import stats as st
+from ..io import DataError
 from .frozen_head import FEATURES, best_window, fit_head, pair_scores
 
 BASELINE = "cos_l6"  # the embedding verifier's score, up to the monotone (cos + 1) / 2
@@ -320,10 +321,27 @@ def kit_slice_texts(path: str) -> list[str]:
     return out
 
 
+FIT_SOURCE = "attribution_gold_fit"  # the attribution gold's 'fit' split, trained on like a staged source
+
+
+def gold_fit_pairs(gold: pd.DataFrame, where: str) -> pd.DataFrame:
+    """The attribution gold's ``fit`` split (the questions the stacked verifier is fitted on) as training
+    pairs of source ``attribution_gold_fit``: each cited sentence against each passage of its question.
+    ``where`` names the set in the error when it has no such split."""
+    fit = gold[gold["split"] == "fit"].dropna(subset=["label"]) if "split" in gold.columns else gold.iloc[:0]
+    if fit.empty:
+        raise DataError(f"{where}: no 'fit' split to train on (train_verifier.sources lists {FIT_SOURCE})")
+    return pd.DataFrame({"source": FIT_SOURCE, "domain": "scholarly", "pair_id": FIT_SOURCE + ":" + fit["pair_id"].astype(str),
+                         "claim": fit["claim"].astype(str), "evidence": fit["passage"].astype(str),
+                         "label": fit["label"].astype(int)}).reset_index(drop=True)
+
+
 def load_training(train_files: Sequence[str], dedupe_files: Sequence[str], cfg: Mapping[str, Any],
                   dedupe_texts: Sequence[str] = ()) -> dict[str, Any]:
-    """What every train_verifier design reads: the staged sets (from where the download rule put them),
-    deduped against the evaluation sets and sampled per source, and the expert gold sets.
+    """What every train_verifier design reads: the staged sets (from where the download rule put them) and,
+    where ``train_verifier.sources`` lists ``attribution_gold_fit``, the attribution gold's fit split;
+    deduped against the evaluation sets (the attribution gold's evaluation split, every other gold set,
+    the kit slice) and sampled per source; and the expert gold sets.
 
     ``cfg``: the rule's settings (``train_verifier``, ``files``, ``dedupe_sets``, ``calibration_set``,
     ``validation_set``, ``dedupe_texts``: the names of ``dedupe_texts``' files, e.g. ``kit_slice``).
@@ -335,19 +353,31 @@ def load_training(train_files: Sequence[str], dedupe_files: Sequence[str], cfg: 
     tv = cfg["train_verifier"]
     first = str(train_files[0])  # the staged tree's root: where the first input landed, less its path
     rel = next(f["path"] for f in cfg["files"].values() if first.endswith("/" + f["path"]))
-    ts = read_train_sets(first[: -len(rel)] + "train", tv["sources"])
+    ts = read_train_sets(first[: -len(rel)] + "train", [s for s in tv["sources"] if s != FIT_SOURCE])
     gold_sets = {s: pd.read_parquet(p) for s, p in zip(cfg["dedupe_sets"], dedupe_files)}
-    against = {s: d["claim"].unique() for s, d in gold_sets.items()}
+    cal = cfg["calibration_set"]
+    # the attribution gold's own fit split is training data: only its evaluation split is held against
+    against = {s: (eval_split(d) if s == cal else d)["claim"].unique() for s, d in gold_sets.items()}
     for name, path in zip(cfg.get("dedupe_texts", []), dedupe_texts):
         against[name] = kit_slice_texts(str(path))
-    pairs, removed = dedupe_against(ts.pairs, against)
-    train = sample_per_source(pairs, tv["max_pairs_per_source"], tv["seed"])
+    pairs = ts.pairs
+    if FIT_SOURCE in tv["sources"]:
+        if cal not in gold_sets:
+            raise DataError(f"train_verifier.sources lists {FIT_SOURCE} but the calibration set {cal} is not a "
+                            "gold set of this experiment")
+        pairs = pd.concat([pairs, gold_fit_pairs(gold_sets[cal], cal)], ignore_index=True)
+    read = len(pairs)
+    pairs, removed = dedupe_against(pairs, against)
+    # staged sources sampled as before the fit split joined (their draws do not move), the fit split apart
+    is_fit = pairs["source"] == FIT_SOURCE
+    train = pd.concat([sample_per_source(pairs[~is_fit], tv["max_pairs_per_source"], tv["seed"]),
+                       sample_per_source(pairs[is_fit], tv["max_pairs_per_source"], tv["seed"])], ignore_index=True)
     gold = {}
     for name, key in GOLD:
         g = gold_sets[cfg[key]]
         g = (eval_split(g) if name == "attribution_gold_eval" else g).dropna(subset=["label"]).reset_index(drop=True)
         gold[name] = g.assign(cluster=g["item_id"].astype(str))
-    return {"train": train, "removed": removed, "read": len(ts.pairs), "kept": len(pairs), "skipped": ts.skipped,
+    return {"train": train, "removed": removed, "read": read, "kept": len(pairs), "skipped": ts.skipped,
             "gold": gold}
 
 
@@ -387,7 +417,14 @@ def designs_card(table: pd.DataFrame, decision: Mapping[str, Any], tv: Mapping[s
                  seconds: Mapping[str, float]) -> str:
     """The design comparison as Markdown: what each design is and was trained with, every evaluation at
     its selected setting, the decision and why, and the training times."""
+    from .train_networks import design_settings
+
     net = tv.get("networks", {})
+
+    def budget(n: Mapping[str, Any]) -> str:
+        return (f"{n.get('examples')} examples, batch {n.get('batch_size')}, AdamW lr {n.get('lr')}, max length "
+                f"{n.get('max_length')}, stopping point from {list(n.get('checkpoints', []))}")
+
     lines = ["# citeguard `trained` verifier: the designs compared", "",
              "Every design reads the same staged claim-evidence pairs (after removing training claims that are "
              f"evaluation claims; at most {tv['max_pairs_per_source']} per source, seed {tv['seed']}) and is scored "
@@ -397,11 +434,11 @@ def designs_card(table: pd.DataFrame, decision: Mapping[str, Any], tv: Mapping[s
              f"max-sim, term recall, numbers, negation) | C chosen from {list(tv['C'])} on leave-one-source-out AUC; "
              "see results/models/trained/MODEL_CARD.md |",
              f"| cross_encoder | the encoder fine-tuned as a 2-class sequence-pair classifier (class-balanced "
-             f"cross-entropy) | {net.get('examples')} examples, batch {net.get('batch_size')}, AdamW lr "
-             f"{net.get('lr')}, max length {net.get('max_length')}, stopping point from {list(net.get('checkpoints', []))} |",
+             f"cross-entropy) | {budget(design_settings(net, 'cross_encoder'))} |",
              f"| bi_encoder | the embedding encoder fine-tuned contrastively: claim vs its window, a hard negative "
              f"(the claim's own unsupported evidence, else the source's BM25 top window) and in-batch negatives, "
-             f"InfoNCE tau {net.get('tau')} | as the cross-encoder, supported claims only |", "",
+             f"InfoNCE tau {design_settings(net, 'bi_encoder').get('tau')} | "
+             f"{budget(design_settings(net, 'bi_encoder'))}, supported claims only |", "",
              "## Evaluations (AUC; embedding = the shipped embedding verifier)", "",
              "| design | variant | setting | evaluation | n | AUC | embedding AUC | delta | 95% CI of delta |",
              "|---|---|---|---|---|---|---|---|---|"]

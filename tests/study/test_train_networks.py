@@ -141,7 +141,11 @@ def test_design_table_and_choice_by_hand():
     d2 = choose_design(t, ["gold1", "gold2"], 0.085)
     assert not d2["adopted"] and len(d2["reasons"]) == 1 and d2["reasons"][0].startswith("gold2")
     card = designs_card(t, d, {"max_pairs_per_source": 10, "seed": 1, "encoder": "e", "C": [0.1, 1.0],
-                               "networks": {"examples": 16, "checkpoints": [8, 16]}}, {"cross_encoder": 12.4})
+                               "networks": {"examples": 16, "checkpoints": [8, 16], "lr": 3e-5, "batch_size": 4,
+                                            "cross_encoder": {"examples": 32, "lr": 1e-4}}}, {"cross_encoder": 12.4})
+    # each design's row shows its own budget: the cross-encoder's overrides, the bi-encoder the shared keys
+    assert "cross-entropy) | 32 examples, batch 4, AdamW lr 0.0001, max length None, stopping point from [8, 16] |" in card
+    assert "| 16 examples, batch 4, AdamW lr 3e-05, max length None, stopping point from [8, 16], supported claims" in card
     assert "| cross_encoder | all | examples=8 | gold1 | 50 | 0.750 | 0.660 | +0.090 | +0.030 to +0.150 |" in card
     assert "prefers `cross_encoder` / `all` (examples=8), mean gold AUC 0.715. **Adopted.**" in card
     assert "- cross_encoder: 12 s" in card

@@ -166,3 +166,55 @@ def test_frozen_features_on_a_tiny_encoder(tmp_path):
             "coef": [0.0, 0.0, 0.0, 0.0, 3.0, 0.0, 0.0]}  # term recall alone
     p = 1 / (1 + np.exp(-3.0 * units[:, FEATURES.index("term_recall")]))
     assert pair_scores(head, units, owner, 2) == pytest.approx([p[:len(ws)].max(), p[-1]])
+
+
+def _gold_parquet(path, rows):
+    cols = ["pair_id", "item_id", "claim", "passage", "label", "split"]
+    pd.DataFrame(rows, columns=cols).to_parquet(path)
+    return str(path)
+
+
+def test_load_training_adds_the_attribution_golds_fit_split_deduped_against_its_eval_split(tmp_path):
+    import json
+
+    from citeguard.io import DataError
+    from citeguard.study.train_verifier import FIT_SOURCE, load_training
+
+    fever = tmp_path / "train" / "fever_symmetric" / "symmetric_v0.2"
+    fever.mkdir(parents=True)
+    (fever / "fever_symmetric_dev.jsonl").write_text("\n".join(json.dumps(x) for x in [
+        {"claim": "Y is old .", "evidence": "Y was built in 1900 .", "label": "SUPPORTS"},
+        {"claim": "Eval claim one .", "evidence": "E .", "label": "REFUTES"}]) + "\n")
+    (fever / "fever_symmetric_test.jsonl").write_text("")
+    attr = _gold_parquet(tmp_path / "attr.parquet", [
+        ["a1", "q1", "Fit claim.", "passage A", 1, "fit"],
+        ["a2", "q1", "Fit claim.", "passage B", 0, "fit"],
+        ["a3", "q2", "Eval claim one.", "passage C", 1, "fit"],  # a fit pair whose claim is an eval claim
+        ["a4", "q3", "Eval claim one.", "passage D", 1, "eval"],
+        ["a5", "q3", "Eval claim two.", "passage E", 0, "eval"],
+        ["a6", "q3", "Unlabelled.", "passage F", None, "fit"]])
+    sci = _gold_parquet(tmp_path / "sci.parquet", [["s1", "d1", "SciFact claim.", "abstract", 1, "test"],
+                                                   ["s2", "d2", "SciFact claim 2.", "abstract", 0, "test"]])
+    cfg = {"train_verifier": {"sources": ["fever_symmetric", FIT_SOURCE], "max_pairs_per_source": 10, "seed": 1},
+           "files": {"f": {"path": "train/fever_symmetric/symmetric_v0.2/fever_symmetric_dev.jsonl"}},
+           "dedupe_sets": ["gold/attr", "gold/sci"], "calibration_set": "gold/attr", "validation_set": "gold/sci"}
+    data = load_training([str(fever / "fever_symmetric_dev.jsonl")], [attr, sci], cfg)
+    t = data["train"]
+    # fever: "Eval claim one ." matches an eval claim and goes; the fit split keeps its two labelled pairs of
+    # "Fit claim." (the unlabelled one is not a pair, the one matching an eval claim is removed)
+    assert sorted(t.loc[t.source == "fever_symmetric", "claim"]) == ["Y is old."]
+    fit = t[t.source == FIT_SOURCE].sort_values("pair_id")
+    assert list(fit.pair_id) == [f"{FIT_SOURCE}:a1", f"{FIT_SOURCE}:a2"]
+    assert list(fit.evidence) == ["passage A", "passage B"] and list(fit.label) == [1, 0]
+    assert set(fit.domain) == {"scholarly"}
+    assert data["read"] == 2 + 3 and data["kept"] == 3
+    removed = data["removed"].set_index(["eval_set", "source"])["removed"]
+    assert removed["gold/attr", "fever_symmetric"] == 1 and removed["gold/attr", FIT_SOURCE] == 1
+    assert removed.sum() == 2
+    # the gold the designs are judged on: the attribution gold's eval split only, and SciFact
+    assert sorted(data["gold"]["attribution_gold_eval"]["pair_id"]) == ["a4", "a5"]
+    assert len(data["gold"]["scifact_dev"]) == 2
+    # without a fit split the source is a clear error naming the set
+    nofit = _gold_parquet(tmp_path / "nofit.parquet", [["a4", "q3", "Eval claim one.", "passage D", 1, "eval"]])
+    with pytest.raises(DataError, match="gold/attr: no 'fit' split"):
+        load_training([str(fever / "fever_symmetric_dev.jsonl")], [nofit, sci], cfg)

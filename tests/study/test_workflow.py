@@ -120,6 +120,16 @@ def test_a_changed_key_reruns_only_the_rule_that_reads_it(smoke_run, override, o
     assert counts == {only: 1, "all": 1, "total": 2}, r.stdout[-2000:]
 
 
+@pytest.mark.parametrize("override,networks", [("train_verifier.networks.cross_encoder.lr=5e-5", 1),
+                                               ("train_verifier.networks.tau=0.1", 2)])
+def test_a_network_key_reruns_its_designs_not_the_head(smoke_run, override, networks):
+    """One design's own key reruns that design's network; a shared network key both; the head never."""
+    _, wd = smoke_run
+    r = snake(["-n", "--cores", "2", "--config", "experiment=smoke", f"overrides=[\"{override}\"]"], wd)
+    counts = job_counts(r.stdout)
+    assert counts == {"train_network": networks, "verifier_designs": 1, "all": 1, "total": networks + 2}, r.stdout[-2000:]
+
+
 def test_paper_dry_run_lists_generation_and_five_verifiers(tmp_path):
     r = snake(["-n", "--cores", "2", "--config", "experiment=paper"], tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -208,6 +208,36 @@ def settings(**keys):
     return {"settings": json.dumps({k: to_plain(v) for k, v in keys.items()}, sort_keys=True)}
 
 
+def train_settings(design=None):
+    """The train_verifier keys a training job reads: the head's (no network keys), or with one
+    network design's settings (the shared ones and that design's own overrides, not the other's)."""
+    out = {k: to_plain(v) for k, v in TRAIN.items() if k not in ("files", "build", "dedupe_files", "networks")}
+    if design is not None:
+        designs = set(TRAIN.networks.designs)
+        out["networks"] = {k: to_plain(v) for k, v in TRAIN.networks.items() if k not in designs or k == design}
+    return out
+
+
+def network_settings(design):
+    """One network job's settings param (changing one design's keys reruns only that design)."""
+    return settings(
+        train_verifier=train_settings(design),
+        dedupe_texts=list(TRAIN.dedupe_files),
+        files=TRAIN.files,
+        windowing=CFG.windowing,
+        n_bootstrap=A.n_bootstrap,
+        validation_set=VAL_SET,
+        calibration_set=CAL_SET,
+        dedupe_sets=[s for s in SCORED_SETS if s.startswith("gold/")],
+        calibration_licence=calibration_licence(),
+    )["settings"]
+
+
+def calibration_licence():
+    """The calibration (attribution) gold's licence(s): its fit split is a training source."""
+    return sorted({str(f["licence"]) for f in SET_CFG[CAL_SET]["files"].values()}) if CAL_SET in SET_CFG else []
+
+
 def verifier_bundle(name):
     """JSON of one verifier's config plus those of its feature verifiers (stacked)."""
     names = [name] + list(CFG.verifiers[name].get("features", []) or [])

@@ -24,7 +24,7 @@ rule train_verifier:
     threads: 2
     params:
         **settings(
-            train_verifier={k: to_plain(v) for k, v in TRAIN.items() if k not in ("files", "build", "dedupe_files")},
+            train_verifier=train_settings(),
             dedupe_texts=list(TRAIN.dedupe_files),
             files=TRAIN.files,
             windowing=CFG.windowing,
@@ -32,6 +32,7 @@ rule train_verifier:
             validation_set=VAL_SET,
             calibration_set=CAL_SET,
             dedupe_sets=[s for s in SCORED_SETS if s.startswith("gold/")],
+            calibration_licence=calibration_licence(),
         ),
     script:
         "../../scripts/train_verifier.py"
@@ -57,16 +58,7 @@ rule train_network:
         "../../envs/cpu.yaml"
     threads: 2
     params:
-        **settings(
-            train_verifier={k: to_plain(v) for k, v in TRAIN.items() if k not in ("files", "build", "dedupe_files")},
-            dedupe_texts=list(TRAIN.dedupe_files),
-            files=TRAIN.files,
-            windowing=CFG.windowing,
-            n_bootstrap=A.n_bootstrap,
-            validation_set=VAL_SET,
-            calibration_set=CAL_SET,
-            dedupe_sets=[s for s in SCORED_SETS if s.startswith("gold/")],
-        ),
+        settings=lambda w: network_settings(w.design),
     script:
         "../../scripts/train_network.py"
 

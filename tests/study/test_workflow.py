@@ -295,11 +295,12 @@ def test_smoke_trains_the_verifier_through_its_rule(smoke_run):
     res, wd = smoke_run
     t = pd.read_csv(res / "tables" / "train_verifier.csv")
     loso = t[(t.variant == "all") & t.evaluation.str.startswith("loso:")]
-    assert len(loso) == 7 * 2 and set(loso.n) == {20}  # 7 sources x 2 C, 20 pairs each
+    # 7 staged sources and the attribution gold's fit split, x 2 C, 20 pairs each
+    assert len(loso) == 8 * 2 and set(loso.n) == {20} and "loso:attribution_gold_fit" in set(loso.evaluation)
     assert {"attribution_gold_eval", "scifact_dev", "in_distribution"} <= set(t.evaluation)
     assert ((t.auc >= 0) & (t.auc <= 1)).all()
     head = json.loads((res / "models" / "trained" / "head.json").read_text())
-    assert head["n_train"] == 20 * (7 if head["variant"] == "all" else 3) and len(head["coef"]) == 7
+    assert head["n_train"] == 20 * (8 if head["variant"] == "all" else 4) and len(head["coef"]) == 7
     card = (res / "models" / "trained" / "MODEL_CARD.md").read_text()
     assert "## Decision" in card and ("**Adopted**" in card or "**Not adopted**" in card)
     assert "ExpertQA and HealthVer are reserved" in card

@@ -201,7 +201,9 @@ def model_card(cfg: Mapping[str, Any], counts: pd.DataFrame, removed: pd.DataFra
         lines.append(f"| {r['source']} | {r['domain']} | {r['pairs']} | {r['supported']} | {licences.get(r['source'], '')} |")
     lines += ["", (f"At most {cfg['max_pairs_per_source']} pairs per source (seed {cfg['seed']}). "
                    if cfg.get("max_pairs_per_source") else "") + "Training claims that are also "
-              "claims of an evaluation set were removed first:", "",
+              "claims of an evaluation set were removed first"
+              + (f" (of the attribution gold, its evaluation split: its fit split is the training source {FIT_SOURCE})"
+                 if FIT_SOURCE in cfg.get("sources", ()) else "") + ":", "",
               "| evaluation set | source | training pairs removed |", "|---|---|---|"]
     lines += [f"| {r['eval_set']} | {r['source']} | {r['removed']} |" for _, r in removed.iterrows() if r["removed"]]
     if not removed["removed"].any():

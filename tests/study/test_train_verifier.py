@@ -218,3 +218,22 @@ def test_load_training_adds_the_attribution_golds_fit_split_deduped_against_its_
     nofit = _gold_parquet(tmp_path / "nofit.parquet", [["a4", "q3", "Eval claim one.", "passage D", 1, "eval"]])
     with pytest.raises(DataError, match="gold/attr: no 'fit' split"):
         load_training([str(fever / "fever_symmetric_dev.jsonl")], [nofit, sci], cfg)
+
+
+def test_the_model_card_says_the_attribution_gold_is_deduped_by_its_evaluation_split_only():
+    from citeguard.study.train_verifier import FIT_SOURCE, model_card
+
+    cfg = {"design": "frozen_head", "encoder": "e", "C": [0.1], "n_bootstrap": 10, "max_pairs_per_source": 5,
+           "seed": 1, "sources": ["begin", FIT_SOURCE]}
+    counts = pd.DataFrame({"source": [FIT_SOURCE], "domain": ["scholarly"], "pairs": [4], "supported": [1]})
+    removed = pd.DataFrame({"eval_set": ["gold/attribution_gold"], "source": [FIT_SOURCE], "removed": [2]})
+    table = pd.DataFrame(columns=["variant", "C", "evaluation", "n", "auc", "embedding_auc", "delta",
+                                  "delta_ci_low", "delta_ci_high"])
+    decision = {"variant": "all", "C": 0.1, "adopted": False, "reasons": ["x"]}
+    card = model_card(cfg, counts, removed, {}, table, decision, {}, {FIT_SOURCE: "ODC-BY"})
+    assert f"its fit split is the training source {FIT_SOURCE}):" in card
+    assert f"| {FIT_SOURCE} | scholarly | 4 | 1 | ODC-BY |" in card
+    assert f"| gold/attribution_gold | {FIT_SOURCE} | 2 |" in card
+    # without the fit split among the sources, the plain sentence
+    plain = model_card({**cfg, "sources": ["begin"]}, counts, removed, {}, table, decision, {}, {})
+    assert "were removed first:" in plain and "its fit split" not in plain

@@ -28,6 +28,7 @@ import pandas as pd
 import torch
 
 from ..verifiers.base import make_windows, score_pairs
+from ..verifiers.embedding import mean_pool
 from ..verifiers.lexical import term_recall
 
 DESIGNS = ("cross_encoder", "bi_encoder")
@@ -126,9 +127,7 @@ class Network:
     # ---------------------------------------------------------------- training
     def _pool(self, texts: Sequence[str]) -> torch.Tensor:
         enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
-        h = self.model(**enc).last_hidden_state
-        m = enc["attention_mask"].unsqueeze(-1).to(h.dtype)
-        return torch.nn.functional.normalize((h * m).sum(1) / m.sum(1).clamp(min=1e-9), dim=-1)
+        return mean_pool(self.model(**enc).last_hidden_state, enc["attention_mask"])
 
     def _loss(self, batch: pd.DataFrame, class_weight: torch.Tensor | None) -> torch.Tensor:
         if self.design == "cross_encoder":

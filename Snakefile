@@ -1,4 +1,4 @@
-# citeguard: audit and guard citation faithfulness.
+# citebound: audit and guard citation faithfulness.
 #   snakemake --cores all                                   # lite experiment on CPU
 #   snakemake --cores all --config experiment=paper          # GPU reproduction
 #   snakemake --cores all --config overrides='["verifier_panel=[lexical,embedding]"]'

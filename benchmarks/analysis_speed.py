@@ -23,9 +23,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from citeguard.study import analysis  # noqa: E402
+from citebound.study import analysis  # noqa: E402
 
-MIRROR = Path(os.environ.get("CITEGUARD_DATA_MIRROR", ROOT.parent / "shared" / "data"))
+MIRROR = Path(os.environ.get("CITEBOUND_DATA_MIRROR", ROOT.parent / "shared" / "data"))
 
 
 def frozen() -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Load benchmark of ``citeguard serve`` on loopback, next to the same answers guarded in-process.
+"""Load benchmark of ``citebound serve`` on loopback, next to the same answers guarded in-process.
 
 The load is real: the released expert answers (ScholarQA-Multi, ``--format ctxs``) and Nora's answers
 (ScholarQA-CS, ``--format nora``) with their passages, from the data mirror. A server process is
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 def load_answers(mirror: Path) -> tuple[list[dict], int]:
     """Real answers with their passages; those the guard would refuse (blank passages) are counted."""
-    from citeguard.convert import convert_records
+    from citebound.guarding.convert import convert_records
 
     out, skipped = [], 0
     for path, fmt in ((mirror / "scholarqabench/scholarqa_multi/human_answers.json", "ctxs"),
@@ -137,7 +137,7 @@ def main() -> int:
     ap.add_argument("--max-wait-ms", type=float, default=5.0)
     ap.add_argument("--memo-texts", type=int, default=20000,
                     help="embeddings the served verifier keeps for reuse (bounds its memory; default 20000)")
-    ap.add_argument("--mirror", default=os.environ.get("CITEGUARD_DATA_MIRROR", str(ROOT.parent / "shared" / "data")))
+    ap.add_argument("--mirror", default=os.environ.get("CITEBOUND_DATA_MIRROR", str(ROOT.parent / "shared" / "data")))
     ap.add_argument("--out", help="also write the results as JSON here")
     args = ap.parse_args()
 
@@ -147,7 +147,7 @@ def main() -> int:
     print(f"{len(answers)} real answers ({skipped} skipped: blank passages the guard refuses)", flush=True)
 
     # in-process: the library, one Guard, one answer at a time (the same answers, a warm model)
-    from citeguard.guarding import Guard
+    from citebound.guarding.guard import Guard
     guard = Guard(args.verifier, overrides={"memo_texts": args.memo_texts})  # as served
     guard.guard(answers[0]["answer"], answers[0]["passages"])
     inproc = []
@@ -164,7 +164,7 @@ def main() -> int:
     def server(memo_texts: int = args.memo_texts):
         """A fresh server (an empty memo): started for each measurement, so none is served from another's."""
         port = free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "citeguard.cli", "serve", "--verifier", args.verifier,
+        proc = subprocess.Popen([sys.executable, "-m", "citebound.cli.main", "serve", "--verifier", args.verifier,
                                  "--port", str(port), "--max-wait-ms", str(args.max_wait_ms),
                                  "--override", f"memo_texts={memo_texts}"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

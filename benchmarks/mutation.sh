@@ -3,7 +3,7 @@
 # that cover it; prints killed / survived / no-test counts and the kill rate over mutants some test
 # reaches. Only the fast test files run per mutant (the smoke DAG and the model-building tests are
 # too slow for that), so "no test" counts what only those reach. A benchmark, not part of .ci/run.
-# Usage: bash benchmarks/mutation.sh [module ...]      (pip install mutmut; CITEGUARD_DATA_MIRROR set)
+# Usage: bash benchmarks/mutation.sh [module ...]      (pip install mutmut; CITEBOUND_DATA_MIRROR set)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 declare -A TESTS=(
@@ -14,12 +14,12 @@ declare -A TESTS=(
   [guarding]="tests/guard/test_guarding.py"
   [base]="tests/guard/test_verifiers.py tests/guard/test_guarding.py tests/guard/test_edges.py tests/guard/test_pinned.py"
 )
-declare -A FILES=([conformal]=citeguard/conformal.py [stats]=citeguard/stats.py [analysis]="citeguard/study/analysis/*"
-                  [citations]=citeguard/citations.py [guarding]=citeguard/guarding.py [base]=citeguard/verifiers/base.py)
+declare -A FILES=([conformal]=citebound/calibration/conformal.py [stats]=citebound/calibration/stats.py [analysis]="citebound/study/analysis/*"
+                  [citations]=citebound/text/citations.py [guarding]=citebound/guarding/guard.py [base]=citebound/verifiers/base.py)
 mods=("$@"); [ ${#mods[@]} -gt 0 ] || mods=(conformal stats analysis citations guarding base)
 printf "%-10s %7s %7s %9s %8s %10s\n" module mutants killed survived no_test kill_rate
 for m in "${mods[@]}"; do
-  work=$(mktemp -d /tmp/citeguard-mutation.XXXXXX)
+  work=$(mktemp -d /tmp/citebound-mutation.XXXXXX)
   (cd "$root" && git ls-files -z | xargs -0 cp --parents -t "$work")
   tests=$(printf '"%s", ' ${TESTS[$m]})
   sed -i "s|^only_mutate = .*|only_mutate = [\"${FILES[$m]}\"]|; s|^pytest_add_cli_args_test_selection = .*|pytest_add_cli_args_test_selection = [${tests%, }]|" "$work/pyproject.toml"

@@ -35,10 +35,10 @@ class Mutant:
     why: str
 
 
-G, C, R = "citeguard/guarding.py", "citeguard/citations.py", "citeguard/reattributors.py"
-A, K, CF = "citeguard/audit_page.py", "citeguard/study/kit.py", "citeguard/conformal.py"
-FK, PR = "citeguard/study/analysis/failure_kinds.py", "citeguard/study/analysis/citation_pr.py"
-TV = "citeguard/study/train_verifier.py"
+G, C, R = "citebound/guarding/guard.py", "citebound/text/citations.py", "citebound/guarding/reattributors.py"
+A, K, CF = "citebound/guarding/audit_page.py", "citebound/study/kit.py", "citebound/calibration/conformal.py"
+FK, PR = "citebound/study/analysis/failure_kinds.py", "citebound/study/analysis/citation_pr.py"
+TE = "citebound/training/evaluation.py"
 MUTANTS = [
     # the guard's report
     Mutant("guarding", G, "/ report.n_citations if report.n_citations else 0.0",
@@ -57,7 +57,7 @@ MUTANTS = [
            "a repeated pointer in one sentence ([1][1]) counts as two citations"),
     Mutant("guarding", G, "ev.append(Evidence(i + plan.base,", "ev.append(Evidence(i + 1,",
            "evidence and new pointers ignore the answer's citation base"),
-    Mutant("guarding", G, 'if all(a.action == "verified" for a in audits):', 'if audits[0].action == "verified":',
+    Mutant("guarding", "citebound/guarding/rewrite.py", 'if all(a.action == "verified" for a in audits):', 'if audits[0].action == "verified":',
            "a marker whose first citation is verified is left unchanged even when another in it failed"),
     # citation parsing and limits
     Mutant("citations", C, "ids.extend(range(lo, hi + 1) if hi >= lo else [lo, hi])",
@@ -69,9 +69,9 @@ MUTANTS = [
            "a reversed range [3-1] expands to every number between instead of naming its two ends"),
     Mutant("citations", C, "if max_range is not None and hi - lo + 1 > max_range:",
            "if max_range is not None and hi - lo > max_range:", "a range one past the limit is accepted"),
-    Mutant("limits", "citeguard/limits.py", "if in_sentence > self.max_citations_per_sentence:",
+    Mutant("limits", "citebound/text/limits.py", "if in_sentence > self.max_citations_per_sentence:",
            "if in_sentence >= self.max_citations_per_sentence:", "a sentence exactly at the limit is refused"),
-    Mutant("limits", "citeguard/limits.py", "if len(passages) > self.max_passages:", "if len(passages) > self.max_passages + 1:",
+    Mutant("limits", "citebound/text/limits.py", "if len(passages) > self.max_passages:", "if len(passages) > self.max_passages + 1:",
            "one passage past the limit is accepted"),
     # re-attribution
     Mutant("reattributors", R, "bm25_scores(claim, passages, k1=self.k1, b=self.b)",
@@ -94,9 +94,9 @@ MUTANTS = [
            "the finite-sample +1 correction is lost: k = ceil(n(1-alpha))"),
     Mutant("conformal", CF, "    if k > n:\n", "    if k >= n:\n", "tau becomes +inf one rank too early"),
     Mutant("conformal", CF, "return ~(s > tau)", "return s < tau", "a score equal to tau is not flagged"),
-    Mutant("stats", "citeguard/stats.py", "den = 2 * a + b + c\n", "den = 2 * a + b + c + d\n",
+    Mutant("stats", "citebound/calibration/stats.py", "den = 2 * a + b + c\n", "den = 2 * a + b + c + d\n",
            "positive-specific agreement divides by every pair"),
-    Mutant("calibration", "citeguard/calibration.py", "float(np.mean(scores[labels == 1] <= guard.tau))",
+    Mutant("calibration", "citebound/calibration/files.py", "float(np.mean(scores[labels == 1] <= guard.tau))",
            "float(np.mean(scores[labels == 1] < guard.tau))", "supported citations at exactly tau not counted as flagged"),
     # the kit's citation precision and recall
     Mutant("kit", K, "prec = len({i for i in ids if 1 <= i <= n_passages})", "prec = len({i for i in ids if 1 <= i < n_passages})",
@@ -108,36 +108,36 @@ MUTANTS = [
     Mutant("kit", K, "/ len(ids) if ids else 1.0", "/ len(ids) if ids else 0.0",
            "an answer citing nothing gets precision 0 instead of the kit's 1"),
     # the scoring protocol
-    Mutant("verifiers.base", "citeguard/verifiers/base.py", "    if starts[-1] != n_chars - window_chars:\n",
+    Mutant("verifiers.base", "citebound/verifiers/base.py", "    if starts[-1] != n_chars - window_chars:\n",
            "    if False:\n", "the passage's tail is never windowed (silently cut)"),
-    Mutant("verifiers.base", "citeguard/verifiers/base.py", "verdict[i] = bool(u_verdict[ids].any())",
+    Mutant("verifiers.base", "citebound/verifiers/base.py", "verdict[i] = bool(u_verdict[ids].any())",
            "verdict[i] = bool(u_verdict[ids].all())", "a pair is supported only if every window is"),
-    Mutant("verifiers.base", "citeguard/verifiers/base.py", "u_verdict = u_score >= float(threshold)",
+    Mutant("verifiers.base", "citebound/verifiers/base.py", "u_verdict = u_score >= float(threshold)",
            "u_verdict = u_score > float(threshold)", "a score exactly at the verifier's threshold fails"),
     # labelling, the service, stacked scoring, calibrate's sample record
-    Mutant("labelling", "citeguard/labelling.py", "take = order if n is None else order[:n]",
+    Mutant("labelling", "citebound/labelling/store.py", "take = order if n is None else order[:n]",
            "take = order if n is None else order[:n - 1]", "one citation fewer than asked is sampled"),
-    Mutant("labelling", "citeguard/labelling.py", "need = math.ceil(1 / alpha - 1)", "need = math.ceil(1 / alpha)",
+    Mutant("labelling", "citebound/labelling/store.py", "need = math.ceil(1 / alpha - 1)", "need = math.ceil(1 / alpha)",
            "the panel asks for one unsupported label more than a finite tau needs"),
-    Mutant("labelling", "citeguard/labelling.py", '("observed_agreement", (ta + td) / n', '("observed_agreement", (ta + tb) / n',
+    Mutant("labelling", "citebound/labelling/store.py", '("observed_agreement", (ta + td) / n', '("observed_agreement", (ta + tb) / n',
            "observed agreement counts a disagreement cell instead of both-unsupported"),
-    Mutant("labelling", "citeguard/labelling.py", "last = self.records.pop()", "last = self.records.pop(0)",
+    Mutant("labelling", "citebound/labelling/store.py", "last = self.records.pop()", "last = self.records.pop(0)",
            "undo removes the first label instead of the last"),
-    Mutant("service", "citeguard/service.py", "                at += k\n", "                at = k\n",
+    Mutant("service", "citebound/serving/batcher.py", "            at += k\n", "            at = k\n",
            "merged requests get each other's scores"),
-    Mutant("service", "citeguard/service.py",
-           'totals["review_budget"] = ((totals["flagged"] + totals["invalid"]) / totals["n_citations"]',
-           'totals["review_budget"] = ((totals["flagged"] + totals["invalid"]) / len(out)',
+    Mutant("service", "citebound/serving/guard_routes.py",
+           'totals["review_budget"] = (totals["flagged"] + totals["invalid"]) / totals["n_citations"]',
+           'totals["review_budget"] = (totals["flagged"] + totals["invalid"]) / len(out)',
            "a batch's review budget per answer instead of per citation"),
-    Mutant("scoring", "citeguard/scoring.py", 'reason = [r or ("" if np.isfinite(x) else "missing_feature")',
+    Mutant("scoring", "citebound/scoring/loader.py", 'reason = [r or ("" if np.isfinite(x) else "missing_feature")',
            'reason = [r or "missing_feature"', "every stacked pair without a base reason is marked missing_feature"),
-    Mutant("cli", "citeguard/cli.py", '"not_labelled": int(sizes[0]) - labelled,',
+    Mutant("cli", "citebound/cli/calibrate.py", '"not_labelled": int(sizes[0]) - labelled,',
            '"not_labelled": int(sizes[0]) - len(labels),', "can't-tell labels counted as not labelled too"),
     # analyses
-    Mutant("analysis", "citeguard/study/analysis/validation.py",
+    Mutant("analysis", "citebound/study/analysis/validation.py",
            'ci_cols("specificity", d / (b + d) if b + d else np.nan', 'ci_cols("specificity", d / (c + d) if c + d else np.nan',
            "specificity over the wrong column of the 2x2 table"),
-    Mutant("analysis", "citeguard/study/analysis/rates.py", '"unsupported_rate": float(succ.sum() / tot.sum())',
+    Mutant("analysis", "citebound/study/analysis/rates.py", '"unsupported_rate": float(succ.sum() / tot.sum())',
            '"unsupported_rate": float((succ / tot).mean())', "mean of per-item rates instead of the pooled rate"),
     # failure kinds, citation P/R, the trained verifier's selection
     Mutant("failure_kinds", FK, 'misattributed_share", n_mis / n_unsup if n_unsup',
@@ -153,11 +153,11 @@ MUTANTS = [
     Mutant("citation_pr", PR, 'np.where(out["supported"], out["n_citations"] - out["n_accepted"], 0)',
            'out["n_citations"] - out["n_accepted"]', "every rejected citation counts as irrelevant, also in unsupported sentences"),
     Mutant("citation_pr", PR, '("recall", "sup", "sent")', '("recall", "sup", "cit")', "recall CI over citations"),
-    Mutant("train_verifier", TV, 'if not (r["delta"] >= margin', 'if not (r["delta"] > margin',
+    Mutant("train_verifier", TE, 'if not (r["delta"] >= margin', 'if not (r["delta"] > margin',
            "a gain exactly at the margin is refused"),
-    Mutant("train_verifier", TV, 'losses = loso[loso["delta"] < 0]', 'losses = loso[loso["delta"] <= 0]',
+    Mutant("train_verifier", TE, 'loso[loso["delta"] < 0].iterrows()', 'loso[loso["delta"] <= 0].iterrows()',
            "a tie with embedding on a left-out source blocks adoption"),
-    Mutant("train_verifier", TV, "best = max(grid, key=lambda c:", "best = min(grid, key=lambda c:",
+    Mutant("train_verifier", TE, "best = max(grid, key=lambda c:", "best = min(grid, key=lambda c:",
            "C chosen by the worst transfer"),
 ]
 
@@ -179,14 +179,14 @@ TESTS = {
     "cli": ["tests/guard/test_labelling.py", "tests/guard/test_cli.py"],
     "failure_kinds": ["tests/study/test_failure_kinds_pr.py"],
     "citation_pr": ["tests/study/test_failure_kinds_pr.py"],
-    "train_verifier": ["tests/study/test_train_verifier.py"],
+    "train_verifier": ["tests/study/test_train_verifier.py", "tests/guard/test_trained.py"],
 }
-COPY = ["citeguard", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml"]
+COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml"]
 
 
 def run(mutants: list[Mutant], timeout: int) -> list[tuple[Mutant, str, float]]:
     out = []
-    with tempfile.TemporaryDirectory(prefix="citeguard-mutants-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="citebound-mutants-") as tmp:
         tree = Path(tmp) / "tree"
         tree.mkdir()
         for name in COPY:

@@ -33,8 +33,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--model", default=str(ROOT / "results" / "models" / "trained"))
     a = ap.parse_args()
-    from citeguard.verifiers import build_verifier
-    from citeguard.verifiers.base import judge_chunk
+    from citebound.verifiers import build_verifier
+    from citebound.verifiers.base import judge_chunk
 
     claims, windows = lite_units(a.units)
     work = Path(tempfile.mkdtemp())

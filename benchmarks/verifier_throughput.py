@@ -1,8 +1,8 @@
-"""AttrScore scoring throughput: citeguard's batched scorer vs a naive per-pair script.
+"""AttrScore scoring throughput: citebound's batched scorer vs a naive per-pair script.
 
 Naive reference (the way a per-pair script is usually written): for each pair,
 one full forward pass per label string (encoder recomputed each time) plus a
-separate ``generate`` call for the verdict. citeguard: batches of pairs, the
+separate ``generate`` call for the verdict. citebound: batches of pairs, the
 encoder run once per input, the decoder teacher-forced on each label reusing it.
 Both run on the same locally built T5 (random weights, flan-T5-like shape) on
 real (claim, window) pairs from the SciFact gold set, and their P(Attributable)
@@ -27,10 +27,10 @@ sys.path.insert(0, str(ROOT))
 
 
 def load_pairs(n: int) -> tuple[list[str], list[str]]:
-    from citeguard.io import read_records
-    from citeguard.verifiers import make_windows
+    from citebound.scoring.io import read_records
+    from citebound.verifiers import make_windows
 
-    mirror = Path(os.environ.get("CITEGUARD_DATA_MIRROR", ROOT.parent / "shared" / "data"))
+    mirror = Path(os.environ.get("CITEBOUND_DATA_MIRROR", ROOT.parent / "shared" / "data"))
     recs = read_records(mirror / "scholarqabench/single_paper_tasks/scifact_test.jsonl")
     claims, wins = [], []
     for r in recs:
@@ -44,7 +44,7 @@ def build_model(path: Path, texts: list[str]) -> None:
     import torch
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
-    from citeguard.study import tiny
+    from citebound.study import tiny
 
     tiny.build_tiny_t5(path, texts)  # tokenizer + small model; replaced by a wider one below
     tok = PreTrainedTokenizerFast.from_pretrained(path)
@@ -60,10 +60,10 @@ def run_mode(mode: str, model: str, n: int) -> dict:
     import torch
     import yaml
 
-    from citeguard.verifiers.attrscore import AttrScoreVerifier
+    from citebound.verifiers.attrscore import AttrScoreVerifier
 
     torch.set_num_threads(os.cpu_count() or 1)
-    cfg = yaml.safe_load((ROOT / "citeguard/definitions/verifier/attrscore.yaml").read_text())
+    cfg = yaml.safe_load((ROOT / "citebound/definitions/verifier/attrscore.yaml").read_text())
     cfg.update(model=model, revision=None, device="cpu", batch_size=16)
     v = AttrScoreVerifier(cfg)
     claims, wins = load_pairs(n)

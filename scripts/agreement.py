@@ -1,6 +1,6 @@
 """Rule agreement: pairwise verifier agreement on a fixed sample of deployment pairs."""
-from citeguard.study import analysis, figures
-from citeguard.study.workflow_helpers import scored_sets, settings, start
+from citebound.study import analysis, figures
+from citebound.study.workflow_helpers import scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

@@ -1,6 +1,6 @@
 """Rule citation_pr: ALCE-style citation recall and precision per source x verifier."""
-from citeguard.study import analysis, figures
-from citeguard.study.workflow_helpers import scored_sets, settings, start
+from citebound.study import analysis, figures
+from citebound.study.workflow_helpers import scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

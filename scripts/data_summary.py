@@ -3,7 +3,7 @@ import json
 
 import pandas as pd
 
-from citeguard.study.workflow_helpers import start
+from citebound.study.workflow_helpers import start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

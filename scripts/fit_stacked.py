@@ -1,9 +1,9 @@
 """Rule fit_stacked_verifier: logistic regression on the training split of gold."""
 import json
 
-from citeguard.study.scored_tables import feature_matrix, load_scored
-from citeguard.study.workflow_helpers import param_json, start
-from citeguard.verifiers.fitted import fit_stacked
+from citebound.study.scored_tables import feature_matrix, load_scored
+from citebound.study.workflow_helpers import param_json, start
+from citebound.verifiers.fitted import fit_stacked
 
 sm = snakemake  # noqa: F821
 log = start(sm)

@@ -1,9 +1,9 @@
 """Rule generate: one model x one pipeline over the fixed generation tasks."""
 import time
 
-from citeguard.llm_backends import build_backend, resolved_revision
-from citeguard.study.generation import generate_file, load_tasks
-from citeguard.study.workflow_helpers import param_json, start
+from citebound.scoring.llm_backends import build_backend, resolved_revision
+from citebound.study.generation import generate_file, load_tasks
+from citebound.study.workflow_helpers import param_json, start
 
 if __name__ == "__main__":  # vLLM may spawn worker processes
     sm = snakemake  # noqa: F821

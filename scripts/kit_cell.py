@@ -3,9 +3,9 @@ import json
 
 import pandas as pd
 
-from citeguard.io import read_records
-from citeguard.study import kit
-from citeguard.study.workflow_helpers import settings, start
+from citebound.scoring.io import read_records
+from citebound.study import kit
+from citebound.study.workflow_helpers import settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

@@ -1,8 +1,8 @@
 """Rule kit_slice: rebuild the kit's BioASQ slice through HF datasets and check it against the manifest."""
 import json
 
-from citeguard.study import kit
-from citeguard.study.workflow_helpers import settings, start
+from citebound.study import kit
+from citebound.study.workflow_helpers import settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

@@ -3,8 +3,8 @@ import json
 
 import pandas as pd
 
-from citeguard.study import figures, kit
-from citeguard.study.workflow_helpers import settings, start
+from citebound.study import figures, kit
+from citebound.study.workflow_helpers import settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

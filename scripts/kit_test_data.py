@@ -1,8 +1,8 @@
 """Rule kit_test_data: a small local dataset of the hub's schema, from the mirrored QA rows."""
 import json
 
-from citeguard.study import kit
-from citeguard.study.workflow_helpers import settings, start
+from citebound.study import kit
+from citebound.study.workflow_helpers import settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

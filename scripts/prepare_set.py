@@ -1,8 +1,8 @@
 """Rule prepare: raw files of one set -> pairs.parquet, skipped.csv, stats.json."""
 from pathlib import Path
 
-from citeguard.study.prepare import prepare_set, write_prepared
-from citeguard.study.workflow_helpers import param_json, start
+from citebound.study.prepare import prepare_set, write_prepared
+from citebound.study.workflow_helpers import param_json, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from citeguard.reattributors import Reattributor
-from citeguard.study import analysis
-from citeguard.study.prepare import prepare_set
-from citeguard.study.workflow_helpers import param_json, settings, start
+from citebound.guarding.reattributors import Reattributor
+from citebound.study import analysis
+from citebound.study.prepare import prepare_set
+from citebound.study.workflow_helpers import param_json, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

@@ -2,8 +2,8 @@
 import pandas as pd
 from tqdm.auto import tqdm
 
-from citeguard.llm_backends import build_backend
-from citeguard.study.workflow_helpers import eval_split, param_json, start
+from citebound.scoring.llm_backends import build_backend
+from citebound.study.workflow_helpers import eval_split, param_json, start
 
 if __name__ == "__main__":  # vLLM may spawn worker processes
     sm = snakemake  # noqa: F821

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from citeguard.reattributors import Reattributor, bm25_scores
-from citeguard.study import analysis, figures
-from citeguard.study.workflow_helpers import eval_split, scored_sets, settings, start
+from citebound.guarding.reattributors import Reattributor, bm25_scores
+from citebound.study import analysis, figures
+from citebound.study.workflow_helpers import eval_split, scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

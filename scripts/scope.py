@@ -1,6 +1,6 @@
 """Rule scope: support verdicts vs PubMedQA yes/no conclusions (support is not correctness)."""
-from citeguard.study import analysis
-from citeguard.study.workflow_helpers import scored_sets, settings, start
+from citebound.study import analysis
+from citebound.study.workflow_helpers import scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

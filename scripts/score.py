@@ -1,9 +1,9 @@
 """Rule score: one base verifier over one set's pairs, through the PairScorer the guard uses."""
 import pandas as pd
 
-from citeguard.scoring import PairScorer
-from citeguard.study.scored_tables import score_table
-from citeguard.study.workflow_helpers import param_json, start
+from citebound.scoring.loader import PairScorer
+from citebound.study.scored_tables import score_table
+from citebound.study.workflow_helpers import param_json, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

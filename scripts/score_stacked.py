@@ -2,10 +2,10 @@
 through the PairScorer the guard uses (PairScorer.combine)."""
 import pandas as pd
 
-from citeguard import definitions
-from citeguard.scoring import PairScorer
-from citeguard.study.scored_tables import read_pair_scores, score_table
-from citeguard.study.workflow_helpers import param_json, start
+from citebound import definitions
+from citebound.scoring.loader import PairScorer
+from citebound.study.scored_tables import read_pair_scores, score_table
+from citebound.study.workflow_helpers import param_json, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

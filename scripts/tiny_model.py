@@ -1,6 +1,6 @@
 """Rule tiny_model: build a tiny random-weight Llama with a chat template."""
-from citeguard.study.tiny import build_tiny_llama
-from citeguard.study.workflow_helpers import start
+from citebound.study.tiny import build_tiny_llama
+from citebound.study.workflow_helpers import start
 
 log = start(snakemake)  # noqa: F821
 path = build_tiny_llama(snakemake.output[0])  # noqa: F821

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import torch
 
-from citeguard.study.train_networks import design_settings, run_design
-from citeguard.study.train_verifier import load_training
-from citeguard.study.workflow_helpers import settings, start
-from citeguard.verifiers import build_verifier, score_pairs
-from citeguard.verifiers.embedding import resolve_model_path
-from citeguard.verifiers.runtimes import _Output, export_onnx
+from citebound.study.train_networks import run_design
+from citebound.study.train_settings import design_settings
+from citebound.study.train_verifier import load_training
+from citebound.study.workflow_helpers import settings, start
+from citebound.verifiers import build_verifier, score_pairs
+from citebound.verifiers.embedding import resolve_model_path
+from citebound.verifiers.runtimes import _Output, export_onnx
 
 sm = snakemake  # noqa: F821
 log = start(sm)
@@ -38,7 +39,7 @@ table, curve, model = run_design(design, data["train"], data["gold"], encoder_pa
                                  windowing=win, net=net, variants=variants, baseline=baseline,
                                  n_boot=cfg["n_bootstrap"], seed=tv["seed"], progress=True)
 seconds = time.perf_counter() - t0
-table.to_csv(sm.output.table, index=False)  # the time goes to citeguard.json: tables hold only what reruns equal
+table.to_csv(sm.output.table, index=False)  # the time goes to citebound.json: tables hold only what reruns equal
 curve.to_csv(sm.output.curve, index=False)
 out = Path(sm.output.model)
 stop = int(table.loc[~table["evaluation"].str.startswith("loso:"), "examples"].iloc[0])  # the stopping point

@@ -2,11 +2,12 @@
 import json
 import time
 
-from citeguard.study import figures
-from citeguard.study.frozen_head import FrozenFeatures
-from citeguard.study.train_verifier import FIT_SOURCE, choose_and_adopt, evaluate, load_training, model_card
-from citeguard.study.workflow_helpers import settings, start
-from citeguard.verifiers.embedding import resolve_model_path
+from citebound.study import figures
+from citebound.study.train_verifier import FIT_SOURCE, load_training, model_card
+from citebound.study.workflow_helpers import settings, start
+from citebound.training.evaluation import choose_and_adopt, evaluate
+from citebound.training.head import FrozenFeatures
+from citebound.verifiers.embedding import resolve_model_path
 
 sm = snakemake  # noqa: F821
 log = start(sm)

@@ -2,8 +2,8 @@
 configured) + frontier."""
 import pandas as pd
 
-from citeguard.study import analysis, figures
-from citeguard.study.workflow_helpers import eval_split, scored_sets, settings, start
+from citebound.study import analysis, figures
+from citebound.study.workflow_helpers import eval_split, scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from citeguard.study import figures
-from citeguard.study.train_verifier import GOLD, choose_design, design_table, designs_card
-from citeguard.study.workflow_helpers import settings, start
+from citebound.study import figures
+from citebound.study.train_verifier import GOLD, choose_design, design_table, designs_card
+from citebound.study.workflow_helpers import settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)
@@ -19,8 +19,8 @@ gold = [name for name, _ in GOLD]
 table = design_table(head, nets)
 decision = choose_design(table, gold, cfg["adopt_margin"])
 decision["seconds"] = {}
-for d in sm.input.models:  # each network's whole-rule time, from its citeguard.json
-    meta = json.loads((Path(d) / "citeguard.json").read_text())
+for d in sm.input.models:  # each network's whole-rule time, from its citebound.json
+    meta = json.loads((Path(d) / "citebound.json").read_text())
     decision["seconds"][meta["design"]] = float(meta["training_seconds"])
 table.to_csv(sm.output.table, index=False)
 with open(sm.output.decision, "w") as f:

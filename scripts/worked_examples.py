@@ -2,12 +2,12 @@
 
 import pandas as pd
 
-from citeguard.conformal import ConformalGuard
-from citeguard.guarding import Guard
-from citeguard.io import read_records
-from citeguard.reattributors import Reattributor
-from citeguard.scoring import PairScorer
-from citeguard.study.workflow_helpers import eval_split, param_json, scored_sets, settings, start
+from citebound.calibration.conformal import ConformalGuard
+from citebound.guarding.guard import Guard
+from citebound.guarding.reattributors import Reattributor
+from citebound.scoring.io import read_records
+from citebound.scoring.loader import PairScorer
+from citebound.study.workflow_helpers import eval_split, param_json, scored_sets, settings, start
 
 sm = snakemake  # noqa: F821
 log = start(sm)

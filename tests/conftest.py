@@ -14,9 +14,9 @@ tqdm.tqdm.monitor_interval = 0
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-MIRROR = os.environ.get("CITEGUARD_DATA_MIRROR") or str(ROOT.parent / "shared" / "data")
+MIRROR = os.environ.get("CITEBOUND_DATA_MIRROR") or str(ROOT.parent / "shared" / "data")
 
-MIRROR_MISSING = (f"data mirror not found at {MIRROR}: set CITEGUARD_DATA_MIRROR to the folder that "
+MIRROR_MISSING = (f"data mirror not found at {MIRROR}: set CITEBOUND_DATA_MIRROR to the folder that "
                   "holds SOURCES.md (the public gold sets and released outputs)")
 
 
@@ -40,24 +40,24 @@ def mirror() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_t5(tmp_path_factory) -> Path:
-    from citeguard.study.tiny import build_tiny_t5
+    from citebound.study.tiny import build_tiny_t5
     return build_tiny_t5(tmp_path_factory.mktemp("t5") / "model", TEXTS)
 
 
 @pytest.fixture(scope="session")
 def tiny_nli(tmp_path_factory) -> Path:
-    from citeguard.study.tiny import build_tiny_deberta_nli
+    from citebound.study.tiny import build_tiny_deberta_nli
     return build_tiny_deberta_nli(tmp_path_factory.mktemp("nli") / "model", TEXTS)
 
 
 @pytest.fixture(scope="session")
 def tiny_llama(tmp_path_factory) -> Path:
-    from citeguard.study.tiny import build_tiny_llama
+    from citebound.study.tiny import build_tiny_llama
     return build_tiny_llama(tmp_path_factory.mktemp("llama") / "model", TEXTS)
 
 
 def verifier_cfg(name: str, **over):
-    from citeguard import definitions
+    from citebound import definitions
     cfg = definitions.load("verifier", name)
     cfg.update(over)
     return cfg

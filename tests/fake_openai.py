@@ -13,7 +13,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from citeguard.chat_endpoint import send_json
+from citebound.scoring.chat_endpoint import send_json
 
 
 class FakeOpenAI:

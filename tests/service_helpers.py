@@ -1,4 +1,4 @@
-"""A real uvicorn server of ``citeguard serve`` on 127.0.0.1 in a thread, for tests and benchmarks."""
+"""A real uvicorn server of ``citebound serve`` on 127.0.0.1 in a thread, for tests and benchmarks."""
 from __future__ import annotations
 
 import socket
@@ -32,7 +32,7 @@ def running(cfg, scorer=None):
     """Serve ``create_app(cfg, scorer)`` with uvicorn until the block ends; yields the base URL."""
     import uvicorn
 
-    from citeguard.service import create_app
+    from citebound.serving import create_app
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(cfg, scorer), host="127.0.0.1", port=port, log_level="warning"))

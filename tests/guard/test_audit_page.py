@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from citeguard.cli import main
+from citebound.cli.main import main
 
 PASSAGES = [
     "In eukaryotic cells, mitochondria produce ATP through oxidative phosphorylation.",
@@ -79,8 +79,8 @@ def test_page_holds_every_citation_with_its_outcome(page):
 
 
 def test_guarantee_line_on_the_page_with_a_calibration(tmp_path):
-    from citeguard.scoring import load_scorer
-    cal = {"alpha": 0.1, "tau": 0.5, "k": 9, "n_unsupported": 9, "verifier": "lexical",
+    from citebound.scoring.loader import load_scorer
+    cal = {"format": "citebound-calibration/1", "alpha": 0.1, "tau": 0.5, "k": 9, "n_unsupported": 9, "verifier": "lexical",
            "verifier_hash": load_scorer("lexical").hash,
            "marginal_guarantee": "a new unsupported citation is flagged with probability >= 0.9"}
     (tmp_path / "cal.json").write_text(json.dumps(cal))

@@ -1,4 +1,4 @@
-from citeguard.citations import extract_pairs, split_sentences, strip_markers
+from citebound.text.citations import extract_pairs, split_sentences, strip_markers
 
 
 def keys(ex):
@@ -61,7 +61,7 @@ def test_trailing_marker_after_period_stays_with_sentence_and_claim_cap():
 
 
 def test_sentence_spans_by_hand():
-    from citeguard.citations import sentences
+    from citebound.text.citations import sentences
     text = "  A is B.   [2]   C is D.\n\n\nE [1], [3]; F."
     got = [(s.index, s.start, s.end, s.text) for s in sentences(text)]
     # leading spaces trimmed; "[2]" after the period joins sentence 0 (its span runs to the marker's end);
@@ -79,7 +79,7 @@ def test_sentence_spans_by_hand():
 
 
 def test_blank_values():
-    from citeguard.citations import is_blank
+    from citebound.text.citations import is_blank
     assert is_blank(None) and is_blank(float("nan")) and is_blank("  \n") and is_blank("")
     assert not is_blank("x") and not is_blank(0.0) and not is_blank(0) and not is_blank(" a ")
 
@@ -102,7 +102,7 @@ def test_skip_and_pair_records_carry_sentence_marker_and_key():
 
 
 def test_default_claim_cap_is_600():
-    from citeguard.citations import strip_markers
+    from citebound.text.citations import strip_markers
     assert len(strip_markers("y" * 700)) == 600
 
 
@@ -132,5 +132,5 @@ def test_author_year_groups_and_bracket_ids_in_a_table():
 
 
 def test_expand_numeric_degenerate_range():
-    from citeguard.citations import expand_numeric
+    from citebound.text.citations import expand_numeric
     assert expand_numeric("3-3") == [3] and expand_numeric("2 - 4") == [2, 3, 4] and expand_numeric("5") == [5]

@@ -5,10 +5,11 @@ import sys
 import numpy as np
 import pytest
 
-from citeguard.cli import main
-from citeguard.guarding import guard_answer as guard
-from citeguard.verifiers import score_pairs
-from citeguard.verifiers.lexical import LexicalVerifier
+from citebound.calibration.files import FORMAT
+from citebound.cli.main import main
+from citebound.guarding.guard import guard_answer as guard
+from citebound.verifiers import score_pairs
+from citebound.verifiers.lexical import LexicalVerifier
 
 PASSAGES = [
     "In eukaryotic cells, mitochondria produce ATP through oxidative phosphorylation.",
@@ -141,7 +142,8 @@ def test_calibrate_warns_on_too_few_unsupported(tmp_path, capsys, monkeypatch):
     (tmp_path / "s.jsonl").write_text("\n".join(json.dumps({"score": s, "label": 0}) for s in (0.1, 0.2, 0.3)))
     rc, out, err = run_cli(["calibrate", "--scores", str(tmp_path / "s.jsonl"), "--verifier", "lexical",
                             "--alpha", "0.1"], None, capsys, monkeypatch)
-    assert rc == 0 and "too few" in err and json.loads(out)["tau"] == float("inf")
+    assert rc == 0 and "too few" in err and json.loads(out)["tau"] is None and "no finite threshold" not in out
+    assert "needs at least 9" in json.loads(out)["no_tau_reason"] and "Infinity" not in out
 
 
 def test_batch_jsonl_counts_and_bad_line(tmp_path, capsys, monkeypatch):
@@ -157,12 +159,12 @@ def test_batch_jsonl_counts_and_bad_line(tmp_path, capsys, monkeypatch):
 
 def test_convert_nora_then_guard_batch(tmp_path, mirror):
     src = mirror / "scholarqabench" / "scholarqa_cs" / "qa_metadata_all.jsonl"
-    conv = subprocess.run([sys.executable, "-m", "citeguard.cli", "convert", "--format", "nora", str(src),
+    conv = subprocess.run([sys.executable, "-m", "citebound.cli.main", "convert", "--format", "nora", str(src),
                            "--out", str(tmp_path / "n.jsonl")], capture_output=True, text=True)
     assert conv.returncode == 0 and "converted 100 answers" in conv.stderr
     first = json.loads((tmp_path / "n.jsonl").read_text().splitlines()[0])
     assert "[1]" in first["answer"] and first["passages"][0]["text"]
-    res = subprocess.run([sys.executable, "-m", "citeguard.cli", "guard", "--input", str(tmp_path / "n.jsonl"),
+    res = subprocess.run([sys.executable, "-m", "citebound.cli.main", "guard", "--input", str(tmp_path / "n.jsonl"),
                           "--verifier", "lexical", "--quiet", "--out", str(tmp_path / "g.jsonl")],
                          capture_output=True, text=True)
     counts = json.loads(res.stderr.split("counts: ", 1)[1])
@@ -181,19 +183,20 @@ def test_model_verifier_through_cli_override(tiny_t5, tmp_path, capsys, monkeypa
 
 
 def test_library_api_with_calibration_dict_and_name():
-    import citeguard
-    scorer = citeguard.load_scorer("lexical")
-    cal = {"alpha": 0.1, "tau": 0.99, "verifier": "lexical", "verifier_hash": scorer.hash, "marginal_guarantee": "g"}
-    text, rep = citeguard.guard(ANSWER, [{"text": p} for p in PASSAGES[:3]], verifier=scorer, threshold=cal,
+    import citebound
+    scorer = citebound.load_scorer("lexical")
+    cal = {"format": FORMAT, "alpha": 0.1, "tau": 0.99, "verifier": "lexical", "verifier_hash": scorer.hash,
+           "marginal_guarantee": "g"}
+    text, rep = citebound.guard(ANSWER, [{"text": p} for p in PASSAGES[:3]], verifier=scorer, threshold=cal,
                                 reattributor=None)
     assert rep.flagged == 2 and rep.guarantee.startswith("g (alpha=") and text.count("UNVERIFIED") == 2
     with pytest.raises(ValueError, match="calibrated for verifier 'lexical'"):
-        citeguard.guard(ANSWER, PASSAGES[:3], verifier=scorer, threshold=dict(cal, verifier_hash="x"))
+        citebound.guard(ANSWER, PASSAGES[:3], verifier=scorer, threshold=dict(cal, verifier_hash="x"))
 
 
 def test_missing_config_dir_is_a_clear_error(tmp_path, capsys, monkeypatch):
-    from citeguard.study.config import ConfigError, compose_config
-    with pytest.raises(ConfigError, match="no citeguard config at"):
+    from citebound.study.config import ConfigError, compose_config
+    with pytest.raises(ConfigError, match="no citebound config at"):
         compose_config([], config_dir=tmp_path)
 
 
@@ -229,14 +232,14 @@ def test_calibration_by_verifier_id_is_refused_by_a_configured_verifier(tmp_path
     assert rc == 2 and "calibrated for verifier 'my-minicheck-v2'" in err
     assert "guard with --verifier my-minicheck-v2 or recalibrate" in err
     # the library takes it with the user's own scorer (no config hash to compare)
-    import citeguard
-    text, rep = citeguard.guard(ANSWER, PASSAGES[:3], verifier=lexical, threshold=str(cal), reattributor=None)
+    import citebound
+    text, rep = citebound.guard(ANSWER, PASSAGES[:3], verifier=lexical, threshold=str(cal), reattributor=None)
     assert "tau=0.45" in rep.guarantee and rep.rule == "pass iff score > tau = 0.45"
 
 
 def test_calibration_stamped_with_the_named_verifier_config(tmp_path, capsys, monkeypatch):
-    from citeguard.scoring import verifier_definitions
-    from citeguard.verifiers import verifier_hash
+    from citebound.scoring.loader import verifier_definitions
+    from citebound.verifiers import verifier_hash
     src = _write_scores(tmp_path / "s.jsonl", [{"score": 0.2, "label": 0}, {"score": 0.9, "label": 1}])
     rc, out, _ = run_cli(["calibrate", "--scores", src, "--verifier", "lexical"], None, capsys, monkeypatch)
     c = json.loads(out)
@@ -286,7 +289,7 @@ def test_file_errors_are_one_line(tmp_path, capsys, monkeypatch):
         (["guard", "--input", str(tmp_path), "--verifier", "lexical"], "is a directory, not an input file"),
         (["guard", "--input", str(tmp_path / "missing.json"), "--verifier", "lexical"], "missing.json: no such file"),
         (["guard", "--input", a, "--verifier", "lexical", "--calibration", str(tmp_path)], "is a directory, not a calibration"),
-        (["guard", "--input", a, "--verifier", "lexical", "--calibration", a], "not a citeguard calibration (missing 'alpha')"),
+        (["guard", "--input", a, "--verifier", "lexical", "--calibration", a], "not a citebound calibration (missing 'alpha')"),
         (["guard", "--input", a, "--verifier", "lexical", "--reattributor", "nope"], "unknown re-attributor 'nope'"),
         (["guard", "--input", a, "--verifier", "nope"], "unknown verifier"),
         (["guard", "--input", a, "--verifier", "lexical", "--proposals", "0"], "--proposals must be >= 1"),
@@ -302,7 +305,7 @@ def test_file_errors_are_one_line(tmp_path, capsys, monkeypatch):
 
 
 def test_every_option_has_help():
-    from citeguard.cli import build_parser
+    from citebound.cli.main import build_parser
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     missing = [f"{name} {' '.join(a.option_strings) or a.dest}" for name, sp in sub.choices.items()

@@ -3,8 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from citeguard import stats as st
-from citeguard.conformal import (
+from citebound.calibration import stats as st
+from citebound.calibration.conformal import (
     ConformalGuard,
     SmallCalibrationWarning,
     conformal_rank,
@@ -123,7 +123,7 @@ def test_pac_rank_binomial_tail():
 def test_calibration_summary_counts_scores_at_tau_as_flagged_worked_by_hand():
     import math
 
-    from citeguard.calibration import calibration_summary
+    from citebound.calibration.files import calibration_summary
 
     # 9 unsupported scores 0.1..0.9, alpha 0.1: k = ceil(10 * 0.9) = 9, tau = 0.9 (the largest)
     unsup = [round(0.1 * i, 1) for i in range(1, 10)]
@@ -145,7 +145,7 @@ def test_wilson_is_statsmodels_to_the_last_bit():
     """The guard's own Wilson interval (no statsmodels in its install) against statsmodels'."""
     from statsmodels.stats.proportion import proportion_confint
 
-    from citeguard.stats import wilson
+    from citebound.calibration.stats import wilson
 
     for n in (1, 2, 3, 7, 10, 13, 50, 199, 200):
         for k in range(n + 1):

@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from citeguard.conformal import ConformalGuard, conformal_rank, conformal_threshold, split_coverage
-from citeguard.study.analysis import random_recall, rank_hits
+from citebound.calibration.conformal import ConformalGuard, conformal_rank, conformal_threshold, split_coverage
+from citebound.study.analysis import random_recall, rank_hits
 
 
 @pytest.mark.parametrize("n,g,k,expected", [
@@ -70,7 +70,7 @@ def _cal(scores, labels, v="v"):
 
 
 def test_catch_rate_frontier_by_hand():
-    from citeguard.study.analysis import catch_rate_frontier
+    from citebound.study.analysis import catch_rate_frontier
     # unsupported scores 0.1, 0.2, 0.2, 0.4; supported 0.2, 0.5
     df = _cal([0.1, 0.2, 0.2, 0.4, 0.2, 0.5], [0, 0, 0, 0, 1, 1])
     f = catch_rate_frontier(df, ["v"], catch_rates=[0.5, 1.0]).set_index("target_catch_rate")
@@ -83,7 +83,7 @@ def test_catch_rate_frontier_by_hand():
 def test_unsupported_rates_by_hand():
     import pandas as pd
 
-    from citeguard.study.analysis import unsupported_rates
+    from citebound.study.analysis import unsupported_rates
     a = pd.DataFrame({"item_id": ["x", "x", "y"], "verdict_v": [True, False, False]})
     b = pd.DataFrame({"item_id": ["x", "z", "z", "z"], "verdict_v": [True, True, True, False]})
     r = unsupported_rates({"A": a, "B": b}, ["v"], n_boot=50, seed=1).set_index("source")
@@ -99,7 +99,7 @@ def test_unsupported_rates_by_hand():
 def test_review_budget_and_transfer_by_hand():
     import pandas as pd
 
-    from citeguard.study.analysis import review_budget, transfer_table
+    from citebound.study.analysis import review_budget, transfer_table
     # 9 calibration negatives 0.1..0.9: alpha 0.1 -> k = ceil(10 * 0.9) = 9 -> tau = 0.9
     cal = {"v": _cal([i / 10 for i in range(1, 10)] + [0.95], [0] * 9 + [1])}
     deploy = {"S": pd.DataFrame({"score_v": [0.5, 0.9, 0.91, 1.0]})}

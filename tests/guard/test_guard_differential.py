@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from citeguard.guarding import guard_answer
-from citeguard.reattributors import Reattributor
+from citebound.guarding.guard import guard_answer
+from citebound.guarding.reattributors import Reattributor
 
 REATTRIBUTE_ALL = Reattributor("every-other-passage", "verifier")
 

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from citeguard.citations import extract_pairs
-from citeguard.guarding import guard_answer
-from citeguard.reattributors import Reattributor, load_reattributor
-from citeguard.scoring import load_scorer
+from citebound.guarding.guard import guard_answer
+from citebound.guarding.reattributors import Reattributor, load_reattributor
+from citebound.scoring.loader import load_scorer
+from citebound.text.citations import extract_pairs
 
 P = ["Mitochondria make ATP in cells.", "Ribosomes build proteins.", "Paris is in France."]
 
@@ -152,7 +152,7 @@ def test_bm25_proposals_best_first_with_config_k1_b():
 
 
 def test_reattributor_reads_k1_b_from_its_definition(tmp_path, monkeypatch):
-    from citeguard import definitions
+    from citebound import definitions
 
     r = load_reattributor("bm25", proposals=5)
     assert (r.kind, r.k1, r.b, r.proposals) == ("bm25", 1.5, 0.75, 5)
@@ -166,10 +166,10 @@ def test_reattributor_reads_k1_b_from_its_definition(tmp_path, monkeypatch):
 
 
 def test_guard_imports_no_study_code():
-    code = ("import sys, citeguard.guarding as g, citeguard.scoring as s\n"
+    code = ("import sys, citebound.guarding.guard as g, citebound.scoring.loader as s\n"
             "sc = s.load_scorer('lexical')\n"
             "g.guard_answer('Mitochondria make ATP [2].', ['Mitochondria make ATP.', 'Other.'], sc)\n"
-            "bad = [m for m in ('citeguard.study.analysis', 'statsmodels', 'citeguard.stats') if m in sys.modules]\n"
+            "bad = [m for m in ('citebound.study.analysis', 'statsmodels', 'citebound.calibration.stats') if m in sys.modules]\n"
             "print(bad)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
@@ -245,7 +245,7 @@ def test_remove_takes_the_whitespace_around_a_dropped_sentence():
 
 
 def test_evidence_window_uses_the_configured_stride_and_the_first_window():
-    from citeguard.scoring import load_scorer
+    from citebound.scoring.loader import load_scorer
     passage = "Mitochondria produce ATP. " + "x " * 600
     scorer = load_scorer("lexical")
     scorer.windowing = {**scorer.windowing, "window_chars": 100, "stride": 40}
@@ -273,7 +273,7 @@ def test_convert_rewrites_every_format_and_the_guard_counts_what_extraction_coun
                                                                                    n_passages):
     import json
 
-    from citeguard.convert import convert_records
+    from citebound.guarding.convert import convert_records
     p = tmp_path / "r.json"
     p.write_text(json.dumps([{"question": "q", "response": {"sections": [{"text": text, "citations": citations}]}}]))
     (rec,) = convert_records(p, "sections")

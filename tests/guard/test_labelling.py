@@ -1,4 +1,4 @@
-"""citeguard label: the seeded uniform sample, labels that survive a crash, the live panel, agreement,
+"""citebound label: the seeded uniform sample, labels that survive a crash, the live panel, agreement,
 calibrate --labels on the file; and the page itself in headless Chromium driven by Playwright
 (30 items by keyboard, an undo, SIGKILL midway, restart, finish)."""
 import json
@@ -17,9 +17,9 @@ from conftest import ROOT
 from service_helpers import free_port, wait_ready
 from sklearn.metrics import cohen_kappa_score
 
-from citeguard.cli import main
-from citeguard.guarding import Guard
-from citeguard.labelling import (
+from citebound.cli.main import main
+from citebound.guarding.guard import Guard
+from citebound.labelling.store import (
     LabelError,
     LabelSession,
     LabelStore,
@@ -151,7 +151,7 @@ def _chromium() -> str:
 
 
 def _start(args: list[str], port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "citeguard.cli", "label", *args, "--port", str(port)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "citebound.cli.main", "label", *args, "--port", str(port)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if wait_ready(f"http://127.0.0.1:{port}", "/api/state", attempts=300):
         return proc
@@ -276,7 +276,7 @@ def test_recalibrate_walkthrough_on_a_released_source(tmp_path, mirror):
 
 
 def test_calibrate_counts_cant_tell_records_of_a_hand_written_file(tmp_path, capsys):
-    # no citeguard label metadata: can't-tell records are still skipped and counted, never a crash
+    # no citebound label metadata: can't-tell records are still skipped and counted, never a crash
     rows = [{"claim": "Aspirin lowers fever.", "passage": "Aspirin lowers fever in adults.", "label": 1},
             {"claim": "Aspirin cures cancer.", "passage": "Aspirin lowers fever in adults.", "label": 0},
             {"claim": "Statins grow hair.", "passage": "Aspirin lowers fever in adults.", "label": None,

@@ -10,9 +10,9 @@ from conftest import ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from citeguard.citations import expand_numeric, sentence_citations, sentences
-from citeguard.guarding import Guard, guard_answer
-from citeguard.limits import LimitExceeded, Limits
+from citebound.guarding.guard import Guard, guard_answer
+from citebound.text.citations import expand_numeric, sentence_citations, sentences
+from citebound.text.limits import LimitExceeded, Limits
 
 HOSTILE = {"answer": "Aspirin lowers fever [1-1000000000].", "passages": ["Aspirin lowers fever in adults."]}
 
@@ -28,7 +28,7 @@ def test_the_billion_citation_range_is_refused_in_well_under_a_second_without_me
     # warm up first (imports, one small answer), so what is measured is the refusal alone
     small = tmp_path / "small.json"
     small.write_text(json.dumps({"answer": "Fever falls [1].", "passages": ["Fever falls."]}))
-    code = ("import resource, sys, time\nfrom citeguard.cli import main\n"
+    code = ("import resource, sys, time\nfrom citebound.cli.main import main\n"
             f"main(['guard', '--input', {str(small)!r}, '--verifier', 'lexical'])\n"
             "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\nt = time.perf_counter()\n"
             f"rc = main(['guard', '--input', {str(src)!r}, '--verifier', 'lexical'])\n"
@@ -84,13 +84,13 @@ def test_bad_limit_settings_are_refused(capsys):
         Limits.from_mapping({"max_rnage": 3})
     with pytest.raises(ValueError, match="positive integer"):
         Limits(max_range=0)
-    from citeguard.cli import main
+    from citebound.cli.main import main
     assert main(["guard", "--input", "-", "--verifier", "lexical", "--limit", "max_range=x"]) == 2
     assert "--limit expects NAME=INTEGER" in capsys.readouterr().err
 
 
 def test_cli_limit_flag_and_batch_reports_the_refused_line(tmp_path, capsys):
-    from citeguard.cli import main
+    from citebound.cli.main import main
     src = tmp_path / "a.jsonl"
     src.write_text(json.dumps({"answer": "Fever falls [1-3].", "passages": ["Fever falls.", "x y", "z w"]}) + "\n"
                    + json.dumps({"answer": "Bad [1-50].", "passages": ["a"]}) + "\n")

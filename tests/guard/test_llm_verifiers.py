@@ -5,12 +5,12 @@ import pytest
 from conftest import verifier_cfg
 from fake_openai import FakeOpenAI
 
-from citeguard.llm_backends import MissingAPIKey
-from citeguard.verifiers import build_verifier
-from citeguard.verifiers.lexical import term_recall
-from citeguard.verifiers.llm_judge import parse_verdict
+from citebound.scoring.llm_backends import MissingAPIKey
+from citebound.verifiers import build_verifier
+from citebound.verifiers.lexical import term_recall
+from citebound.verifiers.llm_judge import parse_verdict
 
-KEY = "CITEGUARD_TEST_API_KEY"
+KEY = "CITEBOUND_TEST_API_KEY"
 
 
 def judge_answer(body):

@@ -12,10 +12,10 @@ import torch
 from conftest import TEXTS, verifier_cfg
 from transformers import AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoTokenizer
 
-from citeguard.study import tiny
-from citeguard.verifiers import build_verifier, verifier_hash
-from citeguard.verifiers.hf import string_constants
-from citeguard.verifiers.runtimes import encode_sorted
+from citebound.study import tiny
+from citebound.verifiers import build_verifier, verifier_hash
+from citebound.verifiers.hf import string_constants
+from citebound.verifiers.runtimes import encode_sorted
 
 CLAIMS = ["the gene increases cancer risk", "protein binds the receptor", "mitochondria produce atp",
           "lipid nanoparticles adsorb serum proteins in the blood of the patients"]
@@ -75,13 +75,13 @@ def test_minicheck_flant5_by_hand(models, tmp_path):
 def test_bespoke_minicheck_prompts_fetched_as_data_and_yes_probability(tiny_llama, tmp_path, monkeypatch):
     """The LLM variant: the authors' prompt file comes through the download path (mirror + sha256),
     is read with ast, and P(support) is the backend's P(Yes) on those messages."""
-    from citeguard.llm_backends import build_backend
+    from citebound.scoring.llm_backends import build_backend
 
     src = 'SYSTEM_PROMPT = """Check the claim."""\n\nUSER_PROMPT = """Doc: [DOCUMENT]\\nClaim: [CLAIM]"""\n'
     mirror = tmp_path / "mirror"
     (mirror / "minicheck").mkdir(parents=True)
     (mirror / "minicheck" / "utils.py").write_text(src)
-    monkeypatch.setenv("CITEGUARD_DATA_MIRROR", str(mirror))
+    monkeypatch.setenv("CITEBOUND_DATA_MIRROR", str(mirror))
     base = verifier_cfg("bespoke_minicheck")
     spec = {**base["prompt_source"], "sha256": hashlib.sha256(src.encode()).hexdigest()}
     cfg = {**base, "backend": "transformers", "model": str(tiny_llama), "revision": None, "device": "cpu",
@@ -155,7 +155,7 @@ def test_fast_runtimes_track_the_exact_path(models, tiny_nli, tmp_path, runtime,
 def test_an_exported_graph_is_reused_without_loading_the_torch_model(tmp_path, monkeypatch):
     """The onnx/openvino embedding verifier loads the torch model only to export its graph: a second
     verifier over the same cache finds the graph, never loads the model, and scores the same."""
-    import citeguard.verifiers.embedding as emb
+    import citebound.verifiers.embedding as emb
 
     cfg = {**verifier_cfg("embedding"), "runtime": "openvino", "quantize": "none", "threads": 1}
     first = build_verifier(cfg, tmp_path).judge(CLAIMS, WINDOWS)
@@ -177,7 +177,7 @@ def test_runtime_and_quantisation_are_in_the_cache_key():
 
 def test_openvino_bf16_without_native_bfloat16_is_hashed_as_the_float32_it_runs(monkeypatch):
     """OpenVINO runs float32 on a CPU without native bfloat16: those scores must not share the bf16 cache."""
-    from citeguard.verifiers import runtimes
+    from citebound.verifiers import runtimes
 
     cfg = verifier_cfg("embedding")
     ov_f32 = verifier_hash({**cfg, "runtime": "openvino", "quantize": "none"})
@@ -190,7 +190,7 @@ def test_openvino_bf16_without_native_bfloat16_is_hashed_as_the_float32_it_runs(
 
 def test_openvino_bf16_without_native_bfloat16_scores_as_float32(monkeypatch, tmp_path):
     """...and it really runs float32 there: the same scores as quantize: none, not bfloat16 ones."""
-    from citeguard.verifiers import runtimes
+    from citebound.verifiers import runtimes
 
     cfg = {**verifier_cfg("embedding"), "runtime": "openvino", "threads": 1}
     f32 = build_verifier({**cfg, "quantize": "none"}, tmp_path).judge(CLAIMS, WINDOWS)[0]
@@ -218,7 +218,7 @@ def test_attrscore_kit_reads_the_first_600_characters_and_parses_a_generated_ver
     supported iff it starts with 'attribut'; checked against a plain generate call per unit."""
     from transformers import AutoModelForSeq2SeqLM
 
-    from citeguard.scoring import PairScorer
+    from citebound.scoring.loader import PairScorer
 
     cfg = verifier_cfg("attrscore_kit", model=str(tiny_t5), revision=None, device="cpu", batch_size=3)
     scorer = PairScorer(cfg, {"attrscore_kit": cfg}, {"window_chars": 600, "stride": 300, "claim_cap": 600},

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from citeguard import definitions
-from citeguard.cli import DEFAULT_RUNTIME, build_parser, main
-from citeguard.guarding import Guard, guard_answer
-from citeguard.hashing import verifier_hash
-from citeguard.scoring import PairScorer, VerifierLoadError, load_scorer, verifier_definitions
-from citeguard.verifiers import MODEL_KINDS, PairScores
+from citebound import definitions
+from citebound.cli.common import DEFAULT_RUNTIME
+from citebound.cli.main import build_parser, main
+from citebound.guarding.guard import Guard, guard_answer
+from citebound.scoring.hashing import verifier_hash
+from citebound.scoring.loader import PairScorer, VerifierLoadError, load_scorer, verifier_definitions
+from citebound.verifiers import MODEL_KINDS, PairScores
 
 HEAVY = ["hydra", "omegaconf", "jsonschema", "torch", "pandas", "snakemake", "matplotlib", "scipy", "transformers"]
 
@@ -25,26 +26,27 @@ def _imported_after(code: str) -> list[str]:
     return [m for m in HEAVY if m in mods]
 
 
-def test_import_citeguard_loads_no_heavy_module():
-    assert _imported_after("import citeguard") == []
+def test_import_citebound_loads_no_heavy_module():
+    assert _imported_after("import citebound") == []
 
 
 def test_guarding_with_lexical_loads_no_study_or_model_module():
-    code = ("import citeguard\n"
-            "citeguard.guard('Cells make ATP [1].', ['Cells make ATP in mitochondria.'], verifier='lexical')\n"
-            "import citeguard.cli, citeguard.calibration, citeguard.audit_page\n")
+    code = ("import citebound\n"
+            "citebound.guard('Cells make ATP [1].', ['Cells make ATP in mitochondria.'], verifier='lexical')\n"
+            "import citebound.cli.main, citebound.calibration.files, citebound.guarding.audit_page\n")
     assert _imported_after(code) == []
 
 
 def test_study_modules_are_not_imported_by_the_core():
-    code = "import citeguard, citeguard.guarding, citeguard.cli, citeguard.scoring, citeguard.reattributors\n"
+    code = ("import citebound, citebound.guarding.guard, citebound.cli.main, citebound.scoring.loader, "
+            "citebound.guarding.reattributors\n")
     out = subprocess.run([sys.executable, "-c", code + "import sys; print([m for m in sys.modules "
-                          "if m.startswith('citeguard.study')])"], capture_output=True, text=True, check=True, cwd=ROOT)
+                          "if m.startswith('citebound.study')])"], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
 
 
 def test_every_study_verifier_is_a_shipped_definition_read_through_hydra():
-    from citeguard.study.config import compose_config, to_plain
+    from citebound.study.config import compose_config, to_plain
 
     panel = ["lexical", "embedding", "deberta_nli", "hhem"]
     cfg = compose_config([f"verifier_panel=[{','.join(panel)}]", "datasets=[]", "sources=[]", "model_runtime=null"])
@@ -116,7 +118,8 @@ def test_guard_many_equals_guarding_each_answer_alone():
 
 
 def test_guard_object_with_calibration_checks_the_verifier(tmp_path):
-    cal = {"tau": 0.5, "alpha": 0.1, "verifier": "embedding", "verifier_hash": "0" * 16, "n_unsupported": 20}
+    cal = {"format": "citebound-calibration/1", "tau": 0.5, "alpha": 0.1, "verifier": "embedding", "verifier_hash": "0" * 16,
+           "n_unsupported": 20}
     p = tmp_path / "cal.json"
     p.write_text(json.dumps(cal))
     with pytest.raises(ValueError, match="embedding"):
@@ -148,4 +151,4 @@ def test_definitions_are_package_data_of_the_wheel():
     files = sorted(p.relative_to(definitions.ROOT).as_posix() for p in definitions.ROOT.rglob("*.yaml"))
     assert "verifier/embedding.yaml" in files and "reattributor/bm25.yaml" in files and "windowing/default.yaml" in files
     text = (ROOT / "pyproject.toml").read_text()
-    assert '"citeguard.definitions" = ["*/*.yaml"]' in text
+    assert '"citebound.definitions" = ["*/*.yaml"]' in text

@@ -12,8 +12,8 @@ import pytest
 from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score, roc_auc_score
 
-from citeguard import stats as st
-from citeguard.conformal import (
+from citebound.calibration import stats as st
+from citebound.calibration.conformal import (
     ConformalGuard,
     SmallCalibrationWarning,
     conformal_threshold,
@@ -21,7 +21,7 @@ from citeguard.conformal import (
     pac_rank,
     split_coverage,
 )
-from citeguard.verifiers.base import ScoreCache, score_pairs, verifier_hash, window_spans
+from citebound.verifiers.base import ScoreCache, score_pairs, verifier_hash, window_spans
 
 Z975 = 1.959963984540054
 
@@ -413,7 +413,7 @@ def test_table2x2_and_ac1_accept_integer_votes():
 
 def test_default_protocol_is_600_char_windows_at_stride_300():
     assert window_spans(1000) == [(0, 600), (300, 900), (400, 1000)]
-    from citeguard.verifiers.base import make_windows
+    from citebound.verifiers.base import make_windows
     assert [len(w) for w in make_windows("x" * 901)] == [600, 600, 600]
     assert make_windows("ab" * 300) == ["ab" * 300]  # exactly 600: one window
 
@@ -441,7 +441,7 @@ def test_score_pairs_logs_its_counts(caplog, tmp_path):
     cache = ScoreCache(tmp_path / "c.sqlite")
     score_pairs(TableVerifier({"a": 0.9, "b": 0.1}), ["c"], ["aaaa"], window_chars=4, stride=4, cache=cache,
                 progress=False)
-    with caplog.at_level(logging.INFO, logger="citeguard.verifiers.base"):
+    with caplog.at_level(logging.INFO, logger="citebound.verifiers.base"):
         score_pairs(TableVerifier({"a": 0.9, "b": 0.1}), ["c", "c", "d"], ["aaaa", "aaaabbbb", "bbbb"],
                     window_chars=4, stride=4, cache=cache, progress=False)
     # units: (c, aaaa) cached, (c, bbbb), (d, bbbb) new

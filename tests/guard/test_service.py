@@ -1,4 +1,4 @@
-"""citeguard serve on loopback, through real HTTP: the guard and score endpoints against the library and
+"""citebound serve on loopback, through real HTTP: the guard and score endpoints against the library and
 the CLI, calibration profiles, limits, metrics, micro-batching, OpenTelemetry spans, the guarding proxy
 with the official openai SDK as the client, and SIGHUP / SIGTERM on a real server process."""
 import json
@@ -20,12 +20,12 @@ from fake_openai import FakeOpenAI
 from service_helpers import free_port, running, wait_ready
 
 pytest.importorskip("fastapi")
-from citeguard import examples  # noqa: E402
-from citeguard.calibration import calibration_summary  # noqa: E402
-from citeguard.cli import main  # noqa: E402
-from citeguard.limits import Limits  # noqa: E402
-from citeguard.scoring import load_scorer  # noqa: E402
-from citeguard.service import ServeConfig  # noqa: E402
+from citebound import examples  # noqa: E402
+from citebound.calibration.files import calibration_summary  # noqa: E402
+from citebound.cli.main import main  # noqa: E402
+from citebound.scoring.loader import load_scorer  # noqa: E402
+from citebound.serving import ServeConfig  # noqa: E402
+from citebound.text.limits import Limits  # noqa: E402
 
 EXAMPLE = json.loads(examples.path().read_text())
 
@@ -130,12 +130,12 @@ def test_metrics_count_requests_outcomes_and_batches(lexical_url):
     def value(t, name):
         return sum(float(line.split()[-1]) for line in t.splitlines() if line.startswith(name))
 
-    assert value(text, 'citeguard_requests_total{endpoint="/v1/guard",status="200"}') == \
-        value(before, 'citeguard_requests_total{endpoint="/v1/guard",status="200"}') + 1
-    assert value(text, 'citeguard_citations_total{outcome="reattributed"}') == \
-        value(before, 'citeguard_citations_total{outcome="reattributed"}') + 2
-    assert value(text, "citeguard_batch_units_count") >= value(before, "citeguard_batch_units_count") + 2
-    for name in ("citeguard_request_seconds_bucket", "citeguard_queue_depth", "citeguard_in_flight"):
+    assert value(text, 'citebound_requests_total{endpoint="/v1/guard",status="200"}') == \
+        value(before, 'citebound_requests_total{endpoint="/v1/guard",status="200"}') + 1
+    assert value(text, 'citebound_citations_total{outcome="reattributed"}') == \
+        value(before, 'citebound_citations_total{outcome="reattributed"}') + 2
+    assert value(text, "citebound_batch_units_count") >= value(before, "citebound_batch_units_count") + 2
+    for name in ("citebound_request_seconds_bucket", "citebound_queue_depth", "citebound_in_flight"):
         assert name in text
 
 
@@ -153,9 +153,9 @@ def test_concurrent_requests_share_forward_passes_and_get_the_unbatched_scores()
         metrics = httpx.get(f"{url}/metrics").text
     for got in together:
         assert got == alone[got["id"]]
-    count = next(float(x.split()[-1]) for x in metrics.splitlines() if x.startswith("citeguard_batch_requests_count"))
+    count = next(float(x.split()[-1]) for x in metrics.splitlines() if x.startswith("citebound_batch_requests_count"))
     single = next(float(x.split()[-1]) for x in metrics.splitlines()
-                  if x.startswith('citeguard_batch_requests_bucket{le="1.0"}'))
+                  if x.startswith('citebound_batch_requests_bucket{le="1.0"}'))
     assert count < 32 and single < count  # 32 verifier calls (verify + re-attribute per request) merged
 
 
@@ -185,12 +185,12 @@ def test_every_guard_request_is_an_opentelemetry_span_with_each_citation():
         pytest.skip("another test set the global tracer provider first")
     with running(ServeConfig(verifier="lexical")) as url:
         httpx.post(f"{url}/v1/guard", json=EXAMPLE)
-    (span,) = [s for s in exporter.get_finished_spans() if s.name == "citeguard.guard"]
-    assert span.attributes["citeguard.verifier"] == "lexical"
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "citebound.guard"]
+    assert span.attributes["citebound.verifier"] == "lexical"
     events = [dict(e.attributes) for e in span.events if e.name == "citation"]
-    assert [(e["citeguard.cited"], e["citeguard.outcome"]) for e in events] == \
+    assert [(e["citebound.cited"], e["citebound.outcome"]) for e in events] == \
         [(1, "verified"), (2, "reattributed"), (3, "reattributed"), (4, "invalid")]
-    assert events[3]["citeguard.score"] == -1.0 and 0 <= events[0]["citeguard.score"] <= 1
+    assert events[3]["citebound.score"] == -1.0 and 0 <= events[0]["citebound.score"] <= 1
 
 
 # ---------------------------------------------------------------- the guarding proxy, with the openai SDK
@@ -208,26 +208,26 @@ def test_proxy_returns_the_guarded_answer_to_the_openai_sdk():
         passages = [p["text"] for p in EXAMPLE["passages"]]
         raw = client.chat.completions.with_raw_response.create(
             model="fake", messages=[{"role": "user", "content": "Aspirin?"}],
-            extra_body={"citeguard": {"passages": passages}})
+            extra_body={"citebound": {"passages": passages}})
         resp = raw.parse()
         assert resp.choices[0].message.content == CITED.replace("[2]", "[3]")  # re-attributed to the trial
-        extra = resp.model_extra["citeguard"]
+        extra = resp.model_extra["citebound"]
         assert extra["original_content"] == CITED and extra["report"]["reattributed"] == 1
-        assert raw.headers["x-citeguard-review-budget"] == "0.0000" and raw.headers["x-citeguard-citations"] == "2"
-        # the upstream never saw the citeguard field
-        assert "citeguard" not in up.requests[-1] and up.requests[-1]["messages"][0]["content"] == "Aspirin?"
+        assert raw.headers["x-citebound-review-budget"] == "0.0000" and raw.headers["x-citebound-citations"] == "2"
+        # the upstream never saw the citebound field
+        assert "citebound" not in up.requests[-1] and up.requests[-1]["messages"][0]["content"] == "Aspirin?"
         with pytest.raises(openai.BadRequestError, match="no passages"):
             client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}])
         with pytest.raises(openai.BadRequestError, match="stream: true is not supported"):
             client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}], stream=True,
-                                           extra_body={"citeguard": {"passages": passages}})
+                                           extra_body={"citebound": {"passages": passages}})
 
 
 def test_proxy_reports_an_upstream_failure_as_502():
     with FakeOpenAI(lambda body: "x", fail_first=5) as up, \
             running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
         r = httpx.post(f"{url}/v1/chat/completions", json={"model": "m", "messages": [],
-                                                           "citeguard": {"passages": ["p"]}})
+                                                           "citebound": {"passages": ["p"]}})
         assert r.status_code == 502 and "answered 500" in r.text
 
 
@@ -236,7 +236,7 @@ def test_proxy_reports_an_upstream_failure_as_502():
 @contextmanager
 def server_process(*args):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "citeguard.cli", "serve", "--verifier", "lexical", "--port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "citebound.cli.main", "serve", "--verifier", "lexical", "--port", str(port),
                              *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     wait_ready(url)

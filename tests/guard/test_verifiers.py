@@ -5,8 +5,8 @@ import pytest
 import torch
 from conftest import verifier_cfg
 
-from citeguard.verifiers import ScoreCache, build_verifier, make_windows, score_pairs
-from citeguard.verifiers.lexical import LexicalVerifier, term_recall
+from citebound.verifiers import ScoreCache, build_verifier, make_windows, score_pairs
+from citebound.verifiers.lexical import LexicalVerifier, term_recall
 
 
 class CountingVerifier(LexicalVerifier):
@@ -129,7 +129,7 @@ def test_nli_entailment_probability(tiny_nli):
 
 
 def test_threshold_change_reuses_cached_scores(tmp_path):
-    from citeguard.verifiers import verifier_hash
+    from citebound.verifiers import verifier_hash
     assert verifier_hash({"name": "lexical", "threshold": 0.6}) == verifier_hash({"name": "lexical", "threshold": 0.9})
     cache = ScoreCache(tmp_path / "c.sqlite")
     v = CountingVerifier()

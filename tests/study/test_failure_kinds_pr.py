@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from citeguard.guarding import Guard
-from citeguard.reattributors import Reattributor
-from citeguard.scoring import load_scorer
-from citeguard.study.analysis import (
+from citebound.guarding.guard import Guard
+from citebound.guarding.reattributors import Reattributor
+from citebound.scoring.loader import load_scorer
+from citebound.study.analysis import (
     citation_pr_table,
     classify,
     failure_kinds_table,
@@ -18,8 +18,8 @@ from citeguard.study.analysis import (
     proposal_pairs,
     sample_items,
 )
-from citeguard.study.analysis.failure_kinds import answer_passages
-from citeguard.study.prepare import prepare_set
+from citebound.study.analysis.failure_kinds import answer_passages
+from citebound.study.prepare import prepare_set
 
 
 def _boot_ci(num, den, n_boot, seed):

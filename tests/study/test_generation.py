@@ -4,8 +4,8 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from citeguard.llm_backends import TransformersBackend, resolved_revision
-from citeguard.study.generation import format_passages, generate_file, load_tasks, normalise_citations, run_pipeline
+from citebound.scoring.llm_backends import TransformersBackend, resolved_revision
+from citebound.study.generation import format_passages, generate_file, load_tasks, normalise_citations, run_pipeline
 
 TASKS = [{"id": f"q{i}", "question": f"what do mitochondria produce {i}?",
           "passages": [{"text": "mitochondria produce atp", "title": "A"}, {"text": "cells", "title": ""}]}
@@ -79,7 +79,7 @@ def test_item_errors_are_recorded_not_blank(tmp_path):
         def chat(self, batch):
             if any("boom" in m[-1]["content"] for m in batch):
                 raise RuntimeError("context too long")
-            from citeguard.llm_backends import Completion
+            from citebound.scoring.llm_backends import Completion
             return [Completion("ok [1].", 5, 2) for _ in batch]
 
     tasks = [dict(TASKS[0], id="a"), dict(TASKS[1], id="b", question="boom")]
@@ -91,7 +91,7 @@ def test_item_errors_are_recorded_not_blank(tmp_path):
 
 
 def test_tasks_bad_input_is_named_and_blank_passages_counted(tmp_path, caplog):
-    from citeguard.io import DataError
+    from citebound.scoring.io import DataError
     good = {"id": "a", "input": "q?", "ctxs": [{"text": "p1"}, {"text": " "}, {"text": None}, {"text": "p4"}]}
     f = tmp_path / "tasks.jsonl"
     f.write_text(json.dumps(good) + "\n")

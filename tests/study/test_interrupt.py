@@ -18,9 +18,9 @@ pytestmark = pytest.mark.slow  # kills and reruns scoring and generation process
 SCORE_SCRIPT = textwrap.dedent("""
     import json, sys, time
     sys.path.insert(0, {root!r})
-    from citeguard.verifiers import score_pairs
-    from citeguard.verifiers.base import ScoreCache
-    from citeguard.verifiers.lexical import LexicalVerifier
+    from citebound.verifiers import score_pairs
+    from citebound.verifiers.base import ScoreCache
+    from citebound.verifiers.lexical import LexicalVerifier
 
     class Logged(LexicalVerifier):
         # the real lexical verifier; each judged chunk is logged, and takes a moment, so a kill lands mid-run
@@ -86,8 +86,8 @@ def test_scoring_killed_mid_run_resumes_from_the_cache(tmp_path):
 GEN_SCRIPT = textwrap.dedent("""
     import json, sys, time
     sys.path.insert(0, {root!r})
-    from citeguard.llm_backends import TransformersBackend
-    from citeguard.study.generation import generate_file
+    from citebound.scoring.llm_backends import TransformersBackend
+    from citebound.study.generation import generate_file
 
     class Logged(TransformersBackend):
         def chat(self, batch):
@@ -133,7 +133,7 @@ def test_generation_killed_mid_run_resumes_without_regenerating(tmp_path, tiny_l
     ("positive", "YES"), ("negative", "NOPE"), ("max_length", 128), ("label_words", ["a", "b"]),
 ])
 def test_every_output_relevant_key_changes_the_cache_and_calibration_id(key, value, tmp_path):
-    from citeguard.verifiers import cache_for, verifier_hash
+    from citebound.verifiers import cache_for, verifier_hash
     base = {"name": "v", "kind": "llm", "model": "m", "revision": "r", "prompt": "p", "positive": "Y",
             "negative": "N", "max_length": 512, "threshold": 0.5, "batch_size": 8, "device": "cpu"}
     changed = {**base, key: value}

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from citeguard.io import DataError, FileSpec, fetch_file, read_records, sha256sum
-from citeguard.study.prepare import PAIR_COLUMNS, prepare_set
+from citebound.scoring.io import DataError, FileSpec, fetch_file, read_records, sha256sum
+from citebound.study.prepare import PAIR_COLUMNS, prepare_set
 
 
 def test_fetch_from_mirror_checks_sha256(tmp_path, mirror):

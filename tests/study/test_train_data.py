@@ -7,13 +7,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from citeguard.io import DataError
-from citeguard.study.train_data import claim_key, dedupe_against, read_train_sets
+from citebound.scoring.io import DataError
+from citebound.study.train_data import read_train_sets
+from citebound.training.evaluation import claim_key, dedupe_against
 
-TRAIN = Path(os.environ.get("CITEGUARD_DATA_MIRROR", Path(__file__).resolve().parents[3] / "shared" / "data")) / "train"
+TRAIN = Path(os.environ.get("CITEBOUND_DATA_MIRROR", Path(__file__).resolve().parents[3] / "shared" / "data")) / "train"
 
 
-@pytest.mark.skipif(not (TRAIN / "SOURCES.md").exists(), reason="no staged training data: set CITEGUARD_DATA_MIRROR")
+@pytest.mark.skipif(not (TRAIN / "SOURCES.md").exists(), reason="no staged training data: set CITEBOUND_DATA_MIRROR")
 def test_staged_sets_match_the_counts_sources_md_gives():
     ts = read_train_sets(TRAIN)
     by = ts.pairs.groupby("source")["label"].agg(["size", "sum"])

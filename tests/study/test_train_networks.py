@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from citeguard.study.train_networks import Network, best_window_text, hard_negatives, training_units
-from citeguard.study.train_verifier import choose_design, design_table, designs_card
-from citeguard.verifiers import build_verifier, score_pairs
-from citeguard.verifiers.lexical import term_recall
+from citebound.study.train_networks import Network, best_window_text, hard_negatives, training_units
+from citebound.study.train_verifier import choose_design, design_table, designs_card
+from citebound.verifiers import build_verifier, score_pairs
+from citebound.verifiers.lexical import term_recall
 
 WORDS = ("the a aspirin does not inhibit cox 44 percent men heart attack reduced risk by in statins lower ldl "
          "fever sleep coffee committee budget library").split()
@@ -58,7 +58,7 @@ def test_best_window_is_the_one_with_most_claim_terms():
     passage = "the committee budget " * 20 + "aspirin reduced heart attack risk " + "the library " * 30
     w = best_window_text("aspirin reduced heart attack risk", passage, 200, 100)
     assert "aspirin reduced heart attack risk" in w
-    from citeguard.verifiers.base import make_windows
+    from citebound.verifiers.base import make_windows
     ws = make_windows(passage, 200, 100)
     assert term_recall("aspirin reduced heart attack risk", w) == max(term_recall("aspirin reduced heart attack risk", x)
                                                                        for x in ws)
@@ -101,7 +101,7 @@ def test_seeded_training_checkpoints_and_the_saved_model_scores_the_same(tiny_be
     c.fit(units, 6)
     assert not np.allclose(c.pair_scores(claims, passages, win), sa, atol=1e-6)
     a.save(tmp_path / "m", {"encoder": "tiny"})
-    meta = json.loads((tmp_path / "m" / "citeguard.json").read_text())
+    meta = json.loads((tmp_path / "m" / "citebound.json").read_text())
     assert meta["design"] == design and meta["threshold"] == a.threshold
     v = build_verifier({"name": "trained", "kind": "trained", "model": str(tmp_path / "m"), "batch_size": 4})
     ps = score_pairs(v, claims, passages, progress=False)
@@ -156,8 +156,8 @@ def test_design_table_and_choice_by_hand():
 
 
 def test_kit_slice_texts_are_questions_and_answer_sentences_and_dedupe_removes_them(tmp_path):
-    from citeguard.study.train_data import dedupe_against
-    from citeguard.study.train_verifier import kit_slice_texts
+    from citebound.study.train_verifier import kit_slice_texts
+    from citebound.training.evaluation import dedupe_against
 
     p = tmp_path / "qa.csv"
     pd.DataFrame({"doc_id": [0], "question": ["Is RET mutated in HSCR?"],

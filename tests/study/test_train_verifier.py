@@ -7,7 +7,9 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
-from citeguard.study.frozen_head import (
+from citebound.study.train_verifier import sample_per_source
+from citebound.training.evaluation import choose_and_adopt, evaluate, paired_auc_difference
+from citebound.training.head import (
     FEATURES,
     FrozenFeatures,
     apply_head,
@@ -16,9 +18,8 @@ from citeguard.study.frozen_head import (
     number_share,
     pair_scores,
 )
-from citeguard.study.train_verifier import choose_and_adopt, evaluate, paired_auc_difference, sample_per_source
-from citeguard.verifiers.base import make_windows
-from citeguard.verifiers.lexical import term_recall
+from citebound.verifiers.base import make_windows
+from citebound.verifiers.lexical import term_recall
 
 
 def test_paired_auc_difference_against_an_independent_loop():
@@ -177,8 +178,8 @@ def _gold_parquet(path, rows):
 def test_load_training_adds_the_attribution_golds_fit_split_deduped_against_its_eval_split(tmp_path):
     import json
 
-    from citeguard.io import DataError
-    from citeguard.study.train_verifier import FIT_SOURCE, load_training
+    from citebound.scoring.io import DataError
+    from citebound.study.train_verifier import FIT_SOURCE, load_training
 
     fever = tmp_path / "train" / "fever_symmetric" / "symmetric_v0.2"
     fever.mkdir(parents=True)
@@ -221,7 +222,7 @@ def test_load_training_adds_the_attribution_golds_fit_split_deduped_against_its_
 
 
 def test_the_model_card_says_the_attribution_gold_is_deduped_by_its_evaluation_split_only():
-    from citeguard.study.train_verifier import FIT_SOURCE, model_card
+    from citebound.study.train_verifier import FIT_SOURCE, model_card
 
     cfg = {"design": "frozen_head", "encoder": "e", "C": [0.1], "n_bootstrap": 10, "max_pairs_per_source": 5,
            "seed": 1, "sources": ["begin", FIT_SOURCE]}

@@ -19,7 +19,7 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile")]
 
 
 def snake(args, workdir, **kw):
-    env = dict(os.environ, CITEGUARD_DATA_MIRROR=MIRROR)
+    env = dict(os.environ, CITEBOUND_DATA_MIRROR=MIRROR)
     return subprocess.run(SNAKEMAKE + ["--directory", str(workdir)] + args, capture_output=True, text=True,
                           env=env, **kw)
 
@@ -31,8 +31,8 @@ def job_counts(out: str) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
-    # CITEGUARD_SMOKE_WORKDIR keeps the run (CI compares the Slurm run's tables with it)
-    keep = os.environ.get("CITEGUARD_SMOKE_WORKDIR")
+    # CITEBOUND_SMOKE_WORKDIR keeps the run (CI compares the Slurm run's tables with it)
+    keep = os.environ.get("CITEBOUND_SMOKE_WORKDIR")
     wd = Path(keep) if keep else tmp_path_factory.mktemp("smoke")
     r = snake(["--cores", "2", "--config", "experiment=smoke"], wd)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -197,7 +197,7 @@ def test_corrupted_mirror_fails_naming_the_file(tmp_path):
     (mirror / "scholarqabench" / "single_paper_tasks").mkdir(parents=True)
     text = (src / "scifact_test.jsonl").read_text()
     (mirror / "scholarqabench" / "single_paper_tasks" / "scifact_test.jsonl").write_text(text[: len(text) // 2])
-    env = dict(os.environ, CITEGUARD_DATA_MIRROR=str(mirror))
+    env = dict(os.environ, CITEBOUND_DATA_MIRROR=str(mirror))
     wd = tmp_path / "wd"
     r = subprocess.run(SNAKEMAKE + ["--directory", str(wd), "--cores", "1",
                                     "results/data/gold/scifact_gold/pairs.parquet"],
@@ -308,7 +308,7 @@ def test_smoke_trains_the_verifier_through_its_rule(smoke_run):
     # the network designs through their own rule: HF-format weights, the ONNX graph, a seeded config
     for design in ("cross_encoder", "bi_encoder"):
         m = res / "models" / f"trained_{design}"
-        meta = json.loads((m / "citeguard.json").read_text())
+        meta = json.loads((m / "citebound.json").read_text())
         assert meta["design"] == design and meta["examples"] in (8, 16) and (m / "model.safetensors").is_file()
         assert (m / "model.onnx").stat().st_size > 1_000_000
         t = pd.read_csv(res / "tables" / f"train_verifier_{design}.csv")
@@ -328,14 +328,14 @@ def test_smoke_trains_the_verifier_through_its_rule(smoke_run):
 
 
 def test_smoke_trained_scores_equal_the_guards(smoke_run, tmp_path):
-    """The pipeline's trained-verifier scores are what the guard's `citeguard score --verifier trained --model`
+    """The pipeline's trained-verifier scores are what the guard's `citebound score --verifier trained --model`
     gives on the same pairs (one code path, and the model the pipeline trained)."""
     res, _ = smoke_run
     pairs = pd.read_parquet(res / "data" / "gold" / "scifact_gold" / "pairs.parquet")
     inp = tmp_path / "pairs.jsonl"
     inp.write_text("".join(json.dumps({"claim": c, "passage": p}) + "\n" for c, p in zip(pairs.claim, pairs.passage)))
     out = tmp_path / "scored.jsonl"
-    r = subprocess.run([sys.executable, "-m", "citeguard.cli", "score", "--input", str(inp), "--verifier", "trained",
+    r = subprocess.run([sys.executable, "-m", "citebound.cli.main", "score", "--input", str(inp), "--verifier", "trained",
                         "--model", str(res / "models" / "trained"), "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     got = [json.loads(x)["score"] for x in out.read_text().splitlines()]

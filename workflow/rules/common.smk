@@ -4,8 +4,8 @@ import json
 import re
 from pathlib import Path
 
-from citeguard.study.config import compose_config, config_json, source_key, to_plain
-from citeguard.study.schema import check_analysis_sets, check_cli_keys, check_score_first
+from citebound.study.config import compose_config, config_json, source_key, to_plain
+from citebound.study.schema import check_analysis_sets, check_cli_keys, check_score_first
 
 ROOT = Path(workflow.basedir)
 

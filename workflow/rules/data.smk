@@ -2,7 +2,7 @@
 
 
 rule download:
-    """Fetch one raw file from upstream, or copy it from $CITEGUARD_DATA_MIRROR; verify sha256.
+    """Fetch one raw file from upstream, or copy it from $CITEBOUND_DATA_MIRROR; verify sha256.
 
     The mirror is read from the environment, not a param: where a file came from
     does not change it (the sha256 is checked either way), so it triggers no rerun.

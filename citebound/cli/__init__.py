@@ -1,0 +1,1 @@
+"""The ``citebound`` command line: one module per subcommand, :mod:`~citebound.cli.main` dispatches."""

@@ -1,0 +1,186 @@
+"""citebound calibrate: a split-conformal flag threshold from labelled citations or frozen scores.
+
+With probability >= 1 - delta over the labelled sample, flagging every citation whose score is at or
+below the threshold catches at least 1 - alpha of unsupported citations like the labelled ones.
+
+Example::
+
+    citebound calibrate --labels labels.jsonl --verifier embedding --alpha 0.1 --out cal.json
+    citebound calibrate --scores scores.jsonl --verifier-id my-verifier --out cal.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+from citebound.cli.common import (
+    DEFAULT_VERIFIER,
+    CLIError,
+    add_command,
+    add_out_arg,
+    add_verifier_args,
+    make_scorer,
+    parse_overrides,
+    runtime_args,
+)
+from citebound.cli.inputs import check_out, close_out, iter_json_records, open_out
+
+
+def add_parser(sub: Any) -> None:
+    c = add_command(sub, "calibrate", __doc__, "split-conformal threshold from labelled citations or frozen scores")
+    c.add_argument("--scores", metavar="JSONL", help='{"score": float, "label": 0|1} per line (1 = supported); '
+                                                     "needs --verifier or --verifier-id")
+    c.add_argument("--labels", metavar="JSONL", help='{"claim", "passage", "label"} per line, scored with --verifier')
+    c.add_argument("--verifier-id", metavar="STRING",
+                   help="with --scores from a verifier outside citebound: a name stamped on the calibration")
+    c.add_argument("--alpha", type=float, default=0.1, help="1 - target catch rate on unsupported citations (0 < alpha < 1)")
+    c.add_argument("--delta", type=float, default=0.1, help="PAC failure probability (0 < delta < 1)")
+    add_out_arg(c, "the calibration JSON")
+    add_verifier_args(c, default=None)
+    c.set_defaults(func=run)
+
+
+def _finite_score(rec: dict[str, Any], where: str) -> float:
+    score = rec.get("score")
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise CLIError(f"{where}: expected a numeric 'score'")
+    if not np.isfinite(score):
+        raise CLIError(f"{where}: score is {score}, not a finite number")
+    return float(score)
+
+
+def labels_verifier(path: str) -> str | None:
+    """The verifier a citebound label file was sampled with (its first record's), if any."""
+    for _, rec in iter_json_records(path):
+        return rec.get("verifier") if isinstance(rec, dict) else None
+    return None
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    for opt in ("alpha", "delta"):
+        if not 0 < getattr(args, opt) < 1:
+            raise CLIError(f"--{opt} must be in (0, 1), got {getattr(args, opt)}")
+    if bool(args.scores) == bool(args.labels):
+        raise CLIError("give exactly one of --scores (frozen scores) or --labels (claims to score)")
+    check_out(args.out)
+    if args.scores and not (args.verifier or args.verifier_id):
+        raise CLIError("--scores needs --verifier NAME (the citebound verifier that produced them) or "
+                       "--verifier-id STRING (any other verifier), so the guard can check it uses the same one")
+    if args.verifier and args.verifier_id:
+        raise CLIError("give --verifier or --verifier-id, not both")
+    if args.labels and args.verifier_id:
+        raise CLIError("--labels scores the claims with a citebound verifier: use --verifier, not --verifier-id")
+
+
+class _Read:
+    """The labelled records of a --scores or --labels file."""
+
+    def __init__(self) -> None:
+        self.scores: list[float] = []
+        self.labels: list[int] = []
+        self.claims: list[str] = []
+        self.passages: list[str] = []
+        self.lines: list[int] = []
+        self.sample_meta: list[dict[str, Any]] = []  # records of a citebound label file
+        self.cant_tell = 0
+
+
+def read_labelled(src: str, with_scores: bool) -> _Read:
+    r = _Read()
+    for lineno, rec in iter_json_records(src):
+        if isinstance(rec, CLIError):
+            raise rec
+        where = f"{src}:{lineno}"
+        if isinstance(rec, dict) and "sample_seed" in rec:
+            r.sample_meta.append(rec)
+        if isinstance(rec, dict) and rec.get("judgement") == "cant_tell" and rec.get("label") is None:
+            r.cant_tell += 1
+            continue
+        if not isinstance(rec, dict) or isinstance(rec.get("label"), (bool, float)) or rec.get("label") not in (0, 1):
+            raise CLIError(f"{where}: expected 'label' 0 (unsupported) or 1 (supported)")
+        r.labels.append(int(rec["label"]))
+        r.lines.append(lineno)
+        if with_scores:
+            r.scores.append(_finite_score(rec, where))
+            continue
+        if not isinstance(rec.get("claim"), str) or not isinstance(rec.get("passage"), str):
+            raise CLIError(f"{where}: expected 'claim' and 'passage' strings")
+        r.claims.append(rec["claim"])
+        r.passages.append(rec["passage"])
+    if not r.labels:
+        raise CLIError(f"{src}: no labelled examples")
+    return r
+
+
+def _verifier_identity(args: argparse.Namespace, r: _Read, src: str) -> tuple[str, str]:
+    """(hash, name) of the verifier the scores come from; --labels scores them here."""
+    if args.labels:
+        scorer = make_scorer(args)
+        print(f"scoring {len(r.claims)} labelled citations with {scorer.name}", file=sys.stderr, flush=True)
+        r.scores = list(scorer(r.claims, r.passages)[0])
+        for lineno, sc in zip(r.lines, r.scores):
+            if not np.isfinite(sc):
+                raise CLIError(f"{src}:{lineno}: verifier {scorer.name!r} gave no score for this pair")
+        return scorer.hash, scorer.name
+    if args.verifier:
+        from citebound.scoring.loader import VerifierLoadError, configured_hash, verifier_definitions
+        try:
+            vcfg, _, _ = verifier_definitions(args.verifier, parse_overrides(args.override), runtime_args(args))
+        except VerifierLoadError as e:
+            raise CLIError(str(e)) from None
+        return configured_hash(vcfg, args.model), args.verifier
+    return args.verifier_id, args.verifier_id
+
+
+def _sample_summary(summary: dict[str, Any], r: _Read, src: str) -> None:
+    """What a citebound label file's sample left out, into the summary's warnings."""
+    if r.sample_meta:
+        seeds = sorted({m.get("sample_seed") for m in r.sample_meta}, key=str)
+        sizes = sorted({m.get("sample_size") for m in r.sample_meta}, key=str)
+        if len(seeds) > 1 or len(sizes) > 1:
+            raise CLIError(f"{src}: labels from more than one sample (seeds {seeds}, sizes {sizes})")
+        labelled = len(r.labels) + r.cant_tell
+        summary["sample"] = {"seed": seeds[0], "size": sizes[0], "labelled": labelled, "cant_tell": r.cant_tell,
+                             "not_labelled": int(sizes[0]) - labelled,
+                             "labellers": sorted({str(m.get("labeller")) for m in r.sample_meta})}
+        if r.cant_tell or int(sizes[0]) > labelled:
+            summary["warnings"].append(
+                f"{r.cant_tell} can't-tell and {int(sizes[0]) - labelled} unlabelled citations of the {sizes[0]} "
+                "sampled are left out; if they are mostly unsupported ones, the catch rate can fall short of the "
+                "guarantee")
+    elif r.cant_tell:
+        summary["warnings"].append(f"{r.cant_tell} can't-tell records are left out; if they are mostly unsupported "
+                                   "ones, the catch rate can fall short of the guarantee")
+
+
+def run(args: argparse.Namespace) -> int:
+    from citebound.calibration.files import CalibrationError, calibration_summary
+
+    _check_options(args)
+    if args.labels and not args.verifier:
+        args.verifier = labels_verifier(args.labels) or DEFAULT_VERIFIER
+    src = args.scores or args.labels
+    r = read_labelled(src, with_scores=bool(args.scores))
+    vhash, vname = _verifier_identity(args, r, src)
+    try:
+        summary = calibration_summary(r.scores, r.labels, args.alpha, args.delta, vname, vhash)
+    except CalibrationError as e:
+        raise CLIError(f"{src}: {e}") from None
+    _sample_summary(summary, r, src)
+    for w in summary["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
+    fh = open_out(args.out)
+    fh.write(json.dumps(summary, indent=2) + "\n")
+    close_out(fh)
+    head = f"calibrated {vname} on {len(r.labels)} labels ({summary['n_unsupported']} unsupported)"
+    if summary["tau"] is None:
+        print(f"{head}: no threshold ({summary['no_tau_reason']}); the guard refuses this file until you label more",
+              file=sys.stderr)
+    else:
+        print(f"{head}: tau = {summary['tau']:.6g}, flagging {100 * summary['expected_flag_rate']['estimate']:.1f}% of "
+              f"the labelled citations", file=sys.stderr)
+    return 0

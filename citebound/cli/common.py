@@ -1,0 +1,118 @@
+"""What every subcommand shares: the one-line error, the argument groups, verifier loading."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from citebound._env import getenv
+
+DEFAULT_VERIFIER = "embedding"
+# what the guard runs a model verifier on when neither --runtime/--quantize nor the definition says
+# otherwise (tests/guard/test_cli.py pins it against the shipped definitions and this help text)
+DEFAULT_RUNTIME = {"runtime": "torch", "quantize": "none"}
+
+
+class CLIError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown after each option, descriptions and examples kept as written."""
+
+
+def add_command(sub: Any, name: str, doc: str, help: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows ``doc`` (its description and example) and every default."""
+    return sub.add_parser(name, help=help, description=doc, formatter_class=HelpFormatter)
+
+
+# ---------------------------------------------------------------- argument groups
+
+def add_verifier_args(sp: argparse.ArgumentParser, default: str | None = DEFAULT_VERIFIER) -> None:
+    """--verifier, --override, --model, --runtime, --quantize, --threads, --cache-dir."""
+    g = sp.add_argument_group("verifier and runtime")
+    g.add_argument("--verifier", default=default,
+                   help="verifier definition (citebound/definitions/verifier/NAME.yaml; list: citebound verifiers)")
+    g.add_argument("--override", action="append", metavar="KEY=VALUE",
+                   help="replace a key of the verifier config, e.g. model=/path/to/model device=cpu (repeatable)")
+    g.add_argument("--model", metavar="PATH",
+                   help="a stacked verifier's fitted-model JSON (the pipeline writes results/models/NAME.json), or "
+                        "a trained verifier's folder (default results/models/trained; citebound train writes one)")
+    g.add_argument("--runtime", choices=["torch", "onnx", "openvino"],
+                   help="inference runtime of the verifier's model (and a stacked verifier's bases); default: "
+                        f"the definition's, which is {DEFAULT_RUNTIME['runtime']} (the exact float32 path) for "
+                        "every shipped model verifier; onnx needs the [onnx] extra, openvino the [openvino] one")
+    g.add_argument("--quantize", choices=["none", "int8", "bf16"],
+                   help="dynamic int8 quantisation of the model's linear layers, or bfloat16 weights; "
+                        f"default: the definition's, which is {DEFAULT_RUNTIME['quantize']} (exact float32) for "
+                        "every shipped model verifier")
+    g.add_argument("--threads", type=int, metavar="N", help="CPU threads for the model (default: torch's choice)")
+    g.add_argument("--cache-dir", metavar="DIR", default=getenv("CACHE"),
+                   help="folder for the on-disk score cache ($CITEBOUND_CACHE; none: no cache)")
+
+
+def add_out_arg(sp: argparse.ArgumentParser, what: str) -> None:
+    sp.add_argument("--out", default="-", metavar="FILE", help=f"where to write {what}; '-' = stdout")
+
+
+def add_limit_arg(sp: argparse.ArgumentParser) -> None:
+    from citebound.text.limits import Limits
+
+    names = ", ".join(f"{k} ({v})" for k, v in Limits().as_dict().items())
+    sp.add_argument("--limit", action="append", metavar="NAME=N",
+                    help=f"raise or lower an input limit (repeatable): {names}; an answer past a limit is refused, "
+                         "naming it (exit 2)")
+
+
+# ---------------------------------------------------------------- parsing shared options
+
+def parse_overrides(pairs: list[str] | None) -> dict[str, Any]:
+    """``KEY=VALUE`` strings -> dict (values parsed as JSON where they are JSON)."""
+    out: dict[str, Any] = {}
+    for ov in pairs or []:
+        key, sep, value = ov.partition("=")
+        if not sep or not key:
+            raise CLIError(f"--override expects key=value, got {ov!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def parse_limits(pairs: list[str] | None):
+    """``--limit NAME=N`` strings -> :class:`~citebound.text.limits.Limits` (defaults for the rest)."""
+    from citebound.text.limits import Limits
+
+    values: dict[str, Any] = {}
+    for item in pairs or []:
+        key, sep, value = item.partition("=")
+        if not sep or not value.strip().lstrip("-").isdigit() or len(value.strip()) > 18:
+            raise CLIError(f"--limit expects NAME=INTEGER, got {item!r}")
+        values[key] = int(value)
+    try:
+        return Limits.from_mapping(values)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+
+
+def runtime_args(args: argparse.Namespace) -> dict[str, Any]:
+    """--runtime/--quantize/--threads as the in-process model verifiers' runtime keys."""
+    if args.threads is not None and args.threads < 1:
+        raise CLIError(f"--threads must be >= 1, got {args.threads}")
+    return {"runtime": args.runtime, "quantize": args.quantize, "threads": args.threads}
+
+
+def make_scorer(args: argparse.Namespace):
+    from citebound.scoring.loader import VerifierLoadError, load_scorer
+
+    try:
+        return load_scorer(args.verifier, parse_overrides(args.override), model_path=args.model,
+                           cache_dir=args.cache_dir, runtime=runtime_args(args))
+    except VerifierLoadError as e:
+        raise CLIError(str(e)) from None
+
+
+def labeller_default() -> str:
+    return os.environ.get("USER", "labeller")

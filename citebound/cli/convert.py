@@ -1,0 +1,46 @@
+"""citebound convert: released answers -> guard input JSONL with [N] markers.
+
+Formats: nora (ScholarQA-CS Nora, qa_metadata_all.jsonl), sections (SQA-style sections with
+citations), ctxs (OpenScholar output with ctxs). A file of another format is refused (exit 2).
+
+Example::
+
+    citebound convert --format nora qa_metadata_all.jsonl --out answers.jsonl
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from citebound.cli.common import CLIError, add_command, add_out_arg
+from citebound.cli.inputs import close_out, open_out
+
+
+def add_parser(sub: Any) -> None:
+    v = add_command(sub, "convert", __doc__, "released answers -> guard input JSONL with [N] markers")
+    v.add_argument("path", help="a released answers file (JSON or JSONL)")
+    v.add_argument("--format", choices=["nora", "sections", "ctxs"], required=True,
+                   help="nora: ScholarQA-CS Nora; sections: SQA-style sections with citations; ctxs: OpenScholar")
+    add_out_arg(v, "the guard input (JSONL)")
+    v.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from citebound.guarding.convert import convert_records
+    from citebound.scoring.io import DataError
+
+    out = open_out(args.out)
+    n = unresolved = 0
+    try:
+        for rec in convert_records(args.path, args.format):
+            out.write(json.dumps(rec) + "\n")
+            n += 1
+            unresolved += rec.get("unresolved_markers", 0)
+    except (DataError, KeyError, AttributeError, TypeError) as e:
+        raise CLIError(f"{args.path}: cannot convert as {args.format!r} ({e})") from None
+    finally:
+        close_out(out)
+    print(f"converted {n} answers; {unresolved} markers left unresolved (unknown ids)", file=sys.stderr)
+    return 0

@@ -1,0 +1,172 @@
+"""citebound guard: verify -> re-attribute -> flag the citations of cited answers.
+
+Example::
+
+    citebound guard --input "$(citebound example)" --verifier lexical
+    citebound guard --input answers.jsonl --out guarded.jsonl --calibration cal.json --html audit.html
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from citebound.cli.common import (
+    CLIError,
+    add_command,
+    add_limit_arg,
+    add_out_arg,
+    add_verifier_args,
+    parse_limits,
+    parse_overrides,
+    runtime_args,
+)
+from citebound.cli.inputs import check_out, close_out, iter_json_records, open_out, parse_answer
+
+COUNTS = ("n_citations", "verified", "reattributed", "flagged", "invalid")
+
+
+def add_parser(sub: Any) -> None:
+    g = add_command(sub, "guard", __doc__, "verify -> re-attribute -> flag the citations of cited answers")
+    g.add_argument("--input", default="-", metavar="FILE",
+                   help="answer JSON, or JSONL (one answer per line); '-' = stdin")
+    add_out_arg(g, "the guarded answers and reports (JSON; JSONL for JSONL input)")
+    g.add_argument("--html", metavar="FILE", help="also write a self-contained HTML audit page")
+    g.add_argument("--calibration", metavar="JSON", help="calibration from 'citebound calibrate': flag iff score <= tau")
+    g.add_argument("--no-reattribute", action="store_true",
+                   help="flag failed citations without looking for a better passage")
+    g.add_argument("--reattributor", default="bm25", metavar="NAME",
+                   help="re-attributor definition (citebound/definitions/reattributor/NAME.yaml): bm25 or verifier")
+    g.add_argument("--proposals", type=int, default=3, help="BM25 proposals the verifier checks per failed citation")
+    g.add_argument("--remove", action="store_true",
+                   help="delete sentences with a flagged or invalid citation instead of marking them")
+    g.add_argument("--base", type=int, choices=[0, 1], default=1,
+                   help="citation numbering base when a record has no citation_base: 1 = [1] is the first passage")
+    g.add_argument("--jsonl", action="store_true", help="treat input as JSONL even without .jsonl suffix")
+    g.add_argument("--echo-input", action="store_true",
+                   help="also write each answer and its passages into the output (input for citebound label)")
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g.add_argument("--batch-answers", type=int, default=16, metavar="N",
+                   help="answers whose citations go to the verifier together")
+    add_limit_arg(g)
+    add_verifier_args(g)
+    g.set_defaults(func=run)
+
+
+def make_guard(args: argparse.Namespace):
+    """The :class:`~citebound.guarding.guard.Guard` the guard command's options describe (built once)."""
+    from citebound.guarding.guard import Guard
+
+    if args.batch_answers < 1:
+        raise CLIError(f"--batch-answers must be >= 1, got {args.batch_answers}")
+    if args.proposals < 1:
+        raise CLIError(f"--proposals must be >= 1, got {args.proposals}")
+    try:
+        return Guard(args.verifier, reattributor=None if args.no_reattribute else args.reattributor,
+                     calibration=args.calibration, base=args.base, remove=args.remove, proposals=args.proposals,
+                     runtime=runtime_args(args), overrides=parse_overrides(args.override), model_path=args.model,
+                     cache_dir=args.cache_dir, limits=parse_limits(args.limit))
+    except ValueError as e:  # a calibration, verifier, re-attributor or option the guard refuses, by name
+        raise CLIError(str(e)) from None
+
+
+class _Run:
+    """One guard command's output files, totals and audit-page entries."""
+
+    def __init__(self, args: argparse.Namespace, guard: Any, batch: bool):
+        self.args, self.guard, self.batch = args, guard, batch
+        self.out = open_out(args.out)
+        self.html = open_out(args.html) if args.html else None
+        self.totals = {"answers": 0, "failed_answers": 0, **{k: 0 for k in COUNTS}}
+        self.entries: list[Any] = []
+        self.failed: list[tuple[str, str]] = []  # (answer id or line, why), for the audit page
+
+    def flush(self, chunk: list[tuple[int, Any, str, list[str], int | None]]) -> None:
+        results = self.guard.guard_many([(answer, passages, base) for _, _, answer, passages, base in chunk])
+        for (lineno, rec, answer, passages, base), (text, report) in zip(chunk, results):
+            self.totals["answers"] += 1
+            for k in COUNTS:
+                self.totals[k] += getattr(report, k)
+            result = {"id": rec.get("id"), "guarded_answer": text, "report": report.to_dict()}
+            if self.args.echo_input:  # what citebound label needs to show each citation's passage
+                result.update(answer=answer, passages=passages, line=lineno,
+                              citation_base=self.args.base if base is None else base)
+            self.out.write(json.dumps(result) + "\n" if self.batch else json.dumps(result, indent=2) + "\n")
+            if self.html is not None:
+                from citebound.guarding.audit_page import AuditEntry
+                self.entries.append(AuditEntry(str(rec.get("id", lineno)), answer, text, result["report"]))
+
+    def flush_checked(self, chunk: list[tuple[int, Any, str, list[str], int | None]]) -> None:
+        """flush, and where one answer is past a limit, guard the others alone and report that one."""
+        from citebound.text.limits import LimitExceeded
+
+        try:
+            self.flush(chunk)
+        except LimitExceeded as e:
+            if not self.batch:
+                raise CLIError(f"{self.args.input}: {e}") from None
+            for item in chunk:
+                try:
+                    self.flush([item])
+                except LimitExceeded as e1:
+                    self.fail(f"{self.args.input}:{item[0]}: {e1}", item[1], item[0])
+        chunk.clear()
+
+    def fail(self, message: str, rec: Any = None, lineno: int | None = None) -> None:
+        print(f"error: {message}", file=sys.stderr)
+        self.totals["failed_answers"] += 1
+        rid = rec.get("id") if isinstance(rec, dict) else None
+        self.failed.append((str(rid if rid is not None else f"line {lineno}"), message))
+
+    def close(self) -> None:
+        close_out(self.out)
+        if self.html is not None:
+            from citebound.guarding.audit_page import render_audit_page
+            g = self.guard
+            self.html.write(render_audit_page(self.entries, verifier=g.verifier_name, rule=g.rule, guarantee=g.guarantee,
+                                              failed=self.failed))
+            close_out(self.html)
+        t = self.totals
+        t["review_budget"] = round((t["flagged"] + t["invalid"]) / t["n_citations"], 4) if t["n_citations"] else 0.0
+        if self.batch:
+            print("counts: " + json.dumps(t), file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from citebound.text.limits import LimitExceeded
+
+    check_out(args.out)
+    check_out(args.html)
+    guard = make_guard(args)
+    if args.input != "-" and Path(args.input).is_file():
+        try:
+            guard.limits.check_bytes(Path(args.input).stat().st_size, args.input)
+        except LimitExceeded as e:
+            raise CLIError(str(e)) from None
+    batch = args.input.endswith(".jsonl") or args.jsonl
+    state = _Run(args, guard, batch)
+    chunk: list[tuple[int, Any, str, list[str], int | None]] = []
+    bar = tqdm(iter_json_records(args.input), desc="guard", unit="answer", disable=not batch or args.quiet,
+               file=sys.stderr)
+    for lineno, rec in bar:
+        where = f"{args.input}:{lineno}" if batch else args.input
+        try:
+            if isinstance(rec, CLIError):
+                raise rec
+            answer, passages, base = parse_answer(rec, where)
+        except CLIError as e:
+            if not batch:
+                raise
+            state.fail(str(e), rec, lineno)
+            continue
+        chunk.append((lineno, rec, answer, passages, base))
+        if len(chunk) >= args.batch_answers:  # one verifier call spans these answers
+            state.flush_checked(chunk)
+    if chunk:
+        state.flush_checked(chunk)
+    state.close()
+    return 2 if state.totals["failed_answers"] else 0

@@ -1,0 +1,121 @@
+"""Input and output files of the subcommands: JSON, JSONL or stdin in, a file or stdout out."""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from citebound.cli.common import CLIError
+
+
+def open_in(path: str) -> TextIO:
+    if path == "-":
+        return sys.stdin
+    p = Path(path)
+    if p.is_dir():
+        raise CLIError(f"{path}: is a directory, not an input file")
+    if not p.is_file():
+        raise CLIError(f"{path}: no such file")
+    try:
+        return open(p, encoding="utf-8")
+    except OSError as e:
+        raise CLIError(f"{path}: cannot read ({e.strerror or e})") from None
+
+
+def check_out(path: str | None) -> None:
+    """A one-line error for an output path in a missing folder or naming a directory."""
+    if path in (None, "-"):
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise CLIError(f"{path}: is a directory; give a file name")
+    if not p.parent.is_dir():
+        raise CLIError(f"{path}: folder {str(p.parent)!r} does not exist; create it first")
+
+
+def open_out(path: str | None) -> TextIO:
+    """stdout for None/'-'; else the file, with a one-line error when it cannot be written."""
+    if path in (None, "-"):
+        return sys.stdout
+    check_out(path)
+    p = Path(path)
+    try:
+        return open(p, "w", encoding="utf-8")
+    except OSError as e:
+        raise CLIError(f"{path}: cannot write ({e.strerror or e})") from None
+
+
+def close_out(fh: TextIO) -> None:
+    if fh is not sys.stdout:
+        fh.close()
+
+
+def _jsonl(path: str, lines: Iterator[str]) -> Iterator[tuple[int, Any]]:
+    for lineno, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as e:
+                yield lineno, CLIError(f"{path}:{lineno}: not valid JSON ({e.msg})")
+
+
+def iter_json_records(path: str) -> Iterator[tuple[int, Any]]:
+    """(line number, record) from a JSON object/array file or a JSONL stream (streamed).
+
+    A bad JSONL line is yielded as a :class:`CLIError` naming file and line.
+    """
+    fh = open_in(path)
+    if path.endswith(".jsonl"):
+        yield from _jsonl(path, fh)
+        return
+    text = fh.read()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        if sum(1 for ln in text.splitlines() if ln.strip()) > 1:  # JSONL on stdin
+            yield from _jsonl(path, iter(text.splitlines()))
+            return
+        raise CLIError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    yield from enumerate(data if isinstance(data, list) else [data], 1)
+
+
+def parse_answer(rec: Any, where: str) -> tuple[str, list[str], int | None]:
+    """(answer, passages, citation base or None) of a guard input record; a bad one names ``where``."""
+    from citebound.guarding.guard import GuardInputError, normalise_passages
+
+    if not isinstance(rec, dict):
+        raise CLIError(f"{where}: expected a JSON object with 'answer' and 'passages'")
+    if "answer" not in rec or not isinstance(rec["answer"], str):
+        raise CLIError(f"{where}: missing 'answer' (a string)")
+    if "passages" not in rec and "ctxs" not in rec:
+        raise CLIError(f"{where}: missing 'passages' (or 'ctxs')")
+    try:
+        passages = normalise_passages(rec.get("passages", rec.get("ctxs")))
+    except GuardInputError as e:
+        raise CLIError(f"{where}: {e}") from None
+    base = rec.get("citation_base")
+    if base is not None and (isinstance(base, bool) or base not in (0, 1) or not isinstance(base, int)):
+        raise CLIError(f"{where}: 'citation_base' must be 0 or 1, got {base!r}")
+    return rec["answer"], passages, base
+
+
+def labelled_pairs(path: str, with_source: bool) -> list[dict[str, Any]]:
+    """{"claim", "passage", "label" 0|1[, "source"]} records of a JSON/JSONL file; a bad one names file and line."""
+    out = []
+    for lineno, rec in iter_json_records(path):
+        if isinstance(rec, CLIError):
+            raise rec
+        where = f"{path}:{lineno}"
+        if not isinstance(rec, dict) or not isinstance(rec.get("claim"), str) or not isinstance(rec.get("passage"), str):
+            raise CLIError(f"{where}: expected 'claim' and 'passage' strings")
+        if isinstance(rec.get("label"), (bool, float)) or rec.get("label") not in (0, 1):
+            raise CLIError(f"{where}: expected 'label' 0 (unsupported) or 1 (supported), got {rec.get('label')!r}")
+        src = rec.get("source") if with_source else None
+        if src is not None and not isinstance(src, str):
+            raise CLIError(f"{where}: 'source' must be a string when given")
+        out.append({"claim": rec["claim"], "passage": rec["passage"], "label": int(rec["label"]), "source": src})
+    if not out:
+        raise CLIError(f"{path}: no labelled pairs")
+    return out

@@ -1,0 +1,127 @@
+"""citebound label: label a seeded uniform random sample of citations on a local page.
+
+The labels feed ``citebound calibrate --labels``. ``--agreement A B`` instead reports two labellers'
+agreement on the same sample (kappa, AC1 and observed agreement, with CIs).
+
+Example::
+
+    citebound guard --input answers.jsonl --echo-input --out guarded.jsonl
+    citebound label --input guarded.jsonl --out labels.jsonl --sample 200
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from citebound.cli.common import (
+    CLIError,
+    add_command,
+    add_verifier_args,
+    labeller_default,
+    parse_overrides,
+    runtime_args,
+)
+from citebound.cli.inputs import check_out, iter_json_records, parse_answer
+
+
+def add_parser(sub: Any) -> None:
+    lb = add_command(sub, "label", __doc__, "label a seeded uniform random sample of citations on a local page "
+                                            "(for citebound calibrate --labels); or --agreement A B")
+    lb.add_argument("--input", metavar="FILE", help="answers with passages (JSON/JSONL), or guard --echo-input output")
+    lb.add_argument("--out", metavar="LABELS", help="the labels file (JSONL; resumed if it exists)")
+    lb.add_argument("--sample", type=int, metavar="N", help="citations to sample (default: all, in random order)")
+    lb.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    lb.add_argument("--labeller", default=labeller_default(), help="who labels (stored per label)")
+    lb.add_argument("--alpha", type=float, default=0.1, help="the panel's alpha")
+    lb.add_argument("--port", type=int, default=8766, help="the page's port on 127.0.0.1")
+    lb.add_argument("--base", type=int, choices=[0, 1], default=1, help="citation base when a record has none")
+    lb.add_argument("--agreement", nargs=2, metavar=("A", "B"),
+                    help="two labellers' files of the same sample: kappa, AC1 and observed agreement with CIs")
+    add_verifier_args(lb)
+    lb.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Label a seeded uniform sample of citations on a local page, or report two labellers' agreement."""
+    from citebound.labelling.store import LabelError, agreement, read_labels
+
+    if args.agreement:
+        try:
+            a, b = (read_labels(p) for p in args.agreement)
+        except (LabelError, OSError) as e:
+            raise CLIError(str(e)) from None
+        print(json.dumps(agreement(a, b, seed=args.seed), indent=2))
+        return 0
+    if not args.input or not args.out:
+        raise CLIError("give --input ANSWERS and --out LABELS (or --agreement A B)")
+    if args.sample is not None and args.sample < 1:
+        raise CLIError(f"--sample must be >= 1, got {args.sample}")
+    if not 0 < args.alpha < 1:
+        raise CLIError(f"--alpha must be in (0, 1), got {args.alpha}")
+    check_out(args.out)
+    try:
+        from citebound.labelling.app import create_label_app
+    except ImportError as e:
+        raise CLIError(f"citebound label needs the [serve] extra (pip install 'citebound[serve]'): {e}") from None
+    session = make_label_session(args)
+    url = f"http://127.0.0.1:{args.port}/"
+    p = session.state()["panel"]
+    print(f"labelling {len(session.sample)} sampled citations (seed {args.seed}); {p['labelled']} already labelled "
+          f"in {args.out}; open {url}", file=sys.stderr, flush=True)
+    import uvicorn
+    uvicorn.run(create_label_app(session), host="127.0.0.1", port=args.port, log_level="warning")
+    p = session.state()["panel"]
+    print(f"labelled {p['labelled']} of {p['sample_size']}: {p['supported']} supported, {p['unsupported']} "
+          f"unsupported, {p['cant_tell']} can't tell, {p['sample_size'] - p['labelled']} not labelled",
+          file=sys.stderr)
+    return 0
+
+
+def read_answers(path: str) -> list[dict[str, Any]]:
+    """The answer records to sample from; a bad one is counted and reported, not sampled."""
+    records, skipped = [], 0
+    for lineno, rec in iter_json_records(path):
+        where = f"{path}:{lineno}"
+        try:
+            if isinstance(rec, CLIError):
+                raise rec
+            if not isinstance(rec, dict) or "answer" not in rec or not ("passages" in rec or "ctxs" in rec):
+                raise CLIError(f"{where}: expected an answer with its passages (raw answers, or citebound guard "
+                               "--echo-input output)")
+            parse_answer(rec, where)
+        except CLIError as e:  # counted and reported; the rest are sampled from
+            print(f"skipped: {e}", file=sys.stderr)
+            skipped += 1
+            continue
+        records.append(rec)
+    if skipped:
+        print(f"{skipped} answers skipped (not sampled from); see the lines above", file=sys.stderr)
+    return records
+
+
+def make_label_session(args: argparse.Namespace):
+    """The sample and the labels file of a citebound label run (the guard runs on raw answers)."""
+    from citebound.guarding.guard import Guard
+    from citebound.labelling.store import LabelError, LabelSession, LabelStore, citation_population, input_digest, uniform_sample
+    from citebound.scoring.loader import VerifierLoadError
+
+    records = read_answers(args.input)
+    try:
+        guard = Guard(args.verifier, reattributor=None, base=args.base, runtime=runtime_args(args),
+                      overrides=parse_overrides(args.override), model_path=args.model, cache_dir=args.cache_dir)
+    except VerifierLoadError as e:
+        raise CLIError(str(e)) from None
+    items, counts = citation_population(records, guard)
+    if not items:
+        raise CLIError(f"{args.input}: no citation that points at a passage, nothing to label")
+    sample = uniform_sample(items, args.sample, args.seed)
+    meta = {"sample_seed": args.seed, "sample_size": len(sample), "input_sha256": input_digest(args.input),
+            "verifier": args.verifier, "verifier_hash": guard.scorer.hash}
+    print(f"{counts['answers']} answers, {counts['citations']} citations, {counts['invalid_not_sampled']} invalid "
+          f"(no passage; not sampled), {len(items)} to sample from", file=sys.stderr)
+    try:
+        return LabelSession(sample, LabelStore(args.out, meta), args.labeller, alpha=args.alpha)
+    except LabelError as e:
+        raise CLIError(str(e)) from None

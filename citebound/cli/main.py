@@ -1,0 +1,68 @@
+"""``citebound``: guard cited answers, calibrate a flag threshold, score pairs.
+
+Examples::
+
+    citebound guard --input "$(citebound example)" --verifier lexical
+    citebound guard --input answers.jsonl --out guarded.jsonl --calibration cal.json
+    citebound calibrate --labels labels.jsonl --verifier embedding --alpha 0.1 --out cal.json
+    citebound score --input pairs.jsonl --verifier lexical
+    citebound train --input my_pairs.jsonl --eval gold=my_gold.jsonl --out my_model
+    citebound convert --format nora qa_metadata_all.jsonl > answers.jsonl
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from citebound.cli import calibrate, convert, example, guard, label, score, serve, train, verifiers
+from citebound.cli.common import CLIError, HelpFormatter
+
+COMMANDS = (guard, calibrate, score, serve, label, train, verifiers, example, convert)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from citebound import __version__
+
+    p = argparse.ArgumentParser(prog="citebound", description=__doc__.split("\n\n")[0].strip("`").replace("``", ""),
+                                epilog="Examples:\n" + __doc__.split("Examples::")[1].rstrip(),
+                                formatter_class=HelpFormatter)
+    p.add_argument("--version", action="version", version=f"citebound {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return p
+
+
+def _quiet_libraries() -> None:
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except ImportError:  # the plain install has no transformers
+        pass
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse, dispatch to the subcommand's ``run``, and turn its errors into one ``error:`` line (exit 2)."""
+    args = build_parser().parse_args(argv)
+    _quiet_libraries()
+    try:
+        return int(args.func(args) or 0)
+    except CLIError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except OSError as e:  # a write that fails after the file opened, e.g. a full disk
+        where = e.filename or getattr(args, "out", None) or "output"
+        print(f"error: {where}: cannot write ({e.strerror or e})", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

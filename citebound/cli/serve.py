@@ -1,0 +1,78 @@
+"""citebound serve: the guard as an HTTP service, and an OpenAI-compatible guarding proxy with --upstream.
+
+Needs the [serve] extra. Endpoints: POST /v1/guard, POST /v1/score, GET /v1/calibrations, /healthz,
+/readyz, /metrics, and with --upstream POST /v1/chat/completions.
+
+Example::
+
+    citebound serve --verifier embedding --port 8000 --calibrations cals/
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from citebound.cli.common import (
+    CLIError,
+    add_command,
+    add_limit_arg,
+    add_verifier_args,
+    parse_limits,
+    parse_overrides,
+    runtime_args,
+)
+
+
+def add_parser(sub: Any) -> None:
+    sv = add_command(sub, "serve", __doc__, "the guard as an HTTP service, and an OpenAI-compatible guarding proxy "
+                                            "with --upstream (needs the [serve] extra)")
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    sv.add_argument("--port", type=int, default=8000, help="port to listen on")
+    sv.add_argument("--workers", type=int, default=1,
+                    help="uvicorn worker processes on this node, each with its own copy of the verifier")
+    sv.add_argument("--calibrations", metavar="DIR",
+                    help="folder of calibration JSON files from 'citebound calibrate'; a request picks one by file "
+                         "name ('calibration': 'biomed'); reloaded on SIGHUP")
+    sv.add_argument("--upstream", metavar="URL",
+                    help="an OpenAI-compatible server (e.g. http://127.0.0.1:8001/v1): also answer "
+                         "POST /v1/chat/completions, guarded")
+    sv.add_argument("--max-batch-units", type=int, default=512,
+                    help="(claim, passage) units of concurrent requests scored in one verifier call")
+    sv.add_argument("--max-wait-ms", type=float, default=5.0,
+                    help="how long the batcher waits for more requests before scoring (ms)")
+    sv.add_argument("--request-timeout", type=float, default=60.0, help="seconds per request before a 504")
+    sv.add_argument("--reattributor", default="bm25", metavar="NAME", help="bm25 or verifier")
+    sv.add_argument("--no-reattribute", action="store_true",
+                    help="flag failed citations without looking for a better passage")
+    add_limit_arg(sv)
+    add_verifier_args(sv)
+    sv.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the guard as an HTTP service (needs the [serve] extra)."""
+    try:
+        from citebound.serving import ServeConfig, serve
+    except ImportError as e:
+        raise CLIError(f"citebound serve needs the [serve] extra (pip install 'citebound[serve]'): {e}") from None
+    from citebound.scoring.loader import VerifierLoadError, verifier_definitions
+
+    try:  # an unknown verifier fails here, naming the nearest definition, before uvicorn starts
+        verifier_definitions(args.verifier)
+    except VerifierLoadError as e:
+        raise CLIError(str(e)) from None
+    if args.calibrations and not Path(args.calibrations).is_dir():
+        raise CLIError(f"{args.calibrations}: no such folder (--calibrations takes a folder of calibration JSON files)")
+    for name in ("workers", "max_batch_units"):
+        if getattr(args, name) < 1:
+            raise CLIError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if not args.request_timeout > 0 or args.max_wait_ms < 0:
+        raise CLIError("--request-timeout must be > 0 and --max-wait-ms >= 0")
+    cfg = ServeConfig(verifier=args.verifier, runtime=runtime_args(args), overrides=parse_overrides(args.override),
+                      model_path=args.model, reattributor=None if args.no_reattribute else args.reattributor,
+                      calibrations=args.calibrations, upstream=args.upstream, max_batch_units=args.max_batch_units,
+                      max_wait_ms=args.max_wait_ms, request_timeout_s=args.request_timeout,
+                      limits=parse_limits(args.limit))
+    serve(cfg, host=args.host, port=args.port, workers=args.workers)
+    return 0

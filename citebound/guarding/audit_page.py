@@ -1,0 +1,166 @@
+"""One self-contained HTML page for a guard run: what a reviewer opens.
+
+No network, no external assets, no script: every citation of every answer is
+a coloured chip (verified / re-attributed / flagged / invalid) whose evidence
+window and score show on hover or keyboard focus, and a click jumps to the
+evidence row below the answer. The counts, the review budget and the
+calibration's guarantee line head the page.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from citebound.guarding.guard import ACTIONS
+from citebound.text.citations import sentences
+
+COLOURS = {"verified": "#1a7f37", "reattributed": "#0969da", "flagged": "#bf8700", "invalid": "#cf222e"}
+LABELS = {"verified": "verified", "reattributed": "re-attributed", "flagged": "flagged", "invalid": "invalid"}
+
+_CSS = """
+body{font:15px/1.55 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;background:#f6f8fa;color:#1f2328}
+header{background:#fff;border-bottom:1px solid #d0d7de;padding:18px 28px}
+h1{font-size:21px;margin:0 0 6px} h2{font-size:17px;margin:0 0 8px}
+.counts{display:flex;gap:10px;flex-wrap:wrap;margin:10px 0 4px}
+.count{border-radius:6px;padding:4px 10px;color:#fff;font-weight:600}
+.count.total{background:#57606a}.budget{font-size:16px;font-weight:700;margin-top:6px}
+.guarantee{margin-top:6px;color:#57606a}.rule{color:#57606a;font-size:13px}
+main{padding:18px 28px;max-width:1100px}
+section.answer{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:16px 20px;margin-bottom:18px}
+.answer-counts{font-size:13px;color:#57606a;margin-bottom:8px}
+.text{white-space:pre-wrap}
+.sent.review{background:#fff8c5}
+.cite{position:relative;display:inline-block;white-space:nowrap;border-radius:4px;padding:0 4px;margin:0 1px;color:#fff;
+ font-weight:600;font-size:13px;text-decoration:none;cursor:pointer}
+.cite .tip{display:none;position:absolute;z-index:5;left:0;top:1.7em;width:420px;background:#fff;color:#1f2328;
+ border:1px solid #d0d7de;border-radius:6px;padding:8px 10px;font-weight:400;box-shadow:0 4px 14px #0002;white-space:normal}
+.cite:hover .tip,.cite:focus .tip{display:block}
+table{border-collapse:collapse;width:100%;margin-top:12px;font-size:13px}
+th,td{border-top:1px solid #d0d7de;padding:6px 8px;text-align:left;vertical-align:top}
+tr:target{outline:3px solid #0969da}
+.evidence{font-family:ui-monospace,monospace;font-size:12px;background:#f6f8fa;padding:4px 6px;border-radius:4px}
+.guarded{margin-top:10px;font-size:13px;color:#57606a}
+"""
+
+
+@dataclass
+class AuditEntry:
+    """One guarded answer as the page shows it."""
+
+    id: str
+    answer: str
+    guarded_answer: str
+    report: Mapping[str, Any]
+
+
+def _style() -> str:
+    colours = "".join(f".cite.{a},.count.{a}{{background:{c}}}" for a, c in COLOURS.items())
+    return f"<style>{_CSS}{colours}</style>"
+
+
+def _tip(a: Mapping[str, Any]) -> str:
+    score = "n/a" if a.get("score") is None else f"{a['score']:.3f}"
+    lines = [f"<b>[{a['cited']}] {LABELS[a['action']]}</b> &middot; score {score}"]
+    if a["action"] == "reattributed":
+        lines.append(f"moved to [{a['new_pointer']}] (score {a['new_score']:.3f})")
+    if a.get("reason"):
+        lines.append(escape(a["reason"]))
+    ev = a.get("new_evidence") if a["action"] == "reattributed" else a.get("evidence")
+    if ev:
+        lines.append(f"passage [{ev['passage']}] chars {ev['start']}&ndash;{ev['end']}: "
+                     f"<span class=\"evidence\">{escape(ev['text'][:300])}{'&hellip;' if len(ev['text']) > 300 else ''}</span>")
+    return "<br>".join(lines)
+
+
+def _answer_html(i: int, e: AuditEntry) -> str:
+    audit = list(e.report.get("audit", []))
+    chips: dict[int, tuple[int, list[int]]] = {}  # marker start -> (end, audit indices)
+    for j, a in enumerate(audit):
+        for start, end in a["spans"]:
+            chips.setdefault(start, (end, []))[1].append(j)
+    review = {a["sentence_index"] for a in audit if a["action"] in ("flagged", "invalid")}
+    sent_of = {}
+    for s in sentences(e.answer):
+        sent_of[s.start] = (s.end, s.index)
+    out, pos = [], 0
+    open_sent_end = None
+    marks = sorted(set(chips) | set(sent_of))
+    for start in marks:
+        if start < pos:
+            continue
+        out.append(escape(e.answer[pos:start]))
+        pos = start
+        if start in sent_of:
+            if open_sent_end is not None:
+                out.append("</span>")
+            end, si = sent_of[start]
+            cls = "sent review" if si in review else "sent"
+            out.append(f'<span class="{cls}" data-sentence="{si}">')
+            open_sent_end = end
+        if start in chips:
+            end, js = chips[start]
+            inner = ", ".join(
+                f'<a class="cite {audit[j]["action"]}" href="#a{i}-c{j}" data-citation="a{i}-c{j}" '
+                f'data-outcome="{audit[j]["action"]}" data-cited="{audit[j]["cited"]}" tabindex="0">'
+                f'{audit[j]["cited"]}<span class="tip">{_tip(audit[j])}</span></a>' for j in js)
+            out.append(f"[{inner}]")
+            pos = end
+    out.append(escape(e.answer[pos:]))
+    if open_sent_end is not None:
+        out.append("</span>")
+    rows = []
+    for j, a in enumerate(audit):
+        ev = a.get("new_evidence") if a["action"] == "reattributed" else a.get("evidence")
+        where = f"[{ev['passage']}] {ev['start']}&ndash;{ev['end']}" if ev else "&mdash;"
+        moved = f" &rarr; [{a['new_pointer']}]" if a["action"] == "reattributed" else ""
+        score = "" if a.get("score") is None else f"{a['score']:.3f}"
+        if a["action"] == "reattributed":
+            score += f" &rarr; {a['new_score']:.3f}"
+        rows.append(
+            f'<tr id="a{i}-c{j}" data-outcome="{a["action"]}"><td><span class="cite {a["action"]}">'
+            f'{LABELS[a["action"]]}</span></td><td>[{a["cited"]}]{moved}</td><td>{score}</td>'
+            f'<td>{escape(a["claim"])}</td><td>{where}<div class="evidence">'
+            f'{escape(ev["text"]) if ev else escape(a.get("reason", ""))}</div></td></tr>')
+    r = e.report
+    counts = " &middot; ".join(f"{r.get(k, 0)} {LABELS[k]}" for k in ACTIONS)
+    return (f'<section class="answer" id="answer-{i}" data-answer-id="{escape(str(e.id))}">'
+            f"<h2>Answer {escape(str(e.id))}</h2>"
+            f'<div class="answer-counts">{r.get("n_citations", 0)} citations: {counts} &middot; review budget '
+            f'{100 * r.get("review_budget", 0):.1f}%</div>'
+            f'<div class="text">{"".join(out)}</div>'
+            f"<table><tr><th>outcome</th><th>citation</th><th>score</th><th>claim</th><th>evidence</th></tr>"
+            f'{"".join(rows)}</table>'
+            f'<details class="guarded"><summary>guarded text</summary><div class="text">'
+            f"{escape(e.guarded_answer)}</div></details></section>")
+
+
+def render_audit_page(entries: Sequence[AuditEntry], *, verifier: str = "", rule: str = "",
+                      guarantee: str = "", title: str = "citebound audit",
+                      failed: Sequence[tuple[str, str]] = ()) -> str:
+    """The whole page as one HTML string; ``failed``: (answer id, why) of answers that could not be
+    guarded, listed on the page so that none is left out unseen."""
+    totals = {k: sum(int(e.report.get(k, 0)) for e in entries) for k in (*ACTIONS, "n_citations")}
+    n = totals["n_citations"]
+    budget = (totals["flagged"] + totals["invalid"]) / n if n else 0.0
+    count_html = f'<span class="count total">{n} citations in {len(entries)} answers</span>' + "".join(
+        f'<span class="count {k}" data-count="{k}">{totals[k]} {LABELS[k]}</span>' for k in ACTIONS)
+    head = (f"<header><h1>{escape(title)}</h1>"
+            f'<div class="rule">verifier {escape(verifier)} &middot; {escape(rule)}</div>'
+            f'<div class="counts">{count_html}</div>'
+            f'<div class="budget" data-review-budget="{budget:.6f}">Review budget: {100 * budget:.1f}% of citations '
+            f"need a person (flagged or invalid)</div>"
+            + (f'<div class="guarantee">Guarantee: {escape(guarantee)}</div>' if guarantee else "")
+            + _failed_html(failed) + "</header>")
+    body = "".join(_answer_html(i, e) for i, e in enumerate(entries))
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+            f"{_style()}</head><body>{head}<main>{body}</main></body></html>\n")
+
+
+def _failed_html(failed: Sequence[tuple[str, str]]) -> str:
+    if not failed:
+        return ""
+    items = "".join(f'<li data-failed="{escape(aid)}"><b>{escape(aid)}</b>: {escape(why)}</li>' for aid, why in failed)
+    return (f'<div class="failed"><b>{len(failed)} answers could not be guarded</b> and are not shown below:'
+            f"<ul>{items}</ul></div>")

@@ -1,0 +1,341 @@
+"""The deployable guard: verify -> re-attribute -> flag, for one cited answer.
+
+For each citation of each cited sentence (what counts as a citation is
+:func:`citebound.text.citations.sentence_citations`, shared with extraction):
+
+1. **verify** the sentence (markers removed) against the cited passage; a
+   citation that points at no passage (out of range) is **invalid**, the
+   clearest unsupported citation there is;
+2. if it fails or is invalid, **re-attribute**: the re-attributor (BM25 by
+   default) proposes other provided passages and the verifier must accept one
+   before the pointer moves (the sentence is kept, only the pointer changes;
+   the best-scoring accepted proposal wins);
+3. otherwise **flag** it in place as ``[N UNVERIFIED]`` or ``[N INVALID]`` (or,
+   with ``remove=True``, drop the sentence).
+
+With a calibration (``tau``) a citation passes iff ``score > tau`` (the
+split-conformal rule); without, the verifier's own verdict decides. Each
+audit entry carries the evidence: the best window's character span in the
+passage and its text.
+
+This module is the guard alone: it imports no study code (analysis,
+statistics), only citation parsing, re-attribution and the verifier windows.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from citebound.guarding.reattributors import Reattributor, load_reattributor
+from citebound.guarding.report import ACTIONS, CitationAudit, Evidence, GuardReport, normalise_passages  # noqa: F401
+from citebound.guarding.rewrite import apply as _apply
+from citebound.guarding.rewrite import by_marker as _by_marker
+from citebound.guarding.rewrite import rewrite as _rewrite
+from citebound.guarding.rewrite import target as _target
+from citebound.scoring import deadline
+from citebound.text.citations import Citation, sentence_citations, sentences, strip_markers
+
+# GuardInputError (bad input) and its subclass LimitExceeded: callers catch them from here too
+from citebound.text.limits import GuardInputError, LimitExceeded, Limits  # noqa: F401
+from citebound.verifiers.base import window_spans
+
+Scorer = Callable[[Sequence[str], Sequence[str]], tuple[np.ndarray, np.ndarray]]
+
+
+
+
+
+
+
+
+
+
+@dataclass
+class _Judged:
+    score: np.ndarray
+    passed: np.ndarray
+    evidence: list[Evidence]
+
+
+@dataclass
+class _Plan:
+    """One answer on its way through the guard: its sentences, citations and audits."""
+
+    answer: str
+    passages: list[str]
+    base: int
+    sents: list[Any]
+    cites: dict[int, list[Citation]]
+    audit_of: dict[tuple[int, Any], CitationAudit]
+    audits: list[CitationAudit]
+    report: GuardReport
+
+
+def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, guarantee: str,
+          limits: Limits) -> _Plan:
+    if not isinstance(answer, str):
+        raise GuardInputError("'answer' must be a string")
+    if base not in (0, 1):
+        raise GuardInputError(f"citation base must be 0 or 1, got {base!r}")
+    passages = list(passages)
+    limits.check_answer(answer)
+    limits.check_passages(passages)
+    sents = sentences(answer)
+    limits.check_sentences(len(sents))
+    cites, total = {}, 0
+    for s in sents:
+        cites[s.index] = sentence_citations(answer, s, len(passages), base=base, max_range=limits.max_range,
+                                            max_citations=limits.max_citations_per_sentence)
+        total += len(cites[s.index])
+        limits.check_citations(len(cites[s.index]), total, s.index)
+    claims = {si: strip_markers(sents[si].text) for si, cs in cites.items() if cs}
+    report = GuardReport(n_sentences=len(sents), n_cited_sentences=len(claims), guarantee=guarantee,
+                         rule=f"pass iff score > tau = {tau:.6g}" if tau is not None else "pass iff verifier verdict")
+    # one audit per distinct target of a sentence; repeats ([1][1]) share it
+    audits: list[CitationAudit] = []
+    audit_of: dict[tuple[int, Any], CitationAudit] = {}
+    for si, cs in cites.items():
+        for c in cs:
+            target = _target(c)
+            if (si, target) in audit_of:
+                audit_of[(si, target)].spans.append((c.start, c.end))
+                continue
+            a = CitationAudit(si, claims[si], int(c.key), c.marker, [(c.start, c.end)], None,
+                              "invalid" if c.passage_index < 0 else "verified")
+            if c.passage_index < 0:
+                a.reason = f"citation [{c.key}] points at no passage (have {len(passages)}, numbered from {base})"
+            audit_of[(si, target)] = a
+            audits.append(a)
+    report.n_citations = len(audits)
+    return _Plan(answer, passages, base, sents, cites, audit_of, audits, report)
+
+
+def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | None) -> _Judged:
+    """Judge (claim, passage index) units that may come from several answers, in one scorer call."""
+    if not units:
+        return _Judged(np.zeros(0), np.zeros(0, bool), [])
+    texts = [plan.passages[i] for plan, _, i in units]
+    claims = [claim for _, claim, _ in units]
+    windowing = None
+    if hasattr(scorer, "score"):  # a PairScorer: the full-passage protocol, with its windows
+        ps = scorer.score(claims, texts)
+        s, v, best, windowing = np.asarray(ps.score, float), ps.verdict, ps.best_window, scorer.windowing
+    else:  # a plain callable: no windows, so the evidence is the whole passage
+        res = scorer(claims, texts)
+        s, v, best = np.asarray(res[0], float), res[1], None
+    passed = s > tau if tau is not None else np.asarray(v, bool)
+    ev = []
+    for t, ((plan, _, i), text) in enumerate(zip(units, texts)):
+        lo, hi = 0, len(text)
+        if windowing is not None and best[t] >= 0:
+            lo, hi = window_spans(len(text), int(windowing["window_chars"]), int(windowing["stride"]))[int(best[t])]
+        ev.append(Evidence(i + plan.base, lo, hi, text[lo:hi], None if np.isnan(s[t]) else float(s[t])))
+    return _Judged(s, np.asarray(passed, bool), ev)
+
+
+def _verify(plans: list[_Plan], scorer: Any, tau: float | None) -> None:
+    """1. verify every valid citation of every answer in one batch."""
+    valid = [(plan, a) for plan in plans for a in plan.audits if a.action == "verified"]
+    j = _judge_units(scorer, [(plan, a.claim, a.cited - plan.base) for plan, a in valid], tau)
+    for (_, a), ok, ev in zip(valid, j.passed, j.evidence):
+        a.score, a.evidence = ev.score, ev
+        if not ok:
+            a.action = "flagged"
+
+
+def _reattribute(plans: list[_Plan], scorer: Any, tau: float | None, reattribute: Reattributor) -> None:
+    """2. re-attribute failed and invalid citations: proposals scored by the verifier, best accepted wins."""
+    props: list[tuple[_Plan, CitationAudit, int]] = []
+    for plan in plans:
+        failed = [a for a in plan.audits if a.action in ("flagged", "invalid")]
+        if not failed:
+            continue
+        deadline.check()
+        propose = reattribute.proposer(plan.passages)  # one index per answer, not per failed citation
+        for a in failed:
+            cited_here = {c.passage_index for c in plan.cites[a.sentence_index] if c.passage_index >= 0}
+            props += [(plan, a, p) for p in propose(a.claim, cited_here)]
+    j = _judge_units(scorer, [(plan, a.claim, p) for plan, a, p in props], tau)
+    best: dict[int, tuple[CitationAudit, float, Evidence]] = {}
+    for (_, a, _), sc, ok, ev in zip(props, j.score, j.passed, j.evidence):
+        if ok and (id(a) not in best or sc > best[id(a)][1]):
+            best[id(a)] = (a, float(sc), ev)
+    for a, sc, ev in best.values():
+        a.action, a.new_pointer, a.new_score, a.new_evidence = "reattributed", ev.passage, sc, ev
+
+
+def _finish(plan: _Plan, remove: bool) -> tuple[str, GuardReport]:
+    """Counts and review budget; 3. rewrite markers, flag or remove."""
+    report, audits = plan.report, plan.audits
+    report.audit = audits
+    for a in audits:
+        setattr(report, a.action, getattr(report, a.action) + 1)
+    report.review_budget = (report.flagged + report.invalid) / report.n_citations if report.n_citations else 0.0
+    drop = {a.sentence_index for a in audits if a.action in ("flagged", "invalid")} if remove else set()
+    report.removed_sentences = len(drop)
+    edits = {}
+    for si, cs in plan.cites.items():
+        for (start, end), group in _by_marker(cs).items():
+            edits[start] = (end, _rewrite(plan.answer[start:end], [plan.audit_of[(si, _target(c))] for c in group],
+                                          [int(c.key) for c in group]))
+    text = _apply(plan.answer, edits, [(s.start, s.end) for s in plan.sents if s.index in drop])
+    return text, report
+
+
+def guard_answers(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, *, tau: float | None = None,
+                  reattribute: Reattributor | str | None = "bm25", proposals: int = 3, remove: bool = False,
+                  guarantee: str = "", limits: Limits | None = None) -> list[tuple[str, GuardReport]]:
+    """Guard several ``(answer, passages, base)`` at once: every answer's verification units go to
+    the verifier in one call, then every answer's re-attribution proposals in one more. Each answer's
+    outcome is the one :func:`guard_answer` gives it alone."""
+    return [r for r in guard_each(items, scorer, tau=tau, reattribute=reattribute, proposals=proposals, remove=remove,
+                                  guarantee=guarantee, limits=limits, isolate=False)]
+
+
+def guard_each(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, *, tau: float | None = None,
+               reattribute: Reattributor | str | None = "bm25", proposals: int = 3, remove: bool = False,
+               guarantee: str = "", limits: Limits | None = None,
+               isolate: bool = True) -> list[tuple[str, GuardReport] | GuardInputError]:
+    """:func:`guard_answers`, where with ``isolate`` an answer that is bad input or past a limit gets its
+    error (a :class:`GuardInputError` or :class:`LimitExceeded`) in its place and the others are guarded."""
+    if isinstance(reattribute, str):
+        reattribute = load_reattributor(reattribute, proposals)
+    limits = limits or Limits()
+    slots: list[_Plan | GuardInputError] = []
+    for answer, passages, base in items:
+        try:
+            slots.append(_plan(answer, passages, base, tau, guarantee, limits))
+        except GuardInputError as e:  # LimitExceeded is one too
+            if not isolate:
+                raise
+            slots.append(e)
+    plans = [s for s in slots if isinstance(s, _Plan)]
+    deadline.check()
+    _verify(plans, scorer, tau)
+    if reattribute is not None:
+        deadline.check()
+        _reattribute(plans, scorer, tau, reattribute)
+    return [_finish(s, remove) if isinstance(s, _Plan) else s for s in slots]
+
+
+def guard_answer(answer: str, passages: Sequence[str], scorer: Scorer, *, tau: float | None = None,
+                 base: int = 1, reattribute: Reattributor | str | None = "bm25", proposals: int = 3,
+                 remove: bool = False, guarantee: str = "", limits: Limits | None = None) -> tuple[str, GuardReport]:
+    """Guard one answer; returns the guarded answer and its report.
+
+    ``reattribute``: a :class:`Reattributor`, a re-attributor definition name
+    (``bm25``, ``verifier``) or None for no re-attribution.
+    """
+    return guard_answers([(answer, passages, base)], scorer, tau=tau, reattribute=reattribute,
+                         proposals=proposals, remove=remove, guarantee=guarantee, limits=limits)[0]
+
+
+class Guard:
+    """The guard, assembled once: a verifier, a re-attributor, a calibration and the options.
+
+    The library's :func:`citebound.guard`, the ``citebound`` CLI and the pipeline's worked examples
+    all guard through this object, so a model loads once per process.
+
+    ``verifier``: a verifier definition name (``citebound/definitions/verifier/``) or a scorer
+    ``(claims, passages) -> (scores, verdicts)``; ``reattributor``: a definition name, a
+    :class:`Reattributor` or None; ``calibration``: a calibration dict or JSON path from
+    ``citebound calibrate`` (its verifier must be this one), or ``threshold``: a plain tau. Neither
+    means the verifier's own verdict decides. ``runtime``, ``overrides``, ``model_path`` and
+    ``cache_dir`` go to :func:`citebound.scoring.loader.load_scorer`. ``limits``: the input bounds
+    (:class:`~citebound.text.limits.Limits`; safe defaults), enforced before any expansion or scoring.
+
+    >>> g = Guard("lexical")
+    >>> text, report = g.guard("Mitochondria produce ATP [1].", ["Mitochondria produce ATP in cells."])
+    >>> report.verified, report.review_budget
+    (1, 0.0)
+    """
+
+    def __init__(self, verifier: str | Scorer = "embedding", *, reattributor: str | Reattributor | None = "bm25",
+                 calibration: str | Mapping[str, Any] | None = None, threshold: float | None = None,
+                 base: int = 1, remove: bool = False, proposals: int = 3,
+                 runtime: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None,
+                 model_path: str | None = None, cache_dir: str | None = None, limits: Limits | None = None):
+        from citebound.calibration.files import check_verifier, guarantee_line, read_calibration
+
+        if calibration is not None and threshold is not None:
+            raise GuardInputError("give a calibration or a threshold, not both")
+        if base not in (0, 1):
+            raise GuardInputError(f"citation base must be 0 or 1, got {base!r}")
+        cal = read_calibration(calibration) if calibration is not None else None
+        self.reattributor = (load_reattributor(reattributor, proposals) if isinstance(reattributor, str)
+                             else reattributor)
+        if isinstance(verifier, str):
+            from citebound.scoring.loader import load_scorer
+
+            verifier = load_scorer(verifier, overrides, model_path=model_path, cache_dir=cache_dir, runtime=runtime)
+        self.scorer = verifier
+        self.tau: float | None = float(threshold) if threshold is not None else None
+        self.guarantee = ""
+        self.calibration = cal
+        if cal is not None:
+            if hasattr(self.scorer, "hash"):
+                check_verifier(cal, self.scorer.name, self.scorer.hash,
+                               calibration if isinstance(calibration, str) else "calibration")
+            self.tau, self.guarantee = float(cal["tau"]), guarantee_line(cal)
+        self.base, self.remove = base, remove
+        self.limits = limits or Limits()
+
+    @property
+    def verifier_name(self) -> str:
+        return str(getattr(self.scorer, "name", getattr(self.scorer, "__name__", "scorer")))
+
+    @property
+    def rule(self) -> str:
+        return f"pass iff score > tau = {self.tau:.6g}" if self.tau is not None else "pass iff verifier verdict"
+
+    def guard(self, answer: str, passages: Sequence[Any], *, base: int | None = None) -> tuple[str, GuardReport]:
+        """Verify -> re-attribute -> flag one answer; ``passages`` are strings or ``{"text": ...}``."""
+        return self.guard_many([(answer, passages)], base=base)[0]
+
+    def guard_many(self, items: Sequence[tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], int]],
+                   *, base: int | None = None) -> list[tuple[str, GuardReport]]:
+        """Guard several answers; their forward passes span answers. Each item is
+        ``(answer, passages)`` or ``(answer, passages, base)``. One bad answer raises for all: use
+        :meth:`guard_each` to get each answer's own error instead."""
+        return guard_answers(self._items(items, base, isolate=False), self.scorer, tau=self.tau,
+                             reattribute=self.reattributor, remove=self.remove, guarantee=self.guarantee,
+                             limits=self.limits)
+
+    def guard_each(self, items: Sequence[tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], int]],
+                   *, base: int | None = None) -> list[tuple[str, GuardReport] | GuardInputError]:
+        """:meth:`guard_many`, where an answer that is bad input or past a limit gets its error in its
+        place (a :class:`GuardInputError`, or its subclass :class:`LimitExceeded`) and the rest are guarded."""
+        todo = self._items(items, base, isolate=True)
+        ok = [i for i, x in enumerate(todo) if not isinstance(x, GuardInputError)]
+        out: list[Any] = list(todo)
+        done = guard_each([todo[i] for i in ok], self.scorer, tau=self.tau, reattribute=self.reattributor,
+                          remove=self.remove, guarantee=self.guarantee, limits=self.limits)
+        for i, r in zip(ok, done):
+            out[i] = r
+        return out
+
+    def _items(self, items: Sequence[Any], base: int | None, isolate: bool) -> list[Any]:
+        todo: list[Any] = []
+        for item in items:
+            answer, passages = item[0], item[1]
+            b = item[2] if len(item) > 2 and item[2] is not None else (self.base if base is None else base)
+            try:
+                todo.append((answer, normalise_passages(list(passages)), b))
+            except GuardInputError as e:
+                if not isolate:
+                    raise
+                todo.append(e)
+        return todo
+
+
+
+
+
+
+
+
+
+

@@ -1,0 +1,69 @@
+"""What the guard reports per answer: each citation's audit and evidence, and the counts."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from citebound.text.limits import GuardInputError
+
+ACTIONS = ("verified", "reattributed", "flagged", "invalid")
+
+
+@dataclass
+class Evidence:
+    """Where in a passage the verifier found its best support."""
+
+    passage: int  # citation number of the passage (in the answer's base)
+    start: int  # character span of the best window in the passage
+    end: int
+    text: str
+    score: float | None
+
+
+@dataclass
+class CitationAudit:
+    sentence_index: int
+    claim: str
+    cited: int  # citation number as written (in the answer's base)
+    marker: str  # the marker as written, e.g. "[1-3]" or "[[2]](https://...)"
+    spans: list[tuple[int, int]]  # where the marker(s) citing this target stand in the answer
+    score: float | None
+    action: str  # verified | reattributed | flagged | invalid
+    new_pointer: int | None = None
+    new_score: float | None = None
+    reason: str = ""
+    evidence: Evidence | None = None  # best window of the cited passage (None when invalid)
+    new_evidence: Evidence | None = None  # best window of the accepted passage, after re-attribution
+
+
+@dataclass
+class GuardReport:
+    n_sentences: int = 0
+    n_cited_sentences: int = 0
+    n_citations: int = 0
+    verified: int = 0
+    reattributed: int = 0
+    flagged: int = 0
+    invalid: int = 0
+    removed_sentences: int = 0
+    review_budget: float = 0.0  # share of citations a person must review: flagged + invalid
+    rule: str = ""
+    guarantee: str = ""
+    audit: list[CitationAudit] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def normalise_passages(passages: Any) -> list[str]:
+    """Accept a list of strings or of objects with ``text`` (and optional ``title``)."""
+    if not isinstance(passages, list):
+        raise GuardInputError("'passages' (or 'ctxs') must be a list")
+    out = []
+    for i, p in enumerate(passages):
+        text = p.get("text") if isinstance(p, Mapping) else p
+        if not isinstance(text, str) or not text.strip():
+            raise GuardInputError(f"passage {i} has empty or missing text")
+        out.append(text)
+    return out

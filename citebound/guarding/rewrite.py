@@ -1,0 +1,57 @@
+"""How the guard rewrites an answer's markers: flagged ``[N UNVERIFIED]``, ``[N INVALID]``, re-attributed
+pointers, and removed sentences."""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from citebound.guarding.report import CitationAudit
+from citebound.text.citations import Citation
+
+
+def target(c: Citation) -> Any:
+    return c.passage_index if c.passage_index >= 0 else f"invalid:{c.key}"
+
+
+def by_marker(cs: list[Citation]) -> dict[tuple[int, int], list[Citation]]:
+    out: dict[tuple[int, int], list[Citation]] = {}
+    for c in cs:
+        out.setdefault((c.start, c.end), []).append(c)
+    return out
+
+
+LINK_TAIL = re.compile(r"^\[\[\d+\]\](\(.*\))$")
+
+
+def rewrite(marker: str, audits: list[CitationAudit], numbers: list[int]) -> str:
+    """A marker as the guard leaves it: unchanged when every citation in it is verified."""
+    if all(a.action == "verified" for a in audits):
+        return marker
+    parts = [f"{a.new_pointer}" if a.action == "reattributed" else f"{n} UNVERIFIED" if a.action == "flagged"
+             else f"{n} INVALID" if a.action == "invalid" else f"{n}" for a, n in zip(audits, numbers)]
+    link = LINK_TAIL.match(marker)
+    if link and audits[0].action != "reattributed":  # the URL still belongs to this citation
+        return f"[[{parts[0]}]]{link.group(1)}"
+    return "[" + ", ".join(parts) + "]"
+
+
+def apply(text: str, edits: Mapping[int, tuple[int, str]], dropped: list[tuple[int, int]]) -> str:
+    """Replace marker spans (start -> (end, new)) and delete dropped sentence spans."""
+    cut = set()
+    for lo, hi in dropped:  # a dropped sentence takes the whitespace after it (or before it, at the end)
+        while hi < len(text) and text[hi].isspace():
+            hi += 1
+        if hi == len(text):
+            while lo > 0 and text[lo - 1].isspace():
+                lo -= 1
+        cut.update(range(lo, hi))
+    out, pos = [], 0
+    for start in sorted(edits):
+        end, new = edits[start]
+        out.append("".join(ch for k, ch in enumerate(text[pos:start], pos) if k not in cut))
+        if start not in cut:
+            out.append(new)
+        pos = end
+    out.append("".join(ch for k, ch in enumerate(text[pos:], pos) if k not in cut))
+    return "".join(out).rstrip() if dropped else "".join(out)

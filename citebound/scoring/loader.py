@@ -1,0 +1,158 @@
+"""Pair scoring: one verifier under the full-passage protocol, stacked ones included.
+
+:func:`load_scorer` turns a verifier name into a :class:`PairScorer` by reading only that
+verifier's definition (``citebound/definitions/verifier/<name>.yaml``, plus a stacked verifier's
+feature verifiers): its defaults are the definition's. The study builds the same
+:class:`PairScorer` from its composed config, where an experiment's ``model_runtime`` applies.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citebound import definitions
+from citebound.scoring.hashing import verifier_hash
+from citebound.verifiers import MODEL_KINDS, PairScores, build_verifier, cache_for, score_pairs, verifier_windowing
+from citebound.verifiers.fitted import stacked_verdicts
+
+
+class VerifierLoadError(ValueError):
+    """A verifier that cannot be configured or loaded; the message says which and why."""
+
+
+class PairScorer:
+    """``scorer(claims, passages) -> (P(support), verdict)`` under the full-passage protocol.
+
+    A stacked verifier (``kind: fitted``) scores each pair with its base verifiers, then applies
+    its fitted model (:meth:`combine`); the pipeline's score jobs call :meth:`combine` on the base
+    verifiers' cached score tables, so the two cannot drift. Base verifiers load on first use.
+    """
+
+    def __init__(self, cfg: Mapping[str, Any], verifiers: Mapping[str, Mapping[str, Any]],
+                 windowing: Mapping[str, int], cache_dir: str | Path | None = None,
+                 model_path: str | Path | None = None, progress: bool = False):
+        if cfg.get("kind") == "trained" and model_path:  # --model DIR: the trained head to score with
+            cfg = {**cfg, "model": str(model_path)}
+        self.cfg = dict(cfg)
+        self.name = str(cfg["name"])
+        self.hash = verifier_hash(cfg)
+        self.windowing = verifier_windowing(cfg, windowing)
+        self.cache_dir = cache_dir
+        self.progress = progress
+        self.cache = None
+        self._bases: list[PairScorer] | None = None
+        self._verifiers = verifiers
+        self._base_windowing = windowing
+        if cfg.get("kind") == "fitted":
+            if not model_path or not Path(model_path).is_file():
+                raise FileNotFoundError(f"verifier {self.name} needs its fitted model JSON "
+                                        f"(run the pipeline to make results/models/{self.name}.json); got {model_path}")
+            self.model = json.loads(Path(model_path).read_text())
+            self.hash = verifier_hash({**cfg, "model": self.model})
+        else:
+            self.model = None
+            self.verifier = build_verifier(cfg, cache_dir or "results/cache")
+            self.cache = cache_for(cfg, cache_dir) if cache_dir else None
+
+    @property
+    def bases(self) -> list[PairScorer]:
+        """A stacked verifier's feature verifiers, in the fitted model's order (loaded on first use)."""
+        if self._bases is None:
+            self._bases = [PairScorer(self._verifiers[f], self._verifiers, self._base_windowing, self.cache_dir)
+                           for f in self.model["features"]]
+        return self._bases
+
+    def __call__(self, claims: Sequence[str], passages: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        ps = self.score(claims, passages)
+        return ps.score, ps.verdict
+
+    def score(self, claims: Sequence[str], passages: Sequence[str]) -> PairScores:
+        """Scores, verdicts and each pair's best window (for a stacked verifier: its first base's)."""
+        if self.model is not None:
+            return self.combine([b.score(claims, passages) for b in self.bases])
+        return score_pairs(self.verifier, claims, passages, window_chars=self.windowing["window_chars"],
+                           stride=self.windowing["stride"], claim_cap=self.windowing["claim_cap"],
+                           max_windows=self.windowing.get("max_windows"),
+                           cache=self.cache, progress=self.progress)
+
+    def combine(self, base: Sequence[PairScores]) -> PairScores:
+        """A stacked verifier's outcome from its base verifiers' outcomes (one per feature, in order).
+
+        The best window, window count and reason are the first base's; a pair with a missing
+        feature score has no score (NaN) and the reason ``missing_feature`` where the base gave none.
+        """
+        if self.model is None:
+            raise ValueError(f"verifier {self.name!r} is not stacked: nothing to combine")
+        if len(base) != len(self.model["features"]):
+            raise ValueError(f"verifier {self.name!r} needs {len(self.model['features'])} base outcomes "
+                             f"({self.model['features']}), got {len(base)}")
+        n = len(base[0].score)
+        feats = np.column_stack([np.asarray(p.score, float) for p in base]) if n else np.zeros((0, len(base)))
+        s, verdict = stacked_verdicts(self.model, feats, self.cfg)
+        first = base[0]
+        reason = [r or ("" if np.isfinite(x) else "missing_feature") for r, x in zip(first.reason, s)]
+        return PairScores(s, verdict, np.asarray(first.best_window), np.asarray(first.n_windows), reason,
+                          sum(p.n_units for p in base), sum(p.n_cached for p in base))
+
+    def close(self) -> None:
+        """Close the on-disk score caches."""
+        if self.cache is not None:
+            self.cache.close()
+            self.cache = None
+        for b in self._bases or []:
+            b.close()
+
+
+def configured_hash(cfg: Mapping[str, Any], model_path: str | Path | None = None) -> str:
+    """The hash a :class:`PairScorer` of this config (and model file or folder) stamps, without loading
+    it: a stacked verifier's covers its fitted model, a trained one's its head's bytes."""
+    if cfg.get("kind") == "fitted" and model_path and Path(model_path).is_file():
+        return verifier_hash({**cfg, "model": json.loads(Path(model_path).read_text())})
+    if cfg.get("kind") == "trained" and model_path:
+        return verifier_hash({**cfg, "model": str(model_path)})
+    return verifier_hash(cfg)
+
+
+def apply_runtime(cfg: dict[str, Any], runtime: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``runtime``/``quantize``/``threads`` set on an in-process model verifier (None keeps the definition's)."""
+    if cfg.get("kind") in MODEL_KINDS:
+        cfg.update({k: v for k, v in (runtime or {}).items() if v is not None})
+    return cfg
+
+
+def verifier_definitions(name: str, overrides: Mapping[str, Any] | None = None,
+                         runtime: Mapping[str, Any] | None = None
+                         ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, int]]:
+    """(the verifier's definition with ``overrides`` applied, the definitions it needs by name, windowing).
+
+    Only ``name``'s file is read (and a stacked verifier's feature verifiers'). ``runtime``
+    (``runtime``, ``quantize``, ``threads``) goes to every in-process model verifier among them.
+    """
+    try:
+        cfg = definitions.load("verifier", name)
+        needed = {name: cfg}
+        for feat in cfg.get("features", []) or []:
+            needed[feat] = definitions.load("verifier", feat)
+    except definitions.DefinitionError as e:
+        raise VerifierLoadError(str(e)) from None
+    for v in needed.values():
+        apply_runtime(v, runtime)
+    cfg.update(overrides or {})
+    return cfg, needed, definitions.windowing()
+
+
+def load_scorer(name: str, overrides: Mapping[str, Any] | None = None, *, model_path: str | Path | None = None,
+                cache_dir: str | Path | None = None, progress: bool = False,
+                runtime: Mapping[str, Any] | None = None) -> PairScorer:
+    """A :class:`PairScorer` for the verifier definition ``name`` (keys replaced by ``overrides``; the
+    in-process models' ``runtime``/``quantize``/``threads`` set by ``runtime``, else the definition's:
+    the exact float32 PyTorch path unless the definition says otherwise)."""
+    vcfg, allv, windowing = verifier_definitions(name, overrides, runtime)
+    try:
+        return PairScorer(vcfg, allv, windowing, cache_dir=cache_dir, model_path=model_path, progress=progress)
+    except (OSError, ValueError) as e:
+        raise VerifierLoadError(f"cannot load verifier {name!r}: {str(e).splitlines()[0]}") from None

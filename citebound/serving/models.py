@@ -1,0 +1,98 @@
+"""Request and response models of the service (pydantic: the OpenAPI schema comes from them)."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from citebound.guarding.guard import GuardReport
+
+
+class Passage(BaseModel):
+    text: str
+    title: str | None = None
+
+
+class AnswerIn(BaseModel):
+    id: str | int | None = None
+    answer: str
+    passages: list[str | Passage] = Field(description="the passages the answer's [N] markers point at")
+    citation_base: Literal[0, 1] | None = Field(None, description="1: [1] is the first passage (default)")
+
+
+class GuardRequest(BaseModel):
+    """One answer (``answer`` + ``passages``) or a batch (``answers``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str | int | None = None
+    answer: str | None = None
+    passages: list[str | Passage] | None = None
+    citation_base: Literal[0, 1] | None = None
+    answers: list[AnswerIn] | None = None
+    calibration: str | None = Field(None, description="a calibration profile's name (GET /v1/calibrations)")
+
+    @model_validator(mode="after")
+    def one_or_batch(self) -> GuardRequest:
+        if (self.answers is None) == (self.answer is None):
+            raise ValueError("give either 'answer' with 'passages', or 'answers' (a batch), not both or neither")
+        if self.answer is not None and self.passages is None:
+            raise ValueError("'passages' is required with 'answer': missing context is never a pass")
+        return self
+
+
+class GuardResult(BaseModel):
+    id: str | int | None = None
+    guarded_answer: str
+    report: GuardReport
+
+
+class AnswerError(BaseModel):
+    """One answer of a batch that could not be guarded: its position, id and why (the limit, if one)."""
+
+    index: int
+    id: str | int | None = None
+    error: str
+    limit: str | None = None
+
+
+class GuardBatchResult(BaseModel):
+    """One entry per answer, in order: its result, or its error; ``counts`` add up the results."""
+
+    results: list[GuardResult | AnswerError]
+    counts: dict[str, float]
+
+
+class Pair(BaseModel):
+    claim: str
+    passage: str
+
+
+class ScoreRequest(BaseModel):
+    pairs: list[Pair]
+
+
+class PairScore(BaseModel):
+    score: float | None
+    verdict: bool
+    best_window: int
+
+
+class ScoreResponse(BaseModel):
+    verifier: str
+    scores: list[PairScore]
+
+
+class CiteboundExtra(BaseModel):
+    passages: list[str | Passage] | None = None
+    citation_base: Literal[0, 1] | None = None
+    calibration: str | None = None
+
+
+class ChatRequest(BaseModel):
+    """An OpenAI chat-completions request plus citebound's ``citebound`` field."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str
+    messages: list[dict[str, Any]]
+    stream: bool | None = None
+    citebound: CiteboundExtra | None = None

@@ -1,0 +1,113 @@
+"""The service's configuration and state, defined once and shared by the app and its routes."""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from citebound.guarding.guard import Guard, GuardInputError, GuardReport, normalise_passages
+from citebound.scoring.deadline import Cancelled, WorkToken
+from citebound.serving.metrics import Metrics, guard_span
+from citebound.serving.registry import CalibrationRegistry
+from citebound.text.limits import LimitExceeded, Limits
+
+
+@dataclass
+class ServeConfig:
+    verifier: str = "embedding"
+    runtime: Mapping[str, Any] | None = None
+    reattributor: str | None = "bm25"
+    calibrations: str | None = None  # a folder of calibration JSON files; the file name is the profile
+    upstream: str | None = None
+    max_batch_units: int = 512
+    max_wait_ms: float = 5.0
+    request_timeout_s: float = 60.0
+    drain_timeout_s: float = 30.0
+    limits: Limits = field(default_factory=Limits)
+    overrides: Mapping[str, Any] | None = None
+    model_path: str | None = None
+
+
+class ServiceState:
+    """What the routes share: the config, readiness, the batched scorer, the calibration registry,
+    the metrics and (with an upstream) the HTTP client."""
+
+    def __init__(self, cfg: ServeConfig):
+        self.cfg = cfg
+        self.ready = False
+        self.draining = False
+        self.in_flight = 0
+        self.metrics = Metrics()
+        self.scorer: Any = None
+        self.batcher: Any = None
+        self.registry = CalibrationRegistry(cfg.calibrations, cfg.limits)
+        self.http: Any = None
+        self.tokens: set[WorkToken] = set()  # the work tokens of requests being guarded
+
+    def guard_for(self, name: str | None) -> Guard:
+        return self.registry.guard_for(name)
+
+    async def run_guarded(self, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` in a worker thread under the request timeout. Past it, the work is cancelled (it
+        stops at its next check, and its pairs leave the batcher's queue) and TimeoutError is raised."""
+        from starlette.concurrency import run_in_threadpool
+
+        token = WorkToken(self.cfg.request_timeout_s)
+        self.tokens.add(token)
+        try:
+            with token.active():  # the worker thread runs in a copy of this context, so it sees the token
+                return await asyncio.wait_for(run_in_threadpool(fn, *args), self.cfg.request_timeout_s)
+        except (TimeoutError, Cancelled):
+            token.cancel()
+            raise TimeoutError from None
+        finally:
+            token.cancel()  # done or not, nothing of this request runs on
+            self.tokens.discard(token)
+
+    async def run_guard(self, guard: Guard, items: list[tuple[str, list[str], int | None]]
+                        ) -> list[tuple[str, GuardReport]]:
+        """One request's guard work (:meth:`run_guarded`); TimeoutError past the request timeout."""
+        with guard_span(self.scorer.name, len(items)):
+            results = await self.run_guarded(guard.guard_many, items)
+            self.metrics.record(self.scorer.name, results)
+        return results
+
+    async def run_guard_each(self, guard: Guard, items: list[tuple[str, Sequence[Any], int | None]]) -> list[Any]:
+        """A batch request's answers, each with its own result or its own GuardInputError."""
+        with guard_span(self.scorer.name, len(items)):
+            results = await self.run_guarded(guard.guard_each, [
+                (answer, [p.model_dump() if isinstance(p, BaseModel) else p for p in passages], base)
+                for answer, passages, base in items])
+            self.metrics.record(self.scorer.name, [r for r in results if not isinstance(r, GuardInputError)])
+        return results
+
+    def cancel_all(self) -> None:
+        """Drain's last step: stop every request's work that is still running."""
+        for token in list(self.tokens):
+            token.cancel()
+
+
+def refuse(e: Exception):
+    """A 422 that names the limit or the bad field."""
+    from fastapi.responses import JSONResponse
+
+    if isinstance(e, LimitExceeded):
+        return JSONResponse({"detail": str(e), "limit": e.limit}, status_code=422)
+    return JSONResponse({"detail": str(e)}, status_code=422)
+
+
+def timed_out(seconds: float):
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse({"detail": f"the request took longer than {seconds} s"}, status_code=504)
+
+
+def texts(passages: Sequence[Any]) -> list[str]:
+    """Passage texts of a request's passages (strings or ``{"text", "title"}``); GuardInputError when empty."""
+    return normalise_passages([p.model_dump() if isinstance(p, BaseModel) else p for p in passages])
+
+
+__all__ = ["ServeConfig", "ServiceState", "refuse", "timed_out", "texts", "GuardInputError", "LimitExceeded"]

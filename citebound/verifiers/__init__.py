@@ -1,0 +1,71 @@
+"""Verifier panel: build any configured verifier behind one interface."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from citebound.verifiers.base import (
+    PairScores,
+    ScoreCache,
+    Verifier,
+    make_windows,
+    score_pairs,
+    verifier_hash,
+    verifier_windowing,
+    window_spans,
+)
+
+# verifier kinds that run a transformers model in-process (and so take runtime/quantize/threads)
+MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem", "trained"})
+
+
+def runs_encoder(v: Mapping[str, Any]) -> bool:
+    """Whether a model verifier's config runs an encoder, which any runtime can run (torch, onnx,
+    openvino); the seq2seq ones (AttrScore, MiniCheck-Flan-T5) run on torch only."""
+    return v.get("kind") in ("embedding", "nli", "hhem", "trained") or (v.get("kind") == "minicheck"
+                                                            and v.get("variant") == "encoder")
+
+
+def build_verifier(cfg: Mapping[str, Any], cache_dir: str | Path = "results/cache") -> Verifier:
+    """Instantiate the verifier a config describes (``kind`` selects the class)."""
+    kind = cfg.get("kind")
+    if kind == "lexical":
+        from citebound.verifiers.lexical import LexicalVerifier
+        return LexicalVerifier(cfg)
+    if kind == "embedding":
+        from citebound.verifiers.embedding import EmbeddingVerifier
+        return EmbeddingVerifier(cfg, cache_dir)
+    if kind == "attrscore":
+        from citebound.verifiers.attrscore import AttrScoreVerifier
+        return AttrScoreVerifier(cfg)
+    if kind == "nli":
+        from citebound.verifiers.nli import NLIVerifier
+        return NLIVerifier(cfg, cache_dir)
+    if kind == "minicheck":
+        from citebound.verifiers.minicheck import MiniCheckVerifier
+        return MiniCheckVerifier(cfg, cache_dir)
+    if kind == "hhem":
+        from citebound.verifiers.hhem import HHEMVerifier
+        return HHEMVerifier(cfg, cache_dir)
+    if kind == "trained":
+        from citebound.verifiers.trained import TrainedVerifier
+        return TrainedVerifier(cfg, cache_dir)
+    if kind == "llm":
+        from citebound.verifiers.llm_judge import LLMVerifier
+        return LLMVerifier(cfg, Path(cache_dir) / "llm" / f"{cfg['name']}-{verifier_hash(cfg)}.sqlite")
+    if kind == "ragas":
+        from citebound.verifiers.ragas_faithfulness import RagasVerifier
+        return RagasVerifier(cfg)
+    if kind == "fitted":
+        raise ValueError(f"verifier {cfg.get('name')!r} is stacked: fit it with fit_stacked, apply with apply_stacked")
+    raise ValueError(f"unknown verifier kind {kind!r} (lexical, embedding, trained, attrscore, nli, minicheck, hhem, "
+                     "llm, ragas, fitted)")
+
+
+def cache_for(cfg: Mapping[str, Any], cache_dir: str | Path) -> ScoreCache:
+    return ScoreCache(Path(cache_dir) / "scores" / f"{cfg['name']}-{verifier_hash(cfg)}.sqlite")
+
+
+__all__ = ["MODEL_KINDS", "runs_encoder", "build_verifier", "cache_for", "score_pairs", "make_windows", "PairScores", "ScoreCache",
+           "Verifier", "verifier_hash", "verifier_windowing", "window_spans"]

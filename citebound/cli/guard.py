@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from citebound.cli.common import (
@@ -114,8 +113,9 @@ class _Run:
                     self.fail(f"{self.args.input}:{item[0]}: {e1}", item[1], item[0])
         chunk.clear()
 
-    def fail(self, message: str, rec: Any = None, lineno: int | None = None) -> None:
-        print(f"error: {message}", file=sys.stderr)
+    def fail(self, message: str, rec: Any = None, lineno: int | None = None, printed: bool = False) -> None:
+        if not printed:
+            print(f"error: {message}", file=sys.stderr)
         self.totals["failed_answers"] += 1
         rid = rec.get("id") if isinstance(rec, dict) else None
         self.failed.append((str(rid if rid is not None else f"line {lineno}"), message))
@@ -134,39 +134,62 @@ class _Run:
             print("counts: " + json.dumps(t), file=sys.stderr)
 
 
-def run(args: argparse.Namespace) -> int:
-    from tqdm.auto import tqdm
+def read_checked(args: argparse.Namespace, limits: Any, state_fail: Any, batch: bool
+                 ) -> list[tuple[int, Any, str, list[str], int | None]]:
+    """Every input answer, parsed and checked against the limits before any model loads (a refusal
+    costs what parsing costs); a bad one is reported and counted (a single answer: the error)."""
+    from citebound.guarding.guard import plan_citations
+    from citebound.text.limits import GuardInputError
 
-    from citebound.text.limits import LimitExceeded
-
-    check_out(args.out)
-    check_out(args.html)
-    guard = make_guard(args)
-    if args.input != "-" and Path(args.input).is_file():
-        try:
-            guard.limits.check_bytes(Path(args.input).stat().st_size, args.input)
-        except LimitExceeded as e:
-            raise CLIError(str(e)) from None
-    batch = args.input.endswith(".jsonl") or args.jsonl
-    state = _Run(args, guard, batch)
-    chunk: list[tuple[int, Any, str, list[str], int | None]] = []
-    bar = tqdm(iter_json_records(args.input), desc="guard", unit="answer", disable=not batch or args.quiet,
-               file=sys.stderr)
-    for lineno, rec in bar:
+    valid = []
+    for lineno, rec in iter_json_records(args.input, limits.max_request_bytes):
         where = f"{args.input}:{lineno}" if batch else args.input
         try:
             if isinstance(rec, CLIError):
                 raise rec
             answer, passages, base = parse_answer(rec, where)
+            try:
+                plan_citations(answer, passages, args.base if base is None else base, limits)
+            except GuardInputError as e:
+                raise CLIError(f"{where}: {e}") from None
         except CLIError as e:
             if not batch:
                 raise
-            state.fail(str(e), rec, lineno)
+            state_fail(str(e), rec, lineno)
             continue
-        chunk.append((lineno, rec, answer, passages, base))
-        if len(chunk) >= args.batch_answers:  # one verifier call spans these answers
-            state.flush_checked(chunk)
-    if chunk:
-        state.flush_checked(chunk)
+        valid.append((lineno, rec, answer, passages, base))
+    return valid
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from citebound.scoring.loader import VerifierLoadError, verifier_definitions
+
+    check_out(args.out)
+    check_out(args.html)
+    limits = parse_limits(args.limit)
+    try:  # a misspelt verifier or config key fails here, before the input is read or a model loads
+        verifier_definitions(args.verifier, parse_overrides(args.override), runtime_args(args))
+    except VerifierLoadError as e:
+        raise CLIError(str(e)) from None
+    batch = args.input.endswith(".jsonl") or args.jsonl
+    failed: list[tuple[str, Any, int]] = []
+
+    def refused(msg: str, rec: Any, line: int) -> None:
+        print(f"error: {msg}", file=sys.stderr, flush=True)
+        failed.append((msg, rec, line))
+
+    valid = read_checked(args, limits, refused, batch)
+    guard = make_guard(args)  # the model loads only now
+    state = _Run(args, guard, batch)
+    for msg, rec, line in failed:
+        state.fail(msg, rec, line, printed=True)
+    bar = tqdm(total=len(valid), desc="guard", unit="answer", disable=not batch or args.quiet, file=sys.stderr)
+    for start in range(0, len(valid), args.batch_answers):  # one verifier call spans these answers
+        chunk = valid[start:start + args.batch_answers]
+        state.flush_checked(list(chunk))
+        bar.update(len(chunk))
+    bar.close()
     state.close()
     return 2 if state.totals["failed_answers"] else 0

@@ -1,6 +1,7 @@
 """Input and output files of the subcommands: JSON, JSONL or stdin in, a file or stdout out."""
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Iterator
@@ -10,18 +11,56 @@ from typing import Any, TextIO
 from citebound.cli.common import CLIError
 
 
-def open_in(path: str) -> TextIO:
+def open_in(path: str, max_bytes: int | None = None) -> TextIO:
+    """The input as text: a file, or stdin ('-') read up to ``max_bytes`` (the same limit a file has)."""
     if path == "-":
-        return sys.stdin
+        cap = max_bytes if max_bytes is not None else _default_max_bytes()
+        try:
+            data = sys.stdin.buffer.read(cap + 1) if hasattr(sys.stdin, "buffer") else sys.stdin.read(cap + 1).encode()
+        except (OSError, UnicodeError) as e:
+            raise CLIError(f"stdin: cannot read ({e})") from None
+        if len(data) > cap:
+            raise CLIError(f"stdin has more than {cap} bytes; the limit is {cap} (max_request_bytes)")
+        return io.StringIO(_decode(data, "stdin"))
     p = Path(path)
     if p.is_dir():
         raise CLIError(f"{path}: is a directory, not an input file")
     if not p.is_file():
         raise CLIError(f"{path}: no such file")
+    size = p.stat().st_size
+    cap = max_bytes if max_bytes is not None else _default_max_bytes()
+    if size > cap:
+        raise CLIError(f"{path} has {size} bytes; the limit is {cap} (max_request_bytes)")
     try:
-        return open(p, encoding="utf-8")
+        return io.StringIO(_decode(p.read_bytes(), path))
     except OSError as e:
         raise CLIError(f"{path}: cannot read ({e.strerror or e})") from None
+
+
+def _default_max_bytes() -> int:
+    from citebound.text.limits import Limits
+
+    return Limits().max_request_bytes
+
+
+def _decode(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise CLIError(f"{where}:{line}: not UTF-8 text (byte {e.start}: {e.reason}); save the file as UTF-8") from None
+
+
+def _loads(text: str, where: str) -> Any:
+    """json.loads, with every way it can fail on hostile text as one CLIError naming ``where``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CLIError(f"{where}: not valid JSON ({e.msg})") from None
+    except RecursionError:
+        raise CLIError(f"{where}: JSON nested too deeply") from None
+    except ValueError as e:  # e.g. an integer of more digits than Python converts
+        raise CLIError(f"{where}: not usable JSON ({str(e).splitlines()[0]})") from None
 
 
 def check_out(path: str | None) -> None:
@@ -56,17 +95,18 @@ def _jsonl(path: str, lines: Iterator[str]) -> Iterator[tuple[int, Any]]:
     for lineno, line in enumerate(lines, 1):
         if line.strip():
             try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as e:
-                yield lineno, CLIError(f"{path}:{lineno}: not valid JSON ({e.msg})")
+                yield lineno, _loads(line, f"{path}:{lineno}")
+            except CLIError as e:
+                yield lineno, e
 
 
-def iter_json_records(path: str) -> Iterator[tuple[int, Any]]:
-    """(line number, record) from a JSON object/array file or a JSONL stream (streamed).
+def iter_json_records(path: str, max_bytes: int | None = None) -> Iterator[tuple[int, Any]]:
+    """(line number, record) from a JSON object/array file or a JSONL stream, the input read up to
+    ``max_bytes`` (default: the guard's max_request_bytes).
 
     A bad JSONL line is yielded as a :class:`CLIError` naming file and line.
     """
-    fh = open_in(path)
+    fh = open_in(path, max_bytes)
     if path.endswith(".jsonl"):
         yield from _jsonl(path, fh)
         return
@@ -78,6 +118,8 @@ def iter_json_records(path: str) -> Iterator[tuple[int, Any]]:
             yield from _jsonl(path, iter(text.splitlines()))
             return
         raise CLIError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    except (RecursionError, ValueError):
+        data = _loads(text, path)  # raises the one-line error
     yield from enumerate(data if isinstance(data, list) else [data], 1)
 
 
@@ -93,6 +135,14 @@ def parse_answer(rec: Any, where: str) -> tuple[str, list[str], int | None]:
         raise CLIError(f"{where}: missing 'passages' (or 'ctxs')")
     try:
         passages = normalise_passages(rec.get("passages", rec.get("ctxs")))
+    except GuardInputError as e:
+        raise CLIError(f"{where}: {e}") from None
+    from citebound.text.limits import check_text
+
+    try:
+        check_text(rec["answer"], "'answer'")
+        for i, p in enumerate(passages):
+            check_text(p, f"passage {i}")
     except GuardInputError as e:
         raise CLIError(f"{where}: {e}") from None
     base = rec.get("citation_base")

@@ -37,6 +37,10 @@ def add_parser(sub: Any) -> None:
     lb.add_argument("--alpha", type=float, default=0.1, help="the panel's alpha")
     lb.add_argument("--port", type=int, default=8766, help="the page's port on 127.0.0.1")
     lb.add_argument("--base", type=int, choices=[0, 1], default=1, help="citation base when a record has none")
+    lb.add_argument("--repair-truncated", action="store_true",
+                    help="resume a labels file whose last line a crash cut short: drop that partial line")
+    lb.add_argument("--host", default="127.0.0.1",
+                    help="address the page listens on; requests must name it (or localhost) in their Host header")
     lb.add_argument("--agreement", nargs=2, metavar=("A", "B"),
                     help="two labellers' files of the same sample: kappa, AC1 and observed agreement with CIs")
     add_verifier_args(lb)
@@ -66,12 +70,13 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise CLIError(f"citebound label needs the [serve] extra (pip install 'citebound[serve]'): {e}") from None
     session = make_label_session(args)
-    url = f"http://127.0.0.1:{args.port}/"
+    url = f"http://{args.host}:{args.port}/"
     p = session.state()["panel"]
     print(f"labelling {len(session.sample)} sampled citations (seed {args.seed}); {p['labelled']} already labelled "
           f"in {args.out}; open {url}", file=sys.stderr, flush=True)
     import uvicorn
-    uvicorn.run(create_label_app(session), host="127.0.0.1", port=args.port, log_level="warning")
+    uvicorn.run(create_label_app(session, host=args.host, port=args.port), host=args.host, port=args.port,
+                log_level="warning")
     p = session.state()["panel"]
     print(f"labelled {p['labelled']} of {p['sample_size']}: {p['supported']} supported, {p['unsupported']} "
           f"unsupported, {p['cant_tell']} can't tell, {p['sample_size'] - p['labelled']} not labelled",
@@ -79,9 +84,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_answers(path: str) -> list[dict[str, Any]]:
-    """The answer records to sample from; a bad one is counted and reported, not sampled."""
-    records, skipped = [], 0
+def read_answers(path: str) -> tuple[list[dict[str, Any]], list[int]]:
+    """The answer records to sample from and their input lines; a bad one is counted and reported, not sampled."""
+    records, lines, skipped = [], [], 0
     for lineno, rec in iter_json_records(path):
         where = f"{path}:{lineno}"
         try:
@@ -96,32 +101,62 @@ def read_answers(path: str) -> list[dict[str, Any]]:
             skipped += 1
             continue
         records.append(rec)
+        lines.append(int(rec.get("line") or lineno) if "report" in rec else lineno)
     if skipped:
         print(f"{skipped} answers skipped (not sampled from); see the lines above", file=sys.stderr)
-    return records
+    return records, lines
 
 
 def make_label_session(args: argparse.Namespace):
-    """The sample and the labels file of a citebound label run (the guard runs on raw answers)."""
-    from citebound.guarding.guard import Guard
-    from citebound.labelling.store import LabelError, LabelSession, LabelStore, citation_population, input_digest, uniform_sample
-    from citebound.scoring.loader import VerifierLoadError
+    """The sample and the labels file of a citebound label run: the sample is drawn from the parsed
+    citations first, the labels file is checked against it, and only then does the verifier load, to
+    score the sampled citations that are not labelled yet."""
+    from citebound.labelling.store import (
+        LabelError,
+        LabelSession,
+        LabelStore,
+        citation_population,
+        input_digest,
+        score_items,
+        uniform_sample,
+    )
+    from citebound.scoring.loader import VerifierLoadError, configured_hash, load_scorer, verifier_definitions
 
-    records = read_answers(args.input)
+    records, lines = read_answers(args.input)
     try:
-        guard = Guard(args.verifier, reattributor=None, base=args.base, runtime=runtime_args(args),
-                      overrides=parse_overrides(args.override), model_path=args.model, cache_dir=args.cache_dir)
-    except VerifierLoadError as e:
+        items, counts = citation_population(records, lines, args.input, base=args.base)
+    except LabelError as e:
         raise CLIError(str(e)) from None
-    items, counts = citation_population(records, guard)
     if not items:
         raise CLIError(f"{args.input}: no citation that points at a passage, nothing to label")
     sample = uniform_sample(items, args.sample, args.seed)
-    meta = {"sample_seed": args.seed, "sample_size": len(sample), "input_sha256": input_digest(args.input),
-            "verifier": args.verifier, "verifier_hash": guard.scorer.hash}
     print(f"{counts['answers']} answers, {counts['citations']} citations, {counts['invalid_not_sampled']} invalid "
-          f"(no passage; not sampled), {len(items)} to sample from", file=sys.stderr)
+          f"(no passage; not sampled), {len(items)} to sample from; sampled {len(sample)}", file=sys.stderr, flush=True)
     try:
-        return LabelSession(sample, LabelStore(args.out, meta), args.labeller, alpha=args.alpha)
+        vcfg, _, _ = verifier_definitions(args.verifier, parse_overrides(args.override), runtime_args(args))
+        meta = {"sample_seed": args.seed, "sample_size": len(sample), "input_sha256": input_digest(args.input),
+                "verifier": args.verifier, "verifier_hash": configured_hash(vcfg, args.model)}
+        store = LabelStore(args.out, meta, repair_truncated=args.repair_truncated)  # checked before any model loads
+    except (VerifierLoadError, LabelError) as e:
+        raise CLIError(str(e)) from None
+    if store.repaired:
+        print(f"warning: {args.out}: dropped a partial last line (a crash mid-write); that click is to label again",
+              file=sys.stderr)
+    done = store.labelled
+    todo = [it for it in sample if it.item_id not in done and it.score is None]
+    if todo:
+        try:
+            scorer = load_scorer(args.verifier, parse_overrides(args.override), model_path=args.model,
+                                 cache_dir=args.cache_dir, runtime=runtime_args(args))
+        except VerifierLoadError as e:
+            raise CLIError(str(e)) from None
+        if scorer.hash != meta["verifier_hash"]:
+            raise CLIError(f"verifier {args.verifier!r} loaded with id {scorer.hash}, not {meta['verifier_hash']}: "
+                           "give --model the trained verifier's folder explicitly")
+        print(f"scoring the {len(todo)} sampled citations not labelled yet with {scorer.name}", file=sys.stderr, flush=True)
+        scored = {it.item_id: it for it in score_items(todo, scorer)}
+        sample = [scored.get(it.item_id, it) for it in sample]
+    try:
+        return LabelSession(sample, store, args.labeller, alpha=args.alpha)
     except LabelError as e:
         raise CLIError(str(e)) from None

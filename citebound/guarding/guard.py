@@ -39,7 +39,7 @@ from citebound.scoring import deadline
 from citebound.text.citations import Citation, sentence_citations, sentences, strip_markers
 
 # GuardInputError (bad input) and its subclass LimitExceeded: callers catch them from here too
-from citebound.text.limits import GuardInputError, LimitExceeded, Limits  # noqa: F401
+from citebound.text.limits import GuardInputError, LimitExceeded, Limits, check_text  # noqa: F401
 from citebound.verifiers.base import window_spans
 
 Scorer = Callable[[Sequence[str], Sequence[str]], tuple[np.ndarray, np.ndarray]]
@@ -83,6 +83,9 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
     passages = list(passages)
     limits.check_answer(answer)
     limits.check_passages(passages)
+    check_text(answer, "'answer'")  # before it can join a batch: a lone surrogate would fail the batch's call
+    for i, p in enumerate(passages):
+        check_text(p, f"passage {i}")
     sents = sentences(answer)
     limits.check_sentences(len(sents))
     cites, total = {}, 0
@@ -111,6 +114,15 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
             audits.append(a)
     report.n_citations = len(audits)
     return _Plan(answer, passages, base, sents, cites, audit_of, audits, report)
+
+
+def plan_citations(answer: str, passages: Sequence[str], base: int = 1,
+                   limits: Limits | None = None) -> tuple[list[Any], list[CitationAudit]]:
+    """The sentences of an answer and the citations the guard would check in it, unscored: one
+    :class:`CitationAudit` per distinct target of a sentence, ``invalid`` where it points at no passage.
+    Costs what parsing costs (no verifier); bad input or a limit raises as in the guard."""
+    plan = _plan(answer, list(passages), base, None, "", limits or Limits())
+    return plan.sents, plan.audits
 
 
 def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | None) -> _Judged:

@@ -1,18 +1,24 @@
 """The labelling page of ``citebound label``: a FastAPI app on 127.0.0.1 (the same stack as ``citebound
 serve``) over a :class:`~citebound.labelling.store.LabelSession`. One self-contained page, no external assets.
 
+Other sites cannot drive it: every request must name this server in its ``Host`` header (loopback names,
+or the ``--host`` given), so a DNS-rebinding page is refused; every state-changing request must carry
+the per-session token the page was served with (``X-Citebound-Token``) and, where the browser sends
+one, an ``Origin`` of this server; bodies and notes are bounded.
+
 Keys: ``s`` or ``1`` supported, ``u`` or ``2`` unsupported, ``c`` or ``3`` can't tell, ``z`` or Backspace
 undo, ``n`` to write a note, ``h`` to show the verifier's score (hidden by default).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from citebound.labelling.store import LabelError, LabelSession
+from citebound.labelling.store import MAX_NOTE_CHARS, LabelError, LabelSession
 
 PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>citebound label</title>
+<meta name="citebound-token" content="__TOKEN__">
 <style>
 body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;background:#f6f8fa;color:#1f2328}
 header{background:#fff;border-bottom:1px solid #d0d7de;padding:12px 24px;display:flex;gap:24px;align-items:center}
@@ -51,8 +57,9 @@ textarea{width:100%;box-sizing:border-box;min-height:48px;font:inherit}
 let state = null;
 const $ = (id) => document.getElementById(id);
 function esc(s){return s.replace(/[&<>"]/g, c => ({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;"}[c]));}
+const TOKEN = document.querySelector('meta[name="citebound-token"]').content;
 async function call(method, path, body){
-  const r = await fetch(path, {method, headers: {"content-type": "application/json"},
+  const r = await fetch(path, {method, headers: {"content-type": "application/json", "x-citebound-token": TOKEN},
                                body: body ? JSON.stringify(body) : undefined});
   const data = await r.json();
   if (!r.ok) { $("error").textContent = data.detail || r.statusText; return null; }
@@ -112,24 +119,56 @@ call("GET", "/api/state").then(s => s && render(s));
 """
 
 
+MAX_BODY_BYTES = 16 * 1024
+
+
 class LabelIn(BaseModel):
-    item_id: str
-    judgement: str
-    note: str = ""
+    item_id: str = Field(max_length=400)
+    judgement: Literal["supported", "unsupported", "cant_tell"]
+    note: str = Field("", max_length=MAX_NOTE_CHARS)
 
 
-def create_label_app(session: LabelSession):
-    from fastapi import FastAPI
+def allowed_hosts(host: str, port: int) -> set[str]:
+    """The Host header values this server answers: loopback names (and the --host given) with the port."""
+    names = {"127.0.0.1", "localhost", "[::1]", host if ":" not in host else f"[{host}]"}
+    return {f"{n}:{port}" for n in names} | ({n for n in names} if port == 80 else set())
+
+
+def create_label_app(session: LabelSession, host: str = "127.0.0.1", port: int = 8766, token: str | None = None):
+    import secrets
+
+    from fastapi import FastAPI, Request
     from fastapi.responses import HTMLResponse, JSONResponse
 
-    app = FastAPI(title="citebound label", docs_url=None, redoc_url=None)
+    token = token or secrets.token_urlsafe(24)
+    hosts = allowed_hosts(host, port)
+    origins = {f"http://{h}" for h in hosts}
+    app = FastAPI(title="citebound label", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.token = token
 
     def fail(e: LabelError) -> JSONResponse:
         return JSONResponse({"detail": str(e)}, status_code=409)
 
+    @app.middleware("http")
+    async def guard_requests(request: Request, call_next):
+        if request.headers.get("host", "") not in hosts:
+            return JSONResponse({"detail": f"Host {request.headers.get('host')!r} is not this server "
+                                           f"(expected one of {sorted(hosts)})"}, status_code=421)
+        if request.method != "GET":
+            origin = request.headers.get("origin")
+            if origin is not None and origin not in origins:
+                return JSONResponse({"detail": f"Origin {origin!r} may not change labels"}, status_code=403)
+            if not secrets.compare_digest(request.headers.get("x-citebound-token", ""), token):
+                return JSONResponse({"detail": "missing or wrong X-Citebound-Token: reload the page"}, status_code=403)
+            size = request.headers.get("content-length")
+            if size is None or not size.isdigit() or int(size) > MAX_BODY_BYTES:
+                return JSONResponse({"detail": f"a body of at most {MAX_BODY_BYTES} bytes, with its Content-Length"},
+                                    status_code=413)
+        return await call_next(request)
+
     @app.get("/", response_class=HTMLResponse)
     async def page() -> str:
-        return PAGE
+        return PAGE.replace("__TOKEN__", token)
 
     @app.get("/api/state")
     async def state() -> dict[str, Any]:

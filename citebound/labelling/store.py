@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 JUDGEMENTS = {"supported": 1, "unsupported": 0, "cant_tell": None}
+MAX_NOTE_CHARS = 2000  # a labeller's note; the page refuses a longer one
 
 
 class LabelError(ValueError):
@@ -39,7 +40,7 @@ class LabelError(ValueError):
 
 @dataclass(frozen=True)
 class Item:
-    """One sampled citation."""
+    """One sampled citation. ``score`` and the best window are None / -1 until it is scored."""
 
     item_id: str
     position: int  # place in the sample (the order the page shows)
@@ -52,40 +53,108 @@ class Item:
     passage: str
     window_start: int
     window_end: int
-    score: float
+    score: float | None
 
 
-def citation_population(records: Sequence[Mapping[str, Any]], guard: Any) -> tuple[list[Item], dict[str, int]]:
-    """Every citation that points at a passage, with its score and best window: from guard output that
-    carries ``answer`` and ``passages`` (``citebound guard --echo-input``), or by guarding raw answers.
-    Invalid citations (no passage) cannot be labelled against a passage and are counted, not sampled."""
-    from citebound.guarding.guard import normalise_passages
+def answer_ids(records: Sequence[Mapping[str, Any]], lines: Sequence[int]) -> list[str]:
+    """Each answer's id in item ids: its own ``id`` where every answer has a distinct one, else
+    ``line<N>`` (its input line), so that id-less or duplicate-id answers never share items."""
+    ids = [r.get("id") for r in records]
+    own = [str(i) for i in ids if i is not None]
+    if len(own) == len(ids) and len(set(own)) == len(own):
+        return own
+    return [f"line{n}" for n in lines]
+
+
+def _report_items(rec: Mapping[str, Any], where: str, aid: str, passages: list[str], base: int,
+                  counts: dict[str, int]) -> list[Item]:
+    """Items of a record that carries its guard report (``citebound guard --echo-input``), each checked."""
     from citebound.text.citations import sentences
+
+    answer, sents, out = rec["answer"], sentences(rec["answer"]), []
+    audit = rec["report"].get("audit") if isinstance(rec.get("report"), dict) else None
+    if not isinstance(audit, list):
+        raise LabelError(f"{where}: 'report' has no 'audit' list: give citebound guard --echo-input output")
+    for k, a in enumerate(audit):
+        counts["citations"] += 1
+        if not isinstance(a, dict) or a.get("action") == "invalid" or a.get("evidence") is None or a.get("score") is None:
+            counts["invalid_not_sampled"] += 1
+            continue
+        try:
+            si, cited, ev = int(a["sentence_index"]), int(a["cited"]), a["evidence"]
+            lo, hi, score = int(ev["start"]), int(ev["end"]), float(a["score"])
+        except (KeyError, TypeError, ValueError):
+            raise LabelError(f"{where}: audit entry {k} lacks sentence_index, cited, score or evidence") from None
+        if not 0 <= si < len(sents):
+            raise LabelError(f"{where}: audit entry {k} names sentence {si}; the answer has {len(sents)} sentences")
+        if not 0 <= cited - base < len(passages):
+            raise LabelError(f"{where}: audit entry {k} cites [{cited}], which is no passage of its {len(passages)} "
+                             f"(numbered from {base}): the passages are not the ones it was guarded with")
+        p = passages[cited - base]
+        if not 0 <= lo <= hi <= len(p):
+            raise LabelError(f"{where}: audit entry {k}'s evidence span {lo}-{hi} is outside its passage "
+                             f"({len(p)} characters)")
+        out.append(Item(f"{aid}#s{si}#c{cited}", -1, aid, answer, sents[si].start, sents[si].end, str(a["claim"]),
+                        cited, p, lo, hi, score))
+    return out
+
+
+def citation_population(records: Sequence[Mapping[str, Any]], lines: Sequence[int], where: str, base: int = 1,
+                        limits: Any = None) -> tuple[list[Item], dict[str, int]]:
+    """Every citation that points at a passage, unscored (raw answers: parsed as the guard parses them) or
+    scored (``citebound guard --echo-input`` output carries its report). Invalid citations (no passage)
+    cannot be labelled against a passage and are counted, not sampled. ``where`` names the input file."""
+    from citebound.guarding.guard import GuardInputError, normalise_passages, plan_citations
 
     items: list[Item] = []
     counts = {"answers": 0, "citations": 0, "invalid_not_sampled": 0}
-    texts = [normalise_passages(r.get("passages", r.get("ctxs"))) for r in records]
-    todo = [(r["answer"], p, r.get("citation_base")) for r, p in zip(records, texts) if "report" not in r]
-    fresh = iter(guard.guard_many(todo)) if todo else iter(())  # raw answers, guarded together, in input order
-    for rec, passages in zip(records, texts):
-        report = rec["report"] if "report" in rec else next(fresh)[1].to_dict()
-        answer = rec["answer"]
-        base = rec.get("citation_base")
-        base = guard.base if base is None else int(base)
-        sents = sentences(answer)
+    for rec, line, aid in zip(records, lines, answer_ids(records, lines)):
+        here = f"{where}:{line}"
+        passages = normalise_passages(rec.get("passages", rec.get("ctxs")))
+        b = base if rec.get("citation_base") is None else int(rec["citation_base"])
         counts["answers"] += 1
-        aid = str(rec.get("id", counts["answers"]))
-        for a in report["audit"]:
+        if "report" in rec:
+            items += _report_items(rec, here, aid, passages, b, counts)
+            continue
+        try:
+            sents, audits = plan_citations(rec["answer"], passages, b, limits)
+        except GuardInputError as e:
+            raise LabelError(f"{here}: {e}") from None
+        for a in audits:
             counts["citations"] += 1
-            if a["action"] == "invalid" or a.get("evidence") is None or a.get("score") is None:
+            if a.action == "invalid":
                 counts["invalid_not_sampled"] += 1
                 continue
-            s = sents[a["sentence_index"]]
-            ev = a["evidence"]
-            items.append(Item(f"{aid}#s{a['sentence_index']}#c{a['cited']}", -1, aid, answer, s.start, s.end,
-                              a["claim"], int(a["cited"]), passages[int(a["cited"]) - base], int(ev["start"]),
-                              int(ev["end"]), float(a["score"])))
+            s = sents[a.sentence_index]
+            items.append(Item(f"{aid}#s{a.sentence_index}#c{a.cited}", -1, aid, rec["answer"], s.start, s.end, a.claim,
+                              a.cited, passages[a.cited - b], -1, -1, None))
     return items, counts
+
+
+def score_items(items: Sequence[Item], scorer: Any) -> list[Item]:
+    """The items with their verifier score and best window (those already scored are kept as they are):
+    only what is passed in is scored, so sample first and score the sample."""
+    from citebound.verifiers.base import window_spans
+
+    todo = [i for i, it in enumerate(items) if it.score is None]
+    out = list(items)
+    if not todo:
+        return out
+    claims, passages = [items[i].claim for i in todo], [items[i].passage for i in todo]
+    if hasattr(scorer, "score"):
+        ps = scorer.score(claims, passages)
+        scores, best, win = ps.score, ps.best_window, scorer.windowing
+    else:
+        scores, best, win = scorer(claims, passages)[0], None, None
+    for k, i in enumerate(todo):
+        p = items[i].passage
+        lo, hi = 0, len(p)
+        if win is not None and best[k] >= 0:
+            lo, hi = window_spans(len(p), int(win["window_chars"]), int(win["stride"]))[int(best[k])]
+        sc = float(scores[k])
+        out[i] = Item(**{**asdict(items[i]), "window_start": lo, "window_end": hi,
+                         "score": None if math.isnan(sc) else sc})
+    return out
 
 
 def uniform_sample(items: Sequence[Item], n: int | None, seed: int) -> list[Item]:
@@ -99,33 +168,71 @@ def input_digest(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
+RECORD_TYPES = {"item_id": str, "judgement": str, "labeller": str, "position": int, "note": str}
+
+
+def check_record(rec: Any, where: str) -> dict[str, Any]:
+    """A labels-file record, checked field by field; a bad one is a LabelError naming ``where``."""
+    if not isinstance(rec, dict):
+        raise LabelError(f"{where}: not a label record (expected a JSON object)")
+    for key, typ in RECORD_TYPES.items():
+        if key in rec and not (isinstance(rec[key], typ) and not isinstance(rec[key], bool)):
+            raise LabelError(f"{where}: {key!r} must be a {typ.__name__}, got {rec[key]!r}")
+    if not isinstance(rec.get("item_id"), str):
+        raise LabelError(f"{where}: no 'item_id'")
+    if rec.get("judgement") not in JUDGEMENTS:
+        raise LabelError(f"{where}: 'judgement' must be one of {sorted(JUDGEMENTS)}, got {rec.get('judgement')!r}")
+    if rec.get("label", "missing") != JUDGEMENTS[rec["judgement"]] or isinstance(rec.get("label"), bool):
+        raise LabelError(f"{where}: 'label' {rec.get('label')!r} does not match judgement {rec['judgement']!r} "
+                         f"(expected {JUDGEMENTS[rec['judgement']]!r})")
+    score = rec.get("score")
+    if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)):
+        raise LabelError(f"{where}: 'score' must be a finite number or null, got {score!r}")
+    return rec
+
+
 class LabelStore:
     """The labels file: one JSON record per labelled item, appended and fsynced on each click; undo
     rewrites the file atomically without its last record. Opening an existing file resumes it, after
     checking it belongs to the same sample (seed, size, input, verifier)."""
 
-    def __init__(self, path: str | Path, meta: Mapping[str, Any]):
+    def __init__(self, path: str | Path, meta: Mapping[str, Any], repair_truncated: bool = False):
         self.path = Path(path)
         self.meta = dict(meta)
         self.records: list[dict[str, Any]] = []
+        self.repaired = False
         if self.path.exists():
-            for lineno, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise LabelError(f"{self.path}:{lineno}: not valid JSON ({e.msg}); a crash mid-write leaves at "
-                                     "most a partial last line: delete that line to resume") from None
-                for key in ("sample_seed", "sample_size", "input_sha256", "verifier_hash"):
-                    if rec.get(key) != self.meta.get(key):
-                        raise LabelError(f"{self.path}:{lineno}: made with {key}={rec.get(key)!r}, this session has "
-                                         f"{self.meta.get(key)!r}; resume with the same --input, --sample, --seed and "
-                                         "--verifier, or label into a new --out file")
-                self.records.append(rec)
+            self._read(repair_truncated)
         seen = [r["item_id"] for r in self.records]
         if len(seen) != len(set(seen)):
-            raise LabelError(f"{self.path}: an item is labelled twice; the file was edited by hand")
+            dup = next(i for i in seen if seen.count(i) > 1)
+            raise LabelError(f"{self.path}: item {dup!r} is labelled twice; the file was edited by hand")
+
+    def _read(self, repair_truncated: bool) -> None:
+        raw = self.path.read_text(encoding="utf-8", errors="strict")
+        lines = raw.splitlines()
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            where = f"{self.path}:{lineno}"
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                last = lineno == len(lines) and not raw.endswith("\n")
+                if last and repair_truncated:  # a crash mid-write: drop the partial click, keep the rest
+                    self._rewrite()
+                    self.repaired = True
+                    return
+                hint = ("it is the last line and has no newline: a crash mid-write; resume with --repair-truncated "
+                        "to drop it" if last else "the file was edited by hand: fix or delete that line")
+                raise LabelError(f"{where}: not valid JSON ({e.msg}); {hint}") from None
+            check_record(rec, where)
+            for key in ("sample_seed", "sample_size", "input_sha256", "verifier_hash"):
+                if rec.get(key) != self.meta.get(key):
+                    raise LabelError(f"{where}: made with {key}={rec.get(key)!r}, this session has "
+                                     f"{self.meta.get(key)!r}; resume with the same --input, --sample, --seed and "
+                                     "--verifier, or label into a new --out file")
+            self.records.append(rec)
 
     @property
     def labelled(self) -> dict[str, dict[str, Any]]:
@@ -143,6 +250,11 @@ class LabelStore:
         if not self.records:
             return None
         last = self.records.pop()
+        self._rewrite()
+        return last
+
+    def _rewrite(self) -> None:
+        """The file as ``self.records``, replaced atomically (and the folder fsynced)."""
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".labels-", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records)
@@ -154,7 +266,6 @@ class LabelStore:
             os.fsync(dfd)
         finally:
             os.close(dfd)
-        return last
 
 
 def panel(records: Sequence[Mapping[str, Any]], alpha: float, sample_size: int) -> dict[str, Any]:
@@ -217,6 +328,8 @@ class LabelSession:
                              "is fixed, so that the labelled citations stay a uniform random sample")
         if judgement not in JUDGEMENTS:
             raise LabelError(f"judgement must be one of {sorted(JUDGEMENTS)}, got {judgement!r}")
+        if len(note) > MAX_NOTE_CHARS:
+            raise LabelError(f"the note has {len(note)} characters; the limit is {MAX_NOTE_CHARS}")
         self.store.append({
             "item_id": it.item_id, "judgement": judgement, "label": JUDGEMENTS[judgement], "note": note,
             "labeller": self.labeller, "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

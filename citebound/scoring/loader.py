@@ -141,8 +141,42 @@ def verifier_definitions(name: str, overrides: Mapping[str, Any] | None = None,
         raise VerifierLoadError(str(e)) from None
     for v in needed.values():
         apply_runtime(v, runtime)
+    check_override_keys(name, overrides)
     cfg.update(overrides or {})
     return cfg, needed, definitions.windowing()
+
+
+# keys a verifier config may carry: those of the shipped definitions plus those the verifiers read with
+# a default (tests/guard/test_cli.py checks this list against the code); an override outside it is a typo
+CODE_KEYS = frozenset({
+    "api_key_env", "backend", "backoff_seconds", "base_url", "batch_size", "chat_template_kwargs", "device", "dtype",
+    "entailment_label", "features", "gguf_file", "k1", "b", "kind", "label_token_ids", "labels", "max_concurrency",
+    "max_input_tokens", "max_length", "max_model_len", "max_new_tokens", "max_retries", "max_tokens", "memo_texts",
+    "model", "name", "negative", "positive", "positive_label", "prefix", "prompt", "prompt_source", "prompts", "quantize",
+    "revision", "runtime", "support_above", "temperature", "tensor_parallel_size", "threads", "threshold",
+    "timeout_seconds", "variant", "verdict_mode", "verdict_prefix", "windowing", "binary", "resources"})
+
+
+def known_keys() -> set[str]:
+    keys = set(CODE_KEYS)
+    for n in definitions.available("verifier"):
+        keys |= set(definitions.load("verifier", n))
+    return keys
+
+
+def check_override_keys(name: str, overrides: Mapping[str, Any] | None) -> None:
+    """An ``--override`` key no verifier reads is refused, naming the nearest valid key."""
+    import difflib
+
+    if not overrides:
+        return
+    keys = known_keys()
+    for key in overrides:
+        if key not in keys:
+            near = difflib.get_close_matches(key, sorted(keys), n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise VerifierLoadError(f"verifier {name!r}: unknown config key {key!r} in --override{hint} "
+                                    f"(keys: {', '.join(sorted(keys))})")
 
 
 def load_scorer(name: str, overrides: Mapping[str, Any] | None = None, *, model_path: str | Path | None = None,

@@ -24,6 +24,21 @@ class GuardInputError(ValueError):
     """Bad guard input; the message says what is wrong."""
 
 
+def check_text(text: str, what: str) -> None:
+    """Refuse text that is not well-formed unicode (a lone surrogate cannot be encoded, tokenised or written).
+
+    >>> try:
+    ...     check_text("ok " + chr(0xD800), "'answer'")
+    ... except GuardInputError as e:
+    ...     print(e)
+    'answer' is not well-formed unicode: a lone surrogate at character 3
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise GuardInputError(f"{what} is not well-formed unicode: a lone surrogate at character {e.start}") from None
+
+
 class LimitExceeded(GuardInputError):
     """An input past one of the guard's limits; ``limit`` names it, ``value`` is its setting."""
 

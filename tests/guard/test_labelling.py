@@ -18,7 +18,6 @@ from service_helpers import free_port, wait_ready
 from sklearn.metrics import cohen_kappa_score
 
 from citebound.cli.main import main
-from citebound.guarding.guard import Guard
 from citebound.labelling.store import (
     LabelError,
     LabelSession,
@@ -26,8 +25,22 @@ from citebound.labelling.store import (
     agreement,
     citation_population,
     panel,
+    score_items,
     uniform_sample,
 )
+from citebound.scoring.loader import load_scorer
+
+
+def population(records: list[dict], base: int = 1):
+    """Every labellable citation of the records, scored with the lexical verifier."""
+    items, counts = citation_population(records, list(range(1, len(records) + 1)), "answers.jsonl", base=base)
+    return score_items(items, load_scorer("lexical")), counts
+
+
+def token(url: str) -> dict[str, str]:
+    """The page's per-session token, as the page's own script sends it."""
+    import re
+    return {"x-citebound-token": re.search(r'name="citebound-token" content="([^"]+)"', httpx.get(url + "/").text)[1]}
 
 TOPICS = ["aspirin", "statins", "insulin", "vaccines", "antibiotics", "caffeine", "melatonin", "ibuprofen"]
 
@@ -49,8 +62,7 @@ META = {"sample_seed": 3, "sample_size": 5, "input_sha256": "x", "verifier": "le
 
 
 def test_sample_is_seeded_uniform_and_without_repeats(tmp_path):
-    items, counts = citation_population([json.loads(x) for x in answers_file(tmp_path / "a.jsonl").read_text()
-                                         .splitlines()], Guard("lexical", reattributor=None))
+    items, counts = population([json.loads(x) for x in answers_file(tmp_path / "a.jsonl").read_text().splitlines()])
     assert counts == {"answers": 12, "citations": 48, "invalid_not_sampled": 0} and len(items) == 48
     a, b, c = uniform_sample(items, 20, 5), uniform_sample(items, 20, 5), uniform_sample(items, 20, 6)
     assert [x.item_id for x in a] == [x.item_id for x in b] != [x.item_id for x in c]
@@ -68,21 +80,23 @@ def test_store_appends_undoes_atomically_and_resumes(tmp_path):
     p = tmp_path / "labels.jsonl"
     s = LabelStore(p, META)
     for i in range(3):
-        s.append({"item_id": f"i{i}", "label": i % 2, **META})
+        s.append({"item_id": f"i{i}", "judgement": ["unsupported", "supported"][i % 2], "label": i % 2, **META})
     assert s.undo()["item_id"] == "i2"
-    s.append({"item_id": "i2", "label": None, **META})
+    s.append({"item_id": "i2", "judgement": "cant_tell", "label": None, **META})
     again = LabelStore(p, META)
     assert [r["item_id"] for r in again.records] == ["i0", "i1", "i2"] and again.records[2]["label"] is None
     with pytest.raises(LabelError, match="sample_seed=3, this session has 4"):
         LabelStore(p, {**META, "sample_seed": 4})
     p.write_text(p.read_text() + '{"item_id": "i3", "lab')  # a crash mid-write
-    with pytest.raises(LabelError, match=r"labels.jsonl:4: not valid JSON"):
+    with pytest.raises(LabelError, match=r"labels.jsonl:4: not valid JSON .*--repair-truncated"):
         LabelStore(p, META)
+    repaired = LabelStore(p, META, repair_truncated=True)  # the partial click is dropped, the rest kept
+    assert repaired.repaired and [r["item_id"] for r in repaired.records] == ["i0", "i1", "i2"]
+    assert p.read_text().endswith("\n") and len(p.read_text().splitlines()) == 3
 
 
 def test_session_keeps_the_order_and_the_panel_matches_a_hand_calibration(tmp_path):
-    items, _ = citation_population([json.loads(x) for x in answers_file(tmp_path / "a.jsonl").read_text()
-                                    .splitlines()], Guard("lexical", reattributor=None))
+    items, _ = population([json.loads(x) for x in answers_file(tmp_path / "a.jsonl").read_text().splitlines()])
     sample = uniform_sample(items, 12, 1)
     sess = LabelSession(sample, LabelStore(tmp_path / "l.jsonl", {**META, "sample_size": 12}), "ann", alpha=0.2)
     with pytest.raises(LabelError, match="is not the one to label now"):
@@ -120,8 +134,7 @@ def test_agreement_against_scikit_learn_and_by_hand():
 
 
 def test_calibrate_reads_a_label_file_and_records_the_sample(tmp_path, capsys):
-    items, _ = citation_population([json.loads(x) for x in answers_file(tmp_path / "a.jsonl").read_text()
-                                    .splitlines()], Guard("lexical", reattributor=None))
+    items, _ = population([json.loads(x) for x in answers_file(tmp_path / "a.jsonl").read_text().splitlines()])
     sample = uniform_sample(items, 30, 9)
     meta = {**META, "sample_seed": 9, "sample_size": 30}
     sess = LabelSession(sample, LabelStore(tmp_path / "l.jsonl", meta), "ann")
@@ -252,14 +265,15 @@ def test_recalibrate_walkthrough_on_a_released_source(tmp_path, mirror):
                   port)
     url = f"http://127.0.0.1:{port}"
     try:
+        headers = token(url)
         state = httpx.get(f"{url}/api/state").json()
         while not state["done"]:  # a stand-in labeller: unsupported when the claim shares few words with the window
             it = state["item"]
             window = it["passage"][it["window_start"]:it["window_end"]].lower()
             words = [w for w in it["claim"].lower().split() if len(w) > 4]
             share = sum(w in window for w in words) / max(1, len(words))
-            state = httpx.post(f"{url}/api/label", json={"item_id": it["item_id"],
-                                                          "judgement": "supported" if share > 0.5 else "unsupported"}).json()
+            state = httpx.post(f"{url}/api/label", headers=headers, json={
+                "item_id": it["item_id"], "judgement": "supported" if share > 0.5 else "unsupported"}).json()
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -299,5 +313,5 @@ def test_guard_echo_input_records_the_base_it_guarded_with(tmp_path):
         assert main(["guard", "--input", str(src), "--verifier", "lexical", "--base", "0", "--echo-input"]) == 0
     out = json.loads(buf.getvalue())
     assert out["citation_base"] == 0 and out["passages"] == ["Aspirin lowers fever."]
-    items, counts = citation_population([out], Guard("lexical", reattributor=None))  # guard.base is 1
+    items, counts = population([out])  # the default base is 1; the record says 0
     assert counts["invalid_not_sampled"] == 0 and items[0].passage == "Aspirin lowers fever." and items[0].cited == 0

@@ -62,13 +62,15 @@ def test_hash_covers_the_heads_bytes_not_its_path(tmp_path):
 
 
 def test_missing_or_malformed_head_is_a_clear_error(tmp_path, capsys):
-    rc = main(["guard", "--input", "-", "--verifier", "trained", "--model", str(tmp_path / "nowhere")])
+    from citebound import examples
+
+    rc = main(["guard", "--input", str(examples.path()), "--verifier", "trained", "--model", str(tmp_path / "nowhere")])
     err = capsys.readouterr().err
     assert rc == 2 and "no model at" in err and "citebound train" in err
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "head.json").write_text(json.dumps({"features": FEATURES, "mean": [0] * 7}))
-    rc = main(["guard", "--input", "-", "--verifier", "trained", "--model", str(bad)])
+    rc = main(["guard", "--input", str(examples.path()), "--verifier", "trained", "--model", str(bad)])
     assert rc == 2 and "missing ['scale', 'coef', 'intercept']" in capsys.readouterr().err
 
 

@@ -40,6 +40,7 @@ from citebound.text.citations import Citation, sentence_citations, sentences, st
 
 # GuardInputError (bad input) and its subclass LimitExceeded: callers catch them from here too
 from citebound.text.limits import GuardInputError, LimitExceeded, Limits, check_text  # noqa: F401
+from citebound.text.visible import blank_hidden, drop_invisible, hidden_spans
 from citebound.verifiers.base import window_spans
 
 Scorer = Callable[[Sequence[str], Sequence[str]], tuple[np.ndarray, np.ndarray]]
@@ -86,17 +87,20 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
     check_text(answer, "'answer'")  # before it can join a batch: a lone surrogate would fail the batch's call
     for i, p in enumerate(passages):
         check_text(p, f"passage {i}")
-    sents = sentences(answer)
+    hidden = hidden_spans(answer)
+    view = blank_hidden(answer)  # what a reader sees, at the same offsets: hidden markup is neither claim nor marker
+    sents = sentences(view)
     limits.check_sentences(len(sents))
     cites, total = {}, 0
     for s in sents:
-        cites[s.index] = sentence_citations(answer, s, len(passages), base=base, max_range=limits.max_range,
+        cites[s.index] = sentence_citations(view, s, len(passages), base=base, max_range=limits.max_range,
                                             max_citations=limits.max_citations_per_sentence)
         total += len(cites[s.index])
         limits.check_citations(len(cites[s.index]), total, s.index)
-    claims = {si: strip_markers(sents[si].text) for si, cs in cites.items() if cs}
+    claims = {si: strip_markers(drop_invisible(sents[si].text)) for si, cs in cites.items() if cs}
     report = GuardReport(n_sentences=len(sents), n_cited_sentences=len(claims), guarantee=guarantee,
-                         rule=f"pass iff score > tau = {tau:.6g}" if tau is not None else "pass iff verifier verdict")
+                         rule=f"pass iff score > tau = {tau:.6g}" if tau is not None else "pass iff verifier verdict",
+                         hidden_regions=len(hidden))
     # one audit per distinct target of a sentence; repeats ([1][1]) share it
     audits: list[CitationAudit] = []
     audit_of: dict[tuple[int, Any], CitationAudit] = {}

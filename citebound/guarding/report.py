@@ -47,6 +47,7 @@ class GuardReport:
     flagged: int = 0
     invalid: int = 0
     removed_sentences: int = 0
+    hidden_regions: int = 0  # hidden markup (comments, hidden elements) left out of every claim
     review_budget: float = 0.0  # share of citations a person must review: flagged + invalid
     rule: str = ""
     guarantee: str = ""

@@ -8,6 +8,7 @@ from typing import Any
 
 from citebound.guarding.report import CitationAudit
 from citebound.text.citations import Citation
+from citebound.text.visible import safe_link
 
 
 def target(c: Citation) -> Any:
@@ -25,13 +26,15 @@ LINK_TAIL = re.compile(r"^\[\[\d+\]\](\(.*\))$")
 
 
 def rewrite(marker: str, audits: list[CitationAudit], numbers: list[int]) -> str:
-    """A marker as the guard leaves it: unchanged when every citation in it is verified."""
-    if all(a.action == "verified" for a in audits):
+    """A marker as the guard leaves it: unchanged when every citation in it is verified and it links
+    nowhere unsafe (a ``javascript:``, ``data:`` or other non-http(s) link target is dropped)."""
+    link = LINK_TAIL.match(marker)
+    unsafe = link is not None and not safe_link(link.group(1)[1:-1])
+    if all(a.action == "verified" for a in audits) and not unsafe:
         return marker
     parts = [f"{a.new_pointer}" if a.action == "reattributed" else f"{n} UNVERIFIED" if a.action == "flagged"
              else f"{n} INVALID" if a.action == "invalid" else f"{n}" for a, n in zip(audits, numbers)]
-    link = LINK_TAIL.match(marker)
-    if link and audits[0].action != "reattributed":  # the URL still belongs to this citation
+    if link and not unsafe and audits[0].action != "reattributed":  # the URL still belongs to this citation
         return f"[[{parts[0]}]]{link.group(1)}"
     return "[" + ", ".join(parts) + "]"
 

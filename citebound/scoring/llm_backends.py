@@ -210,8 +210,23 @@ def build_backend(cfg: Mapping[str, Any]):
     return backends[kind](cfg)
 
 
-class MissingAPIKey(RuntimeError):
-    pass
+class MissingAPIKey(ValueError):
+    """An LLM verifier or backend whose API key variable is not set (the message names the variable)."""
+
+
+class EndpointError(RuntimeError):
+    """An LLM endpoint that cannot be reached or keeps failing (the message names the URL, redacted)."""
+
+
+def redact_url(text: str) -> str:
+    """Credentials in URLs (``scheme://user:secret@host``) as ``***``.
+
+    >>> redact_url("upstream http://me:s3cret@127.0.0.1:8001/v1 failed")
+    'upstream http://***@127.0.0.1:8001/v1 failed'
+    """
+    import re
+
+    return re.sub(r"(\b[a-zA-Z][a-zA-Z0-9+.-]{0,20}://)[^/@\s]{1,512}@", r"\1***@", text)
 
 
 def api_key(cfg: Mapping[str, Any]) -> str:

@@ -11,23 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from citebound.scoring.llm_backends import redact_url  # noqa: F401 (one redaction for every face)
 from citebound.serving.models import ChatRequest
 from citebound.serving.state import GuardInputError, ServiceState, refuse, texts, timed_out
-
-
-def redact_url(text: str) -> str:
-    """``scheme://user:secret@host`` -> ``scheme://***@host`` everywhere in ``text``.
-
-    >>> redact_url("upstream http://me:s3cret@127.0.0.1:8001/v1 failed")
-    'upstream http://***@127.0.0.1:8001/v1 failed'
-    """
-    return re.sub(r"(\b[a-zA-Z][a-zA-Z0-9+.-]{0,20}://)[^/@\s]{1,512}@", r"\1***@", text)
 
 
 class UpstreamError(Exception):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, ClassVar
 
 
 class GuardInputError(ValueError):
@@ -62,11 +62,20 @@ class Limits:
     max_answers_per_request: int = 1000  # answers in one batch request to the service
     max_upstream_bytes: int = 8 * 1024 * 1024  # the guarding proxy's read of its upstream's answer
 
+    # hard ceilings: no setting may pass these (so one flag cannot bring a memory or CPU bomb back)
+    CEILINGS: ClassVar[dict[str, int]] = {
+        "max_range": 10_000, "max_citations_per_sentence": 2_000, "max_citations_per_answer": 50_000,
+        "max_sentences": 100_000, "max_passages": 10_000, "max_passage_chars": 10_000_000,
+        "max_answer_chars": 5_000_000, "max_request_bytes": 256 * 1024 * 1024, "max_answers_per_request": 10_000,
+        "max_upstream_bytes": 64 * 1024 * 1024}
+
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"limit {f.name} must be a positive integer, got {v!r}")
+            if v > self.CEILINGS[f.name]:
+                raise ValueError(f"limit {f.name}={v} is past its hard ceiling {self.CEILINGS[f.name]}")
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

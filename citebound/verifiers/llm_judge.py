@@ -115,7 +115,12 @@ class LLMVerifier:
                 temperature=float(self.cfg.get("temperature", 0)), max_tokens=int(self.cfg.get("max_tokens", 8)))
             return r.choices[0].message.content or ""
 
-        text = call_with_retries(once, int(self.cfg.get("max_retries", 5)), float(self.cfg.get("backoff_seconds", 1.0)))
+        try:
+            text = call_with_retries(once, int(self.cfg.get("max_retries", 5)), float(self.cfg.get("backoff_seconds", 1.0)))
+        except RuntimeError as e:
+            from citebound.scoring.llm_backends import EndpointError, redact_url
+            raise EndpointError(f"verifier {self.cfg.get('name')}: the LLM endpoint {redact_url(str(self.cfg['base_url']))} "
+                                f"failed ({e}); check --override base_url=... and that the server is up") from None
         self.store.put(h, self.model, prompt, text)
         return text
 

@@ -80,9 +80,14 @@ def check_verifier(cal: Mapping[str, Any], verifier_name: str, verifier_hash: st
 
 
 def guarantee_line(cal: Mapping[str, Any]) -> str:
-    """The calibration's promise, in one line, for reports and the audit page."""
-    return (f"{cal.get('marginal_guarantee', 'conformal flag rule')} (alpha={cal['alpha']}, tau={float(cal['tau']):.6g}, "
+    """The calibration's promise, in one line, for reports and the audit page (with where it was made,
+    for the shipped defaults)."""
+    line = (f"{cal.get('marginal_guarantee', 'conformal flag rule')} (alpha={cal['alpha']}, tau={float(cal['tau']):.6g}, "
             f"n_unsupported={cal.get('n_unsupported')}); assumes {cal.get('assumption', 'exchangeability')}")
+    prov = cal.get("provenance")
+    if isinstance(prov, Mapping) and prov.get("calibrated_on"):
+        line += f"; calibrated on {prov['calibrated_on']}; holds only for {prov.get('holds_for', 'similar answers')}"
+    return line
 
 
 def calibration_summary(scores: Sequence[float], labels: Sequence[int], alpha: float, delta: float,

@@ -33,7 +33,12 @@ def add_parser(sub: Any) -> None:
                    help="answer JSON, or JSONL (one answer per line); '-' = stdin")
     add_out_arg(g, "the guarded answers and reports (JSON; JSONL for JSONL input)")
     g.add_argument("--html", metavar="FILE", help="also write a self-contained HTML audit page")
-    g.add_argument("--calibration", metavar="JSON", help="calibration from 'citebound calibrate': flag iff score <= tau")
+    g.add_argument("--calibration", metavar="JSON",
+                   help="calibration from 'citebound calibrate': flag iff score <= tau; default: the verifier's shipped "
+                        "calibration on the expert attribution gold where it has one (citebound verifiers), else its "
+                        "verdict; 'none': the verifier's verdict")
+    g.add_argument("--no-mark-reattributed", action="store_true",
+                   help="write a re-attributed citation as [2] instead of [2 (was 4)]")
     g.add_argument("--no-reattribute", action="store_true",
                    help="flag failed citations without looking for a better passage")
     g.add_argument("--reattributor", default="bm25", metavar="NAME",
@@ -63,10 +68,12 @@ def make_guard(args: argparse.Namespace):
     if args.proposals < 1:
         raise CLIError(f"--proposals must be >= 1, got {args.proposals}")
     try:
+        none = args.calibration == "none"
         return Guard(args.verifier, reattributor=None if args.no_reattribute else args.reattributor,
-                     calibration=args.calibration, base=args.base, remove=args.remove, proposals=args.proposals,
-                     runtime=runtime_args(args), overrides=parse_overrides(args.override), model_path=args.model,
-                     cache_dir=args.cache_dir, limits=parse_limits(args.limit))
+                     calibration=None if none else args.calibration, base=args.base, remove=args.remove,
+                     proposals=args.proposals, runtime=runtime_args(args), overrides=parse_overrides(args.override),
+                     model_path=args.model, cache_dir=args.cache_dir, limits=parse_limits(args.limit),
+                     default_calibration=not none, mark_reattributed=not args.no_mark_reattributed)
     except ValueError as e:  # a calibration, verifier, re-attributor or option the guard refuses, by name
         raise CLIError(str(e)) from None
 

@@ -56,18 +56,18 @@ def main(argv: list[str] | None = None) -> int:
     except CLIError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return 0
+    except OSError as e:  # a write that fails after the file opened, e.g. a full disk
+        where = e.filename or getattr(args, "out", None) or "output"
+        print(f"error: {where}: cannot write ({e.strerror or e})", file=sys.stderr)
+        return 2
     except Exception as e:  # a verifier's endpoint that failed mid-run: one line that names it
         from citebound.scoring.llm_backends import EndpointError
 
         if not isinstance(e, EndpointError):
             raise
         print(f"error: {e}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
-    except OSError as e:  # a write that fails after the file opened, e.g. a full disk
-        where = e.filename or getattr(args, "out", None) or "output"
-        print(f"error: {where}: cannot write ({e.strerror or e})", file=sys.stderr)
         return 2
 
 

@@ -19,9 +19,7 @@ NEEDS = {"lexical": "nothing", "embedding": "nothing (the MiniLM weights ship wi
          "nli": WEIGHTS, "attrscore": WEIGHTS,
          "hhem": WEIGHTS, "minicheck": WEIGHTS,
          "llm": "the [llm] extra and an OpenAI-compatible endpoint", "ragas": "the [ragas] extra and an endpoint"}
-SCALES = {"lexical": "share of claim terms", "embedding": "(cosine + 1) / 2", "trained": "P(support)",
-          "fitted": "P(support)", "nli": "P(entailment)", "attrscore": "P(attributable)", "hhem": "P(consistent)",
-          "minicheck": "P(support)", "llm": "judge's probability", "ragas": "faithfulness share"}
+from citebound.verifiers import SCALES  # noqa: E402
 
 
 def add_parser(sub: Any) -> None:

@@ -41,6 +41,7 @@ from citebound.text.citations import Citation, sentence_citations, sentences, st
 # GuardInputError (bad input) and its subclass LimitExceeded: callers catch them from here too
 from citebound.text.limits import GuardInputError, LimitExceeded, Limits, check_text  # noqa: F401
 from citebound.text.visible import blank_hidden, drop_invisible, hidden_spans
+from citebound.verifiers import SCALES
 from citebound.verifiers.base import window_spans
 
 Scorer = Callable[[Sequence[str], Sequence[str]], tuple[np.ndarray, np.ndarray]]
@@ -183,7 +184,7 @@ def _reattribute(plans: list[_Plan], scorer: Any, tau: float | None, reattribute
         a.action, a.new_pointer, a.new_score, a.new_evidence = "reattributed", ev.passage, sc, ev
 
 
-def _finish(plan: _Plan, remove: bool) -> tuple[str, GuardReport]:
+def _finish(plan: _Plan, remove: bool, mark_reattributed: bool = True) -> tuple[str, GuardReport]:
     """Counts and review budget; 3. rewrite markers, flag or remove."""
     report, audits = plan.report, plan.audits
     report.audit = audits
@@ -196,25 +197,26 @@ def _finish(plan: _Plan, remove: bool) -> tuple[str, GuardReport]:
     for si, cs in plan.cites.items():
         for (start, end), group in _by_marker(cs).items():
             edits[start] = (end, _rewrite(plan.answer[start:end], [plan.audit_of[(si, _target(c))] for c in group],
-                                          [int(c.key) for c in group]))
+                                          [int(c.key) for c in group], mark_reattributed))
     text = _apply(plan.answer, edits, [(s.start, s.end) for s in plan.sents if s.index in drop])
     return text, report
 
 
 def guard_answers(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, *, tau: float | None = None,
                   reattribute: Reattributor | str | None = "bm25", proposals: int = 3, remove: bool = False,
-                  guarantee: str = "", limits: Limits | None = None) -> list[tuple[str, GuardReport]]:
+                  guarantee: str = "", limits: Limits | None = None,
+                  mark_reattributed: bool = True) -> list[tuple[str, GuardReport]]:
     """Guard several ``(answer, passages, base)`` at once: every answer's verification units go to
     the verifier in one call, then every answer's re-attribution proposals in one more. Each answer's
     outcome is the one :func:`guard_answer` gives it alone."""
     return [r for r in guard_each(items, scorer, tau=tau, reattribute=reattribute, proposals=proposals, remove=remove,
-                                  guarantee=guarantee, limits=limits, isolate=False)]
+                                  guarantee=guarantee, limits=limits, isolate=False, mark_reattributed=mark_reattributed)]
 
 
 def guard_each(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, *, tau: float | None = None,
                reattribute: Reattributor | str | None = "bm25", proposals: int = 3, remove: bool = False,
-               guarantee: str = "", limits: Limits | None = None,
-               isolate: bool = True) -> list[tuple[str, GuardReport] | GuardInputError]:
+               guarantee: str = "", limits: Limits | None = None, isolate: bool = True,
+               mark_reattributed: bool = True) -> list[tuple[str, GuardReport] | GuardInputError]:
     """:func:`guard_answers`, where with ``isolate`` an answer that is bad input or past a limit gets its
     error (a :class:`GuardInputError` or :class:`LimitExceeded`) in its place and the others are guarded."""
     if isinstance(reattribute, str):
@@ -234,19 +236,24 @@ def guard_each(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, 
     if reattribute is not None:
         deadline.check()
         _reattribute(plans, scorer, tau, reattribute)
-    return [_finish(s, remove) if isinstance(s, _Plan) else s for s in slots]
+    scale = SCALES.get(str(getattr(scorer, "cfg", {}).get("kind", "")), "")
+    for s in plans:
+        s.report.score_scale = scale
+    return [_finish(s, remove, mark_reattributed) if isinstance(s, _Plan) else s for s in slots]
 
 
 def guard_answer(answer: str, passages: Sequence[str], scorer: Scorer, *, tau: float | None = None,
                  base: int = 1, reattribute: Reattributor | str | None = "bm25", proposals: int = 3,
-                 remove: bool = False, guarantee: str = "", limits: Limits | None = None) -> tuple[str, GuardReport]:
+                 remove: bool = False, guarantee: str = "", limits: Limits | None = None,
+                 mark_reattributed: bool = True) -> tuple[str, GuardReport]:
     """Guard one answer; returns the guarded answer and its report.
 
     ``reattribute``: a :class:`Reattributor`, a re-attributor definition name
     (``bm25``, ``verifier``) or None for no re-attribution.
     """
     return guard_answers([(answer, passages, base)], scorer, tau=tau, reattribute=reattribute,
-                         proposals=proposals, remove=remove, guarantee=guarantee, limits=limits)[0]
+                         proposals=proposals, remove=remove, guarantee=guarantee, limits=limits,
+                         mark_reattributed=mark_reattributed)[0]
 
 
 class Guard:
@@ -273,7 +280,8 @@ class Guard:
                  calibration: str | Mapping[str, Any] | None = None, threshold: float | None = None,
                  base: int = 1, remove: bool = False, proposals: int = 3,
                  runtime: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None,
-                 model_path: str | None = None, cache_dir: str | None = None, limits: Limits | None = None):
+                 model_path: str | None = None, cache_dir: str | None = None, limits: Limits | None = None,
+                 default_calibration: bool = True, mark_reattributed: bool = True):
         from citebound.calibration.files import check_verifier, guarantee_line, read_calibration
 
         if calibration is not None and threshold is not None:
@@ -296,8 +304,20 @@ class Guard:
                 check_verifier(cal, self.scorer.name, self.scorer.hash,
                                calibration if isinstance(calibration, str) else "calibration")
             self.tau, self.guarantee = float(cal["tau"]), guarantee_line(cal)
-        self.base, self.remove = base, remove
+        elif threshold is None and default_calibration:
+            self._use_default_calibration()
+        self.base, self.remove, self.mark_reattributed = base, remove, mark_reattributed
         self.limits = limits or Limits()
+
+    def _use_default_calibration(self) -> None:
+        """The shipped calibration of this verifier (``citebound/calibrations/<name>.json``, made on the expert
+        attribution gold), when the verifier runs exactly as it was calibrated; else the verdict rule."""
+        from citebound.calibration.files import guarantee_line
+        from citebound.calibrations import shipped
+
+        cal = shipped(getattr(self.scorer, "name", ""))
+        if cal is not None and cal["verifier_hash"] == getattr(self.scorer, "hash", None):
+            self.calibration, self.tau, self.guarantee = cal, float(cal["tau"]), guarantee_line(cal)
 
     @property
     def verifier_name(self) -> str:
@@ -318,7 +338,7 @@ class Guard:
         :meth:`guard_each` to get each answer's own error instead."""
         return guard_answers(self._items(items, base, isolate=False), self.scorer, tau=self.tau,
                              reattribute=self.reattributor, remove=self.remove, guarantee=self.guarantee,
-                             limits=self.limits)
+                             limits=self.limits, mark_reattributed=self.mark_reattributed)
 
     def guard_each(self, items: Sequence[tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], int]],
                    *, base: int | None = None) -> list[tuple[str, GuardReport] | GuardInputError]:
@@ -328,7 +348,8 @@ class Guard:
         ok = [i for i, x in enumerate(todo) if not isinstance(x, GuardInputError)]
         out: list[Any] = list(todo)
         done = guard_each([todo[i] for i in ok], self.scorer, tau=self.tau, reattribute=self.reattributor,
-                          remove=self.remove, guarantee=self.guarantee, limits=self.limits)
+                          remove=self.remove, guarantee=self.guarantee, limits=self.limits,
+                          mark_reattributed=self.mark_reattributed)
         for i, r in zip(ok, done):
             out[i] = r
         return out

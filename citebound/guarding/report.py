@@ -50,6 +50,7 @@ class GuardReport:
     hidden_regions: int = 0  # hidden markup (comments, hidden elements) left out of every claim
     review_budget: float = 0.0  # share of citations a person must review: flagged + invalid
     rule: str = ""
+    score_scale: str = ""  # what the verifier's score means (P(support) only where it is one)
     guarantee: str = ""
     audit: list[CitationAudit] = field(default_factory=list)
 

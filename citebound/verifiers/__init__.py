@@ -16,6 +16,13 @@ from citebound.verifiers.base import (
     window_spans,
 )
 
+# what each verifier kind's score is: P(support) only where it is one
+SCALES = {"lexical": "share of the claim's content terms found in the passage window (not a probability)",
+          "embedding": "(cosine + 1) / 2 of MiniLM embeddings (not a probability: unrelated text scores 0.5-0.6)",
+          "trained": "P(support) from the trained head", "fitted": "P(support) from the stacked model",
+          "nli": "P(entailment)", "attrscore": "P(attributable)", "hhem": "P(consistent)", "minicheck": "P(support)",
+          "llm": "the judge's verdict as 0/1 or its probability", "ragas": "share of the claim's statements supported"}
+
 # verifier kinds that run a transformers model in-process (and so take runtime/quantize/threads)
 MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem", "trained"})
 
@@ -67,5 +74,6 @@ def cache_for(cfg: Mapping[str, Any], cache_dir: str | Path) -> ScoreCache:
     return ScoreCache(Path(cache_dir) / "scores" / f"{cfg['name']}-{verifier_hash(cfg)}.sqlite")
 
 
-__all__ = ["MODEL_KINDS", "runs_encoder", "build_verifier", "cache_for", "score_pairs", "make_windows", "PairScores", "ScoreCache",
+__all__ = ["SCALES",
+           "MODEL_KINDS", "runs_encoder", "build_verifier", "cache_for", "score_pairs", "make_windows", "PairScores", "ScoreCache",
            "Verifier", "verifier_hash", "verifier_windowing", "window_spans"]

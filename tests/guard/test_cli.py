@@ -30,7 +30,7 @@ def lexical(c, p):
 def test_verify_reattribute_flag():
     text, rep = guard(ANSWER, PASSAGES[:3], lexical)
     assert text == ("Mitochondria produce ATP through oxidative phosphorylation [1]. "
-                    "Lipid nanoparticles adsorb serum proteins and form a corona [2]. "
+                    "Lipid nanoparticles adsorb serum proteins and form a corona [2 (was 3)]. "
                     "Quantum gravity remains unsolved [2 UNVERIFIED].")
     assert [a.action for a in rep.audit] == ["verified", "reattributed", "flagged"]
     assert (rep.verified, rep.reattributed, rep.flagged, rep.n_citations) == (1, 1, 1, 3)
@@ -326,5 +326,5 @@ def test_cli_score_and_remove_and_verifier_reattributor(tmp_path, capsys, monkey
                           "--reattributor", "verifier"], None, capsys, monkeypatch)
     res = json.loads(out)
     assert rc == 0 and res["guarded_answer"] == ("Mitochondria produce ATP through oxidative phosphorylation [1]. "
-                                                 "Lipid nanoparticles adsorb serum proteins and form a corona [2].")
+                                                 "Lipid nanoparticles adsorb serum proteins and form a corona [2 (was 3)].")
     assert res["report"]["removed_sentences"] == 1 and res["report"]["audit"][1]["new_evidence"]["passage"] == 2

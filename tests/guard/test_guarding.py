@@ -40,7 +40,7 @@ def test_invalid_citation_goes_through_reattribution_like_a_failed_one():
     # "Claim." is supported by passage 1 (the only one), so [0] moves there; "Other claim." by nothing
     scorer = table_scorer({("Claim.", 0): 0.9})
     text, rep = guard_answer("Claim [0]. Other claim [2].", P[:1], scorer, reattribute="verifier")
-    assert text == "Claim [1]. Other claim [2 INVALID]."
+    assert text == "Claim [1 (was 0)]. Other claim [2 INVALID]."
     a, b = rep.audit
     assert (a.action, a.new_pointer, a.new_score) == ("reattributed", 1, 0.9)
     assert a.new_evidence.text == P[0] and "points at no passage" in a.reason
@@ -98,7 +98,7 @@ def test_link_markers_keep_their_url_unless_the_pointer_moves():
     assert text == f"Ribosomes fly [[2 UNVERIFIED]]{url}."
     # the URL belonged to passage 3; after moving to passage 2 it would lie
     text, rep = guard_answer(f"Ribosomes build proteins [[3]]{url}.", P, scorer, reattribute="verifier")
-    assert text == "Ribosomes build proteins [2]." and rep.audit[0].new_pointer == 2
+    assert text == "Ribosomes build proteins [2 (was 3)]." and rep.audit[0].new_pointer == 2
 
 
 def test_group_marker_rewritten_only_when_something_changed():
@@ -181,7 +181,10 @@ def test_full_report_by_hand():
     scorer = table_scorer({("A.", 0): 0.9, ("B.", 1): 0.2, ("B.", 2): 0.7, ("B.", 0): 0.1})
     text, rep = guard_answer("A [1]. B [2]. No cite here. C [9].", P, scorer, reattribute="verifier",
                              guarantee="catches >= 90%")
-    assert text == "A [1]. B [3]. No cite here. C [9 INVALID]."
+    assert text == "A [1]. B [3 (was 2)]. No cite here. C [9 INVALID]."
+    plain, _ = guard_answer("A [1]. B [2]. No cite here. C [9].", P, scorer, reattribute="verifier",
+                            mark_reattributed=False)
+    assert plain == "A [1]. B [3]. No cite here. C [9 INVALID]."
     assert (rep.n_sentences, rep.n_cited_sentences, rep.n_citations) == (4, 3, 3)
     assert (rep.verified, rep.reattributed, rep.flagged, rep.invalid) == (1, 1, 0, 1)
     assert rep.review_budget == pytest.approx(1 / 3)
@@ -222,7 +225,7 @@ def test_default_reattribution_is_bm25_with_three_proposals():
         s = np.array([0.9 if "atp" in p else 0.0 for p in ps])
         return s, s >= 0.5
     text, rep = guard_answer("Cells make atp [1].", passages, scorer)
-    assert text == "Cells make atp [6]."
+    assert text == "Cells make atp [6 (was 1)]."
     assert len(scorer_calls[1]) == 3 and scorer_calls[1][0] == passages[5]  # BM25's best first
 
 

@@ -98,7 +98,7 @@ def test_guard_many_equals_guarding_each_answer_alone():
              ("No citations here.", ["A passage."])]
     many = g.guard_many(items)
     for (answer, passages), (text, report) in zip(items, many):
-        alone_text, alone = guard_answer(answer, passages, g.scorer, reattribute="bm25")
+        alone_text, alone = guard_answer(answer, passages, g.scorer, reattribute="bm25", tau=g.tau, guarantee=g.guarantee)
         assert text == alone_text and report.to_dict() == alone.to_dict()
     # the verifier is called twice for the whole batch (verify, then re-attribute), not per answer
     calls = []

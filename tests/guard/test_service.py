@@ -210,7 +210,7 @@ def test_proxy_returns_the_guarded_answer_to_the_openai_sdk():
             model="fake", messages=[{"role": "user", "content": "Aspirin?"}],
             extra_body={"citebound": {"passages": passages}})
         resp = raw.parse()
-        assert resp.choices[0].message.content == CITED.replace("[2]", "[3]")  # re-attributed to the trial
+        assert resp.choices[0].message.content == CITED.replace("[2]", "[3 (was 2)]")  # re-attributed to the trial
         extra = resp.model_extra["citebound"]
         assert extra["original_content"] == CITED and extra["report"]["reattributed"] == 1
         assert raw.headers["x-citebound-review-budget"] == "0.0000" and raw.headers["x-citebound-citations"] == "2"

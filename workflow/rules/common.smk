@@ -61,6 +61,8 @@ def _guard_verifier():
 
 
 GUARD_VERIFIER = _guard_verifier()
+# the CPU verifiers whose calibration on the attribution gold ships with the guard (package data)
+DEFAULT_CAL_VERIFIERS = [v for v in ("lexical", "embedding") if v in PANEL]
 SET_CFG = _set_configs()
 SOURCE_SETS = [s for s in SET_CFG if not s.startswith("gold/")]
 FROZEN_SETS = [s for s, c in SET_CFG.items() if c["kind"] == "frozen_scores"]

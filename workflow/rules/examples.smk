@@ -31,3 +31,30 @@ rule worked_examples:
         cache_dir=CFG.cache_dir,
     script:
         "../../scripts/worked_examples.py"
+
+
+# The guard's shipped default calibrations: each CPU verifier, on the guard's own default runtime (the
+# definition's, not an experiment's model_runtime), calibrated on the expert attribution gold's evaluation
+# split. Not part of `all`: run `snakemake default_calibrations` when a verifier changes, then copy
+# results/calibrations/*.json into citebound/calibrations/ (tests/guard/test_defaults.py checks they match).
+rule default_calibrations:
+    input:
+        pairs=pairs([CAL_SET]),
+    output:
+        calibrations=[f"{RES}/calibrations/{v}.json" for v in DEFAULT_CAL_VERIFIERS],
+    log:
+        f"{RES}/logs/default_calibrations.log",
+    benchmark:
+        f"{RES}/benchmarks/default_calibrations.tsv"
+    conda:
+        "../../envs/cpu.yaml"
+    params:
+        **settings(
+            verifiers=DEFAULT_CAL_VERIFIERS,
+            alpha=round(1 - CFG.conformal.budget_target, 10),
+            delta=0.1,
+            calibration_set=CAL_SET,
+        ),
+        cache_dir=CFG.cache_dir,
+    script:
+        "../../scripts/default_calibrations.py"

@@ -37,6 +37,11 @@ def add_parser(sub: Any) -> None:
     sv.add_argument("--upstream", metavar="URL",
                     help="an OpenAI-compatible server (e.g. http://127.0.0.1:8001/v1): also answer "
                          "POST /v1/chat/completions, guarded")
+    sv.add_argument("--passages-prompt", metavar="TEMPLATE", nargs="?", const="default",
+                    help="with --upstream: send the request's passages to the upstream as a first system message, "
+                         "numbered [1], [2], ...; TEMPLATE's {passages} is replaced by them ('default' or no value: "
+                         "a short instruction to answer from them and cite [N]); off by default: then the caller "
+                         "must put the passages into its own messages")
     sv.add_argument("--max-batch-units", type=int, default=512,
                     help="(claim, passage) units of concurrent requests scored in one verifier call")
     sv.add_argument("--max-wait-ms", type=float, default=5.0,
@@ -48,6 +53,18 @@ def add_parser(sub: Any) -> None:
     add_limit_arg(sv)
     add_verifier_args(sv)
     sv.set_defaults(func=run)
+
+
+def passages_prompt(args: argparse.Namespace) -> str | None:
+    from citebound.serving.state import DEFAULT_PASSAGES_PROMPT
+
+    if args.passages_prompt is None:
+        return None
+    if args.passages_prompt == "default":
+        return DEFAULT_PASSAGES_PROMPT
+    if "{passages}" not in args.passages_prompt:
+        raise CLIError("--passages-prompt: the template must contain {passages}")
+    return args.passages_prompt
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,6 +90,6 @@ def run(args: argparse.Namespace) -> int:
                       model_path=args.model, reattributor=None if args.no_reattribute else args.reattributor,
                       calibrations=args.calibrations, upstream=args.upstream, max_batch_units=args.max_batch_units,
                       max_wait_ms=args.max_wait_ms, request_timeout_s=args.request_timeout,
-                      limits=parse_limits(args.limit))
+                      limits=parse_limits(args.limit), passages_prompt=passages_prompt(args))
     serve(cfg, host=args.host, port=args.port, workers=args.workers)
     return 0

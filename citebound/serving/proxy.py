@@ -3,7 +3,10 @@
 The request goes to the upstream server (less the ``citebound`` field), and its answer comes back
 guarded against the passages in the request's ``citebound.passages``
 (``extra_body={"citebound": {"passages": [...]}}`` in the ``openai`` SDK). The passages are checked
-before the upstream is called; a request without them is a 400, never a silent pass. The upstream's
+before the upstream is called; a request without them is a 400, never a silent pass. The upstream
+sees the passages only if the caller put them in its messages, or if the service runs with
+``--passages-prompt`` (a template whose ``{passages}`` becomes the numbered passages, sent as a first
+system message). The upstream's
 body is read up to ``max_upstream_bytes`` and the whole call runs under the request timeout: past
 either, or on a transport error or malformed JSON, the answer is a 502 or 504 that says why.
 """
@@ -77,6 +80,11 @@ def router(state: ServiceState) -> APIRouter:
         except GuardInputError as e:
             return refuse(e)
         body = req.model_dump(exclude={"citebound"}, exclude_none=True)
+        if cfg.passages_prompt:  # the passages, numbered in the request's base, as the first (system) message
+            base = 1 if extra.citation_base is None else extra.citation_base
+            listed = "\n\n".join(f"[{i + base}] {p}" for i, p in enumerate(passages))
+            body["messages"] = [{"role": "system", "content": cfg.passages_prompt.replace("{passages}", listed)},
+                                *body["messages"]]
         headers = {k: v for k, v in request.headers.items() if k.lower() == "authorization"}
         try:
             data = await asyncio.wait_for(_call_upstream(state, f"{upstream}/chat/completions", body, headers),

@@ -29,7 +29,12 @@ class ServeConfig:
     limits: Limits = field(default_factory=Limits)
     overrides: Mapping[str, Any] | None = None
     model_path: str | None = None
+    # the proxy: a template that puts the request's passages into the upstream prompt (None: the caller does)
+    passages_prompt: str | None = None
 
+
+DEFAULT_PASSAGES_PROMPT = ("Answer from these passages only, and cite each claim with the number of the passage that "
+                           "supports it, as [N].\n\n{passages}")
 
 class ServiceState:
     """What the routes share: the config, readiness, the batched scorer, the calibration registry,

@@ -293,11 +293,12 @@ class Upstream:
 
         outer = self
         self.calls = 0
+        self.bodies: list[dict] = []
 
         class H(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802
                 outer.calls += 1
-                self.rfile.read(int(self.headers.get("content-length", 0)))
+                outer.bodies.append(json.loads(self.rfile.read(int(self.headers.get("content-length", 0)))))
                 time.sleep(delay)
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -489,3 +490,20 @@ def test_a_hand_edited_labels_file_names_the_line(tmp_path, line, message):
     p.write_text(good + "\n" + line + "\n")
     with pytest.raises(LabelError, match=re.escape(f"{p}:2: ") + ".*" + re.escape(message)):
         LabelStore(p, meta)
+
+
+@pytest.mark.parametrize("template", [None, "Use these:\n{passages}"])
+def test_the_proxy_puts_the_passages_into_the_upstream_prompt_only_when_asked(template):
+    up = Upstream(json.dumps({"choices": [{"message": {"content": "Statins lower LDL cholesterol [2]."}}]}).encode())
+    try:
+        with running(ServeConfig(verifier="lexical", upstream=up.url, passages_prompt=template)) as url:
+            r = httpx.post(f"{url}/v1/chat/completions", json=CHAT)
+    finally:
+        up.close()
+    sent = up.bodies[0]["messages"]
+    assert r.status_code == 200 and "citebound" not in up.bodies[0]
+    if template is None:
+        assert sent == CHAT["messages"]
+    else:
+        assert sent[0] == {"role": "system", "content": f"Use these:\n[1] {PASSAGES[0]}\n\n[2] {PASSAGES[1]}"}
+        assert sent[1:] == CHAT["messages"]

@@ -156,6 +156,28 @@ def dry_run_jobs(out: str) -> list[dict[str, str]]:
     return jobs
 
 
+def test_paper_jobs_ask_for_the_gpu_partition_only_when_their_verifier_needs_a_gpu(tmp_path):
+    """129 of paper's 217 score jobs are CPU-only: they get the CPU partition and their own memory."""
+    from citebound import definitions
+
+    r = snake(["-n", "--config", "experiment=paper", 'overrides=["slurm_partitions.gpu=gpu","slurm_partitions.cpu=cpu"]'],
+              tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    jobs = [j for j in dry_run_jobs(r.stdout + r.stderr) if j["rule"] in ("score", "generate")]
+    counts = {"gpu": 0, "cpu": 0}
+    for j in jobs:
+        res = dict(kv.split("=", 1) for kv in j["resources"].split(", "))
+        counts[res["slurm_partition"]] += j["rule"] == "score"
+        if j["rule"] == "generate":
+            assert res["slurm_partition"] == "gpu" and res["gpu"] == "1"
+            continue
+        verifier = re.search(r"verifier=(\w+)", j["wildcards"])[1]
+        want = definitions.load("verifier", verifier).get("resources", {})
+        assert res["slurm_partition"] == ("gpu" if want.get("gpu", 0) else "cpu"), verifier
+        assert res["mem_mb"] == str(want.get("mem_mb", 4000)), verifier
+    assert counts == {"gpu": 88, "cpu": 129}
+
+
 def test_lite_dry_run_orders_long_jobs_first_and_gives_cheap_verifiers_one_thread(tmp_path):
     """lite.yaml lists five score_first sets: the training set gets 5 + 2, those sets 6..2 in their
     order, the other gold set 1, the rest 0 (not printed), and the stacked jobs 5 + 3 above them all."""

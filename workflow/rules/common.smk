@@ -118,6 +118,12 @@ def verifier_resources(name, key, default):
     return CFG.verifiers[name].get("resources", {}).get(key, default)
 
 
+def slurm_partition(gpus):
+    """The Slurm partition a job with ``gpus`` GPUs asks for ('' = the cluster's default)."""
+    parts = CFG.get("slurm_partitions") or {}
+    return str(parts.get("gpu" if int(gpus) else "cpu") or "")
+
+
 SCORE_FIRST = list(CFG.score_first)
 check_score_first(SCORE_FIRST, SET_CFG)
 

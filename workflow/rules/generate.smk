@@ -31,6 +31,7 @@ rule generate:
     threads: lambda w: int(generator_cfg(w.model).get("threads", 1))
     resources:
         gpu=lambda w: int(generator_cfg(w.model).resources.gpu),
+        slurm_partition=lambda w: slurm_partition(int(generator_cfg(w.model).resources.gpu)),
         mem_mb=lambda w: int(generator_cfg(w.model).resources.mem_mb),
         runtime=lambda w: int(generator_cfg(w.model).resources.runtime),
     params:

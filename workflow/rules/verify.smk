@@ -23,6 +23,7 @@ rule score:
         gpu=lambda w: verifier_resources(w.verifier, "gpu", 0),
         mem_mb=lambda w: verifier_resources(w.verifier, "mem_mb", 4000),
         runtime=lambda w: verifier_resources(w.verifier, "runtime", 60),
+        slurm_partition=lambda w: slurm_partition(verifier_resources(w.verifier, "gpu", 0)),
     params:
         verifier=verifier_json,
         windowing=slice_json("windowing"),

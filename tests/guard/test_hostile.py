@@ -46,6 +46,8 @@ def capped(code: str, mem_mb: int = 1500, timeout: float = 60) -> dict:
 BOMB = """
 from citebound.guarding.guard import Guard, GuardInputError
 g = Guard("lexical")
+g.guard("Warm up [1].", ["p one"])
+rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 answer = {answer}
 t0 = time.perf_counter()
 try:
@@ -54,7 +56,7 @@ try:
 except GuardInputError as e:
     outcome = type(e).__name__ + ": " + str(e)
 print(json.dumps({{"s": time.perf_counter() - t0, "outcome": outcome,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+                  "growth_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - rss0}}))
 """
 
 
@@ -73,7 +75,7 @@ print(json.dumps({{"s": time.perf_counter() - t0, "outcome": outcome,
 def test_bombs_are_refused_fast_and_flat_in_a_capped_process(answer, expect):
     out = capped(BOMB.format(answer=answer))
     assert expect in out["outcome"]
-    assert out["s"] < 5 and out["rss_mb"] < 700, out
+    assert out["s"] < 5 and out["growth_mb"] < 150, out  # peak memory past the warmed-up guard's
 
 
 def test_marker_and_hidden_scans_stay_linear_as_hostile_input_grows():
@@ -354,6 +356,7 @@ def test_the_proxy_checks_passages_before_it_pays_for_the_upstream():
 # ---------------------------------------------------------------- one clear line for every bad CLI input
 
 
+@pytest.mark.slow  # ten fresh interpreters
 @pytest.mark.parametrize("content,args,message", [
     (b'{"answer": "a \\ud800 [1].", "passages": ["a"]}', [], "lone surrogate"),
     (b'{"answer": "caf\xe9 [1].", "passages": ["a"]}', [], "not UTF-8"),
@@ -382,6 +385,7 @@ def test_stdin_is_under_the_same_byte_limit():
     assert r.returncode == 2 and b"stdin has more than 1000 bytes" in r.stderr
 
 
+@pytest.mark.slow  # two fresh interpreters
 def test_a_missing_api_key_and_an_unreachable_endpoint_are_named(tmp_path, monkeypatch):
     p = tmp_path / "in.json"
     p.write_text(json.dumps({"answer": "Aspirin lowers fever [1].", "passages": ["Aspirin lowers fever."]}))
@@ -414,6 +418,7 @@ def test_a_calibration_without_a_finite_tau_is_refused(tmp_path, tau, why):
         Guard("lexical", calibration=str(p))
 
 
+@pytest.mark.slow  # a bounded fuzz pass
 def test_hostile_strings_never_500_the_service():
     """A bounded fuzz pass: random JSON-ish bodies and random answers; every answer is 2xx or 4xx."""
     rng = np.random.default_rng(7)

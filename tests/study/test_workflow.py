@@ -241,8 +241,9 @@ def test_smoke_headline_tables_equal_the_checked_in_values(smoke_run, table):
     res, _ = smoke_run
     got = pd.read_csv(res / "tables" / f"{table}.csv")
     want = pd.read_csv(GOLDEN / f"{table}.csv")
-    # tolerance only for the last digits that BLAS threading can move
-    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=1e-9, atol=1e-12, obj=table)
+    # tolerance only for float32 rounding: one unit in the last place of a verifier score (1.2e-7 at 0.84) moves
+    # between CPUs (their vector instructions sum in another order); any real change moves numbers far more
+    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=5e-7, atol=1e-9, obj=table)
 
 
 def _scored(res, set_name):

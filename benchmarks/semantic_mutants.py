@@ -256,7 +256,8 @@ TESTS = {
     "training": ["tests/guard/test_trained.py", "tests/study/test_train_verifier.py"],
     "train_verifier": ["tests/study/test_train_verifier.py", "tests/guard/test_trained.py"],
 }
-COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml"]
+COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
+        "benchmarks"]
 
 
 def run(mutants: list[Mutant], timeout: int) -> list[tuple[Mutant, str, float]]:

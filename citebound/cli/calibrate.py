@@ -39,6 +39,13 @@ def add_parser(sub: Any) -> None:
                    help="with --scores from a verifier outside citebound: a name stamped on the calibration")
     c.add_argument("--alpha", type=float, default=0.1, help="1 - target catch rate on unsupported citations (0 < alpha < 1)")
     c.add_argument("--delta", type=float, default=0.1, help="PAC failure probability (0 < delta < 1)")
+    c.add_argument("--beta", type=float,
+                   help="also certify the false-flag rate on supported citations <= beta (Learn-then-Test, with "
+                        "probability >= 1 - delta both rates hold); default: the one-sided conformal rule")
+    c.add_argument("--ltt-method", choices=["bonferroni", "fixed_sequence"], default="bonferroni",
+                   help="with --beta: the multiple-testing scheme over the threshold grid")
+    c.add_argument("--grid", default="0,1,201", metavar="LO,HI,N",
+                   help="with --beta: the fixed grid of thresholds tested (N points from LO to HI)")
     add_out_arg(c, "the calibration JSON")
     add_verifier_args(c, default=None)
     c.set_defaults(func=run)
@@ -61,7 +68,7 @@ def labels_verifier(path: str) -> str | None:
 
 
 def _check_options(args: argparse.Namespace) -> None:
-    for opt in ("alpha", "delta"):
+    for opt in ("alpha", "delta") + (("beta",) if args.beta is not None else ()):
         if not 0 < getattr(args, opt) < 1:
             raise CLIError(f"--{opt} must be in (0, 1), got {getattr(args, opt)}")
     if bool(args.scores) == bool(args.labels):
@@ -157,6 +164,29 @@ def _sample_summary(summary: dict[str, Any], r: _Read, src: str) -> None:
                                    "ones, the catch rate can fall short of the guarantee")
 
 
+def two_sided(summary: dict[str, Any], r: _Read, args: argparse.Namespace) -> None:
+    """Replace the one-sided rule by the Learn-then-Test one: both rates certified, or no tau and why."""
+    from citebound.calibration.ltt import calibrate_two_sided, default_grid
+
+    try:
+        lo, hi, n = args.grid.split(",")
+        grid = default_grid(float(lo), float(hi), int(n))
+    except ValueError:
+        raise CLIError(f"--grid expects LO,HI,N, got {args.grid!r}") from None
+    s = np.asarray(r.scores, float)
+    if s.min() < grid[0] or s.max() > grid[-1]:
+        raise CLIError(f"scores range {s.min():.4g}..{s.max():.4g}, outside the grid {grid[0]:g}..{grid[-1]:g}: "
+                       "give --grid LO,HI,N")
+    res = calibrate_two_sided(s, r.labels, args.alpha, args.beta, args.delta, grid, args.ltt_method)
+    summary["two_sided"] = res.to_dict()
+    summary["tau"] = res.tau
+    summary["beta"] = args.beta
+    summary["marginal_guarantee"] = (f"with probability >= {1 - args.delta:.3g} over the calibration draw, the miss rate "
+                                     f"on unsupported citations is <= {args.alpha:g} and the false-flag rate on "
+                                     f"supported ones <= {args.beta:g}")
+    summary["no_tau_reason"] = None if res.tau is not None else res.rule
+
+
 def run(args: argparse.Namespace) -> int:
     from citebound.calibration.files import CalibrationError, calibration_summary
 
@@ -170,6 +200,8 @@ def run(args: argparse.Namespace) -> int:
         summary = calibration_summary(r.scores, r.labels, args.alpha, args.delta, vname, vhash)
     except CalibrationError as e:
         raise CLIError(f"{src}: {e}") from None
+    if args.beta is not None:
+        two_sided(summary, r, args)
     _sample_summary(summary, r, src)
     for w in summary["warnings"]:
         print(f"warning: {w}", file=sys.stderr)

@@ -1,0 +1,87 @@
+"""Learn-then-Test two-sided calibration: binomial tails by hand, the guarantee in a seeded simulation,
+and a planted off-by-one in the p-value that the simulation catches."""
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import beta as beta_dist
+
+from citebound.calibration import ltt
+
+
+def tail(k, n, r):
+    return sum(math.comb(n, j) * r ** j * (1 - r) ** (n - j) for j in range(k + 1))
+
+
+@pytest.mark.parametrize("k,n,r", [(0, 5, 0.1), (1, 10, 0.3), (3, 20, 0.25), (7, 7, 0.5), (2, 30, 0.05)])
+def test_binomial_p_is_the_lower_tail_by_hand(k, n, r):
+    assert ltt.binomial_p(k, n, r) == pytest.approx(tail(k, n, r), rel=1e-12)
+
+
+def test_a_small_case_by_hand():
+    # 10 unsupported at 0.05..0.50, 10 supported at 0.55..1.00; grid {0.5, 0.52}; alpha = 0.3, beta = 0.3
+    s = np.r_[np.arange(1, 11) * 0.05, 0.5 + np.arange(1, 11) * 0.05]
+    y = np.r_[np.zeros(10, int), np.ones(10, int)]
+    r = ltt.calibrate_two_sided(s, y, 0.3, 0.3, 0.1, grid=[0.5, 0.52])
+    # at 0.5: no unsupported passes (k0 = 0), no supported flagged (k1 = 0): p = 0.7 ** 10 = 0.0282 <= 0.1 / 2
+    assert 0.7 ** 10 <= 0.05 and r.certified == [0.5, 0.52] and r.tau == 0.5
+    # at alpha = beta = 0.2: p = 0.8 ** 10 = 0.107 > 0.05: nothing certified; the best beta at alpha = 0.3 is the
+    # Clopper-Pearson bound for 0 of 10 at level 0.05: 1 - 0.05 ** (1 / 10)
+    r = ltt.calibrate_two_sided(s, y, 0.2, 0.2, 0.1, grid=[0.5, 0.52])
+    assert r.certified == [] and r.tau is None and "no threshold is certified" in r.rule
+    r2 = ltt.calibrate_two_sided(s, y, 0.3, 0.01, 0.1, grid=[0.5, 0.52])
+    assert r2.best_beta_at_alpha == pytest.approx(1 - 0.05 ** (1 / 10), rel=1e-9)
+    assert r2.to_dict()["certified_tau_interval"] == [None, None]
+
+
+def test_fixed_sequence_stops_at_the_first_failure():
+    s = np.r_[np.arange(1, 11) * 0.05, 0.5 + np.arange(1, 11) * 0.05]
+    y = np.r_[np.zeros(10, int), np.ones(10, int)]
+    # grid 0.0 .. 1.0 in steps of 0.25: the middle 0.5 passes; 0.25 and 0.75 fail, so nothing further is tested
+    r = ltt.calibrate_two_sided(s, y, 0.3, 0.3, 0.1, grid=[0, 0.25, 0.5, 0.75, 1], method="fixed_sequence")
+    assert r.certified == [0.5]
+
+
+BOUNDARY = float(beta_dist.isf(0.102, 2, 5))  # the tau whose true miss rate is 0.102, just past alpha = 0.1
+
+
+def test_the_guarantee_holds_in_a_seeded_simulation():
+    """One tau whose true miss rate is just past alpha: it is (wrongly) certified in at most delta of the draws."""
+    freq, _ = ltt.violation_frequency(0.1, 0.99, 0.1, 200, 50, 4000, seed=3, grid=[BOUNDARY])
+    assert freq <= 0.1 + 3 * math.sqrt(0.1 * 0.9 / 4000), freq
+    freq_grid, certified = ltt.violation_frequency(0.15, 0.3, 0.2, 300, 300, 500, seed=4)
+    assert freq_grid <= 0.2 and certified > 400  # a realistic grid: certified nearly always, rarely wrongly
+
+
+def test_an_off_by_one_in_the_p_value_breaks_the_guarantee(monkeypatch):
+    real = ltt.binomial_ps
+    monkeypatch.setattr(ltt, "binomial_ps", lambda k, n, rate: real(np.asarray(k) - 1, n, rate))
+    freq, _ = ltt.violation_frequency(0.1, 0.99, 0.1, 200, 50, 4000, seed=3, grid=[BOUNDARY])
+    assert freq > 0.1 + 3 * math.sqrt(0.1 * 0.9 / 4000), freq
+
+
+def test_calibrate_beta_writes_the_two_sided_calibration(tmp_path, capsys):
+    import json
+    from contextlib import redirect_stdout
+    from io import StringIO
+
+    from citebound.cli.main import main
+
+    rng = np.random.default_rng(0)
+    rows = [{"score": float(x), "label": 0} for x in rng.beta(2, 5, 300)] + \
+           [{"score": float(x), "label": 1} for x in rng.beta(5, 2, 300)]
+    src = tmp_path / "s.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    buf = StringIO()
+    with redirect_stdout(buf):
+        assert main(["calibrate", "--scores", str(src), "--verifier-id", "x", "--alpha", "0.15", "--beta", "0.3",
+                     "--delta", "0.2"]) == 0
+    cal = json.loads(buf.getvalue())
+    want = ltt.calibrate_two_sided([r["score"] for r in rows], [r["label"] for r in rows], 0.15, 0.3, 0.2)
+    assert cal["tau"] == want.tau is not None and cal["two_sided"]["n_certified"] == len(want.certified)
+    assert cal["two_sided"]["n_unsupported"] == 300 and "false-flag rate" in cal["marginal_guarantee"]
+    buf = StringIO()
+    with redirect_stdout(buf):
+        main(["calibrate", "--scores", str(src), "--verifier-id", "x", "--alpha", "0.01", "--beta", "0.01"])
+    none = json.loads(buf.getvalue())
+    assert none["tau"] is None and "no threshold is certified" in none["no_tau_reason"]

@@ -200,3 +200,9 @@ def test_gold_cases_and_agreement_by_hand():
     assert t.agreement == pytest.approx(3 / 4)
     # per item: G classed 2, agreeing 2 (G0); H classed 2, agreeing 1 (G2)
     assert (t.agreement_ci_low, t.agreement_ci_high) == pytest.approx(_boot_ci([2, 1], [2, 2], 300, 2))
+
+
+def test_pooled_rows_keep_sources_apart_when_they_share_item_ids():
+    # both sources number their answers A, B: pooled there are 4 answers, not 2
+    t = citation_pr_table({"s": _pr_source(), "t": _pr_source()}, ["v"], n_boot=50, seed=1).set_index("source")
+    assert t.loc["s", "n_items"] == 2 and t.loc["pooled", "n_items"] == 4 and t.loc["pooled", "n_sentences"] == 8

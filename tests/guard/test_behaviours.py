@@ -1,0 +1,253 @@
+"""Behaviours a user depends on in the service, the batcher, deadlines, limits at their boundaries,
+labelling's resume and ids, model digests and training choices; each expected value comes from the
+request answered alone, a hand computation or a case where the right and the wrong choice differ."""
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import numpy as np
+import pytest
+from service_helpers import running
+
+from citebound.scoring import deadline
+from citebound.text.citations import expand_numeric
+from citebound.text.limits import LimitExceeded, Limits
+
+pytest.importorskip("fastapi")
+from citebound.serving import ServeConfig, UnitBatcher  # noqa: E402
+
+WORDS = [f"term{i}" for i in range(400)]
+
+
+def window_passage(hit: int, n_windows: int) -> str:
+    """A passage of ``n_windows`` 600-character stretches; only stretch ``hit`` holds the claim's words."""
+    parts = []
+    for k in range(n_windows):
+        words = "aspirin inhibits cyclooxygenase in platelets " if k == hit else " ".join(WORDS[k * 20:(k + 1) * 20]) + " "
+        parts.append((words * 40)[:600])
+    return "".join(parts)
+
+
+def test_concurrent_score_requests_of_different_shapes_each_get_their_own_fields():
+    reqs = [{"pairs": [{"claim": "Aspirin inhibits cyclooxygenase.", "passage": window_passage(h, n)}
+                       for h, n in shapes]}
+            for shapes in ([(0, 3)], [(4, 6), (1, 2)], [(2, 5), (0, 1), (3, 4)], [(5, 8)], [(1, 3), (6, 7)])]
+    with running(ServeConfig(verifier="lexical", max_wait_ms=0, max_batch_units=1)) as url:
+        alone = [httpx.post(f"{url}/v1/score", json=r).json() for r in reqs]
+    # the best window is the first that holds the words (600 characters at stride 300: window 2h - 1 reaches
+    # into stretch h), so the requests' best windows differ from each other
+    assert [s["best_window"] for a in alone for s in a["scores"]][:3] == [0, 7, 1]
+    with running(ServeConfig(verifier="lexical", max_wait_ms=80, max_batch_units=4096)) as url:
+        with ThreadPoolExecutor(len(reqs)) as ex:
+            together = list(ex.map(lambda r: httpx.post(f"{url}/v1/score", json=r, timeout=30).json(), reqs * 3))
+    for got, want in zip(together, alone * 3):
+        assert got == want  # scores, verdicts and best windows, field by field
+
+
+class Slow:
+    name, hash, windowing = "slow", "s" * 16, {"window_chars": 600, "stride": 300, "claim_cap": 600}
+
+    def __init__(self, seconds: float):
+        from citebound.scoring.loader import load_scorer
+        self.inner, self.seconds = load_scorer("lexical"), seconds
+
+    def score(self, claims, passages):
+        from citebound.scoring import deadline as d
+        for _ in range(int(self.seconds / 0.05)):  # a long model call that checks its deadline between steps
+            time.sleep(0.05)
+            d.check()
+        return self.inner.score(claims, passages)
+
+
+def test_one_cancelled_request_does_not_stop_its_batch_mates():
+    b = UnitBatcher(Slow(0.5), max_units=100, max_wait_ms=200)
+    out: dict[str, object] = {}
+    quitter, stayer = deadline.WorkToken(None), deadline.WorkToken(None)
+
+    def call(name, token):
+        with token.active():
+            try:
+                out[name] = b.score(["Aspirin inhibits cyclooxygenase."], ["Aspirin inhibits cyclooxygenase."]).score[0]
+            except deadline.Cancelled as e:
+                out[name] = e
+
+    threads = [threading.Thread(target=call, args=a) for a in (("quitter", quitter), ("stayer", stayer))]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)  # both are in the batch now
+    quitter.cancel()
+    for t in threads:
+        t.join(10)
+    b.close()
+    assert isinstance(out["quitter"], deadline.Cancelled) and out["stayer"] == pytest.approx(1.0)
+
+
+def test_a_batch_stops_once_every_request_in_it_gave_up():
+    tokens = [deadline.WorkToken(None), deadline.WorkToken(None)]
+    both = deadline.AllOf(tokens)
+    tokens[0].cancel()
+    assert not both.cancelled
+    tokens[1].cancel()
+    assert both.cancelled and deadline.AllOf([tokens[0], None]).cancelled is False
+
+
+def test_score_endpoint_past_its_timeout_is_a_504():
+    with running(ServeConfig(verifier="lexical", request_timeout_s=0.3), scorer=Slow(3)) as url:
+        r = httpx.post(f"{url}/v1/score", json={"pairs": [{"claim": "a", "passage": "a"}]}, timeout=30)
+    assert r.status_code == 504 and "longer than 0.3 s" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("extra,status", [(-1, 200), (0, 200), (1, 413)])
+def test_a_body_at_max_request_bytes_passes_and_one_byte_more_is_refused(extra, status):
+    body = json.dumps({"answer": "Aspirin lowers fever [1].", "passages": ["Aspirin lowers fever."]}).encode()
+    limit = len(body) + 10
+    padded = body[:-1] + b" " * (limit - len(body) + extra) + b"}"  # whitespace inside the JSON object
+    with running(ServeConfig(verifier="lexical", limits=Limits(max_request_bytes=limit))) as url:
+        chunked = httpx.post(f"{url}/v1/guard", content=iter([padded[:50], padded[50:]]),
+                             headers={"content-type": "application/json"})
+        sized = httpx.post(f"{url}/v1/guard", content=padded, headers={"content-type": "application/json"})
+    assert len(padded) == limit + extra and chunked.status_code == status and sized.status_code == status
+
+
+def test_the_proxy_headers_summarise_the_report():
+    from test_hostile import CHAT, Upstream
+
+    content = "Statins lower LDL cholesterol [2]. Aspirin cures migraine [1]. Nothing holds [7]."
+    up = Upstream(json.dumps({"choices": [{"message": {"content": content}}]}).encode())
+    try:
+        with running(ServeConfig(verifier="lexical", upstream=up.url, reattributor=None)) as url:
+            r = httpx.post(f"{url}/v1/chat/completions", json=CHAT)
+    finally:
+        up.close()
+    rep = r.json()["citebound"]["report"]
+    assert (rep["verified"], rep["flagged"], rep["invalid"]) == (1, 1, 1)
+    h = r.headers
+    assert (h["x-citebound-citations"], h["x-citebound-flagged"], h["x-citebound-invalid"]) == ("3", "1", "1")
+    assert h["x-citebound-review-budget"] == f"{2 / 3:.4f}"
+
+
+# ---------------------------------------------------------------- limits at N - 1, N, N + 1
+
+
+@pytest.mark.parametrize("name,make", [
+    ("max_answer_chars", lambda n: "a" * n),
+    ("max_sentences", lambda n: " ".join(["Claim."] * n)),
+    ("max_citations_per_answer", lambda n: " ".join(["Claim [1]."] * n)),
+    ("max_citations_per_sentence", lambda n: "Claim " + "".join(f"[{1 + k % 2}]" for k in range(n)) + "."),
+])
+@pytest.mark.parametrize("delta", [-1, 0, 1])
+def test_every_answer_limit_at_n_minus_1_n_and_n_plus_1(name, make, delta):
+    from citebound.guarding.guard import Guard
+
+    n = 50
+    g = Guard("lexical", reattributor=None, limits=Limits.from_mapping({name: n}))
+    answer = make(n + delta)
+    if delta <= 0:
+        g.guard(answer, ["Claim one.", "Claim two."])
+    else:
+        with pytest.raises(LimitExceeded, match=name):
+            g.guard(answer, ["Claim one.", "Claim two."])
+
+
+@pytest.mark.parametrize("delta", [-1, 0, 1])
+def test_passage_limits_at_n_minus_1_n_and_n_plus_1(delta):
+    from citebound.guarding.guard import Guard
+
+    g = Guard("lexical", reattributor=None, limits=Limits(max_passages=3, max_passage_chars=40))
+    ok_passages, long = ["Claim one."] * (3 + delta), ["x" * (40 + delta)]
+    for passages, name in ((ok_passages, "max_passages"), (long, "max_passage_chars")):
+        if delta <= 0:
+            g.guard("Claim one [1].", passages)
+        else:
+            with pytest.raises(LimitExceeded, match=name):
+                g.guard("Claim one [1].", passages)
+
+
+def test_a_markers_expansion_stops_at_the_budget_not_after():
+    assert expand_numeric("1-10", max_range=1000, budget=10) == list(range(1, 11))
+    with pytest.raises(LimitExceeded, match="max_citations_per_sentence"):
+        expand_numeric("1-11", max_range=1000, budget=10)
+    with pytest.raises(LimitExceeded):
+        expand_numeric("1-5, 6-10, 11", max_range=1000, budget=10)
+
+
+# ---------------------------------------------------------------- labelling
+
+
+META = {"sample_seed": 0, "sample_size": 2, "input_sha256": "abc", "verifier": "lexical", "verifier_hash": "h"}
+
+
+def test_a_resume_refuses_a_labels_file_made_from_another_input(tmp_path):
+    from citebound.labelling.store import LabelError, LabelStore
+
+    p = tmp_path / "l.jsonl"
+    p.write_text(json.dumps({"item_id": "a", "judgement": "supported", "label": 1, **META}) + "\n")
+    LabelStore(p, META)
+    with pytest.raises(LabelError, match="input_sha256='abc', this session has 'other'"):
+        LabelStore(p, {**META, "input_sha256": "other"})
+
+
+def test_answers_sharing_an_id_get_item_ids_of_their_own():
+    from citebound.labelling.store import answer_ids, citation_population
+
+    recs = [{"id": "x", "answer": "A holds [1].", "passages": ["A holds."]},
+            {"id": "x", "answer": "A holds [1].", "passages": ["A holds."]}]
+    assert answer_ids(recs, [1, 2]) == ["line1", "line2"]
+    assert answer_ids([{"id": "p"}, {"id": "q"}], [1, 2]) == ["p", "q"]
+    items, _ = citation_population(recs, [1, 2], "in.jsonl")
+    assert len({it.item_id for it in items}) == 2
+
+
+def test_an_echo_record_citing_one_past_its_passages_names_the_line(tmp_path):
+    from citebound.labelling.store import LabelError, citation_population
+
+    rec = {"answer": "A [1]. B [3].", "passages": ["A.", "B."], "citation_base": 1,
+           "report": {"audit": [{"sentence_index": 1, "cited": 3, "claim": "B.", "action": "verified", "score": 0.9,
+                                 "evidence": {"start": 0, "end": 2}}]}}
+    with pytest.raises(LabelError, match=r"in.jsonl:4: audit entry 0 cites \[3\]"):
+        citation_population([rec], [4], "in.jsonl")
+
+
+# ---------------------------------------------------------------- model digests and training choices
+
+
+def test_a_models_digest_follows_its_bytes_even_at_the_same_size_and_path(tmp_path):
+    import os
+
+    from citebound.scoring.hashing import model_digest
+
+    head = tmp_path / "head.json"
+    head.write_text('{"coef": [0.1, 0.2]}')
+    st = head.stat()
+    first = model_digest(tmp_path)
+    head.write_text('{"coef": [0.3, 0.4]}')  # retrained: same size, same path
+    os.utime(head, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert head.stat().st_size == st.st_size and model_digest(tmp_path) != first
+    import hashlib
+    assert model_digest(tmp_path) == hashlib.sha256(head.read_bytes()).hexdigest()[:16]
+
+
+def test_a_tie_in_the_choice_of_c_goes_to_the_strongest_regularisation():
+    import pandas as pd
+
+    from citebound.training.evaluation import evaluate
+    from citebound.training.head import FEATURES
+
+    rng = np.random.default_rng(0)
+    n = 40
+    y = np.r_[np.zeros(n // 2, int), np.ones(n // 2, int)]
+    x = y[:, None] + 0.01 * rng.normal(size=(n, len(FEATURES)))  # separable: every C ranks perfectly
+    train = pd.DataFrame({"source": ["a", "b"] * (n // 2), "label": y})
+    units = (x, np.arange(n))
+    _, chosen = evaluate(train, units, {}, {"all": ["a", "b"]}, [0.1, 1.0, 10.0], n_boot=10, seed=0)
+    assert chosen["all"]["C"] == 0.1
+
+
+def test_copies_of_a_claim_land_in_one_fold_whatever_their_case():
+    from citebound.training.evaluation import claim_folds
+
+    claims = ["Aspirin works.", "aspirin WORKS", "Statins help.", "statins help!", "Coffee wakes.", "COFFEE WAKES"]
+    folds = claim_folds(claims, 3, seed=1)
+    assert folds[0] == folds[1] and folds[2] == folds[3] and folds[4] == folds[5] and len(set(folds)) == 3

@@ -251,3 +251,21 @@ def test_copies_of_a_claim_land_in_one_fold_whatever_their_case():
     claims = ["Aspirin works.", "aspirin WORKS", "Statins help.", "statins help!", "Coffee wakes.", "COFFEE WAKES"]
     folds = claim_folds(claims, 3, seed=1)
     assert folds[0] == folds[1] and folds[2] == folds[3] and folds[4] == folds[5] and len(set(folds)) == 3
+
+
+def test_a_merged_call_that_fails_fails_only_the_job_whose_units_caused_it():
+    """Deterministic: three jobs in one merged verifier call, the middle one's text makes the scorer raise."""
+    from test_hostile import Failing
+
+    from citebound.serving.batcher import _Job
+
+    b = UnitBatcher(Failing(), max_units=100, max_wait_ms=0)
+    jobs = [_Job(["Statins lower LDL cholesterol."], ["Statins lower LDL cholesterol."]),
+            _Job(["boom claim"], ["x"]),
+            _Job(["Aspirin inhibits cyclooxygenase.", "Statins lower LDL."], ["Aspirin inhibits cyclooxygenase.", "y"])]
+    b._score(jobs)
+    b.close()
+    assert jobs[0].future.result().score.tolist() == [1.0]
+    with pytest.raises(RuntimeError, match="verifier failed"):
+        jobs[1].future.result()
+    assert jobs[2].future.result().score.tolist()[0] == 1.0 and len(jobs[2].future.result().score) == 2

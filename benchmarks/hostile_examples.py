@@ -39,7 +39,7 @@ REATTRIBUTE = """
 import resource, json, time
 {imports}
 g = Guard("lexical")
-big = " ".join(f"word{{i}}" for i in range(160000))  # ~1 MB
+big = " ".join(f"word{{i}}" for i in range(90000))  # ~0.9 MB, under max_passage_chars
 passages = [big] + [f"Short passage {{i}} about topic{{i}}." for i in range(20)]
 answer = " ".join(f"Claim {{i}} about topic{{i}} [{{200 + i}}]." for i in range({n}))  # every citation invalid
 t0 = time.perf_counter()

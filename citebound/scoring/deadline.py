@@ -31,7 +31,19 @@ class Cancelled(TimeoutError):
     """The work's caller gave up on it (its deadline passed, or it was cancelled)."""
 
 
-class WorkToken:
+class _Activatable:
+    """What a token shares: it can be made the current one for a block (:func:`check` then consults it)."""
+
+    @contextmanager
+    def active(self) -> Iterator[Any]:
+        reset = CURRENT.set(self)
+        try:
+            yield self
+        finally:
+            CURRENT.reset(reset)
+
+
+class WorkToken(_Activatable):
     """A deadline (seconds from now, or None) and a cancel flag, with the futures the work waits on."""
 
     def __init__(self, deadline_s: float | None):
@@ -62,16 +74,9 @@ class WorkToken:
         if self._cancelled.is_set():
             future.cancel()
 
-    @contextmanager
-    def active(self) -> Iterator[WorkToken]:
-        reset = CURRENT.set(self)
-        try:
-            yield self
-        finally:
-            CURRENT.reset(reset)
 
 
-class AllOf:
+class AllOf(_Activatable):
     """The token of a merged batch: cancelled only when every one of its jobs' tokens is."""
 
     def __init__(self, tokens: list[Any]):
@@ -85,13 +90,6 @@ class AllOf:
         if self.cancelled:
             raise Cancelled("every request of this batch was cancelled")
 
-    @contextmanager
-    def active(self) -> Iterator[AllOf]:
-        reset = CURRENT.set(self)
-        try:
-            yield self
-        finally:
-            CURRENT.reset(reset)
 
 
 CURRENT: contextvars.ContextVar[Any] = contextvars.ContextVar("citebound_work_token", default=None)

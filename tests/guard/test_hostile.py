@@ -79,20 +79,23 @@ def test_bombs_are_refused_fast_and_flat_in_a_capped_process(answer, expect):
 
 
 def test_marker_and_hidden_scans_stay_linear_as_hostile_input_grows():
-    """Time at 4x the size is at most ~6x the time (quadratic would be 16x)."""
+    """Time at 4x the size stays well under the 16x of a quadratic scan."""
     cases = {"links": lambda n: "[[1]](" * n, "brackets": lambda n: "[" + "1," * n,
              "author_year": lambda n: "(" + "a" * n, "hidden": lambda n: "<span hidden>" * n,
              "comments": lambda n: "<!-- " * n + "x", "spaces": lambda n: "a" + " " * n + "b."}
-    for name, make in cases.items():
-        times = []
-        for n in (20_000, 80_000):
-            text = make(n)
+    def best_of_3(text: str) -> float:  # the least-disturbed of three runs: robust to a busy machine
+        runs = []
+        for _ in range(3):
             t0 = time.perf_counter()
             list(MARKER_RE.finditer(text))
             strip_markers(text, cap=10 ** 7)
             hidden_spans(text)
-            times.append(max(time.perf_counter() - t0, 1e-3))
-        assert times[1] / times[0] < 8, (name, times)
+            runs.append(time.perf_counter() - t0)
+        return max(min(runs), 5e-3)
+
+    for name, make in cases.items():
+        times = [best_of_3(make(n)) for n in (40_000, 160_000)]
+        assert times[1] / times[0] < 11, (name, times)  # linear: ~4x (cache effects up to ~8x); quadratic: 16x
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

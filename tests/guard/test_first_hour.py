@@ -179,6 +179,7 @@ def test_calibrate_prints_a_one_line_summary(tmp_path, capsys):
     assert rc == 0 and "calibrated x on 20 labels (11 unsupported): tau = " in err
 
 
+@pytest.mark.slow  # eleven fresh interpreters
 def test_version_help_and_verifier_table():
     out = subprocess.run([sys.executable, "-m", "citebound", "--version"], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip().startswith("citebound 0.")

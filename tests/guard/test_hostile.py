@@ -60,6 +60,7 @@ print(json.dumps({{"s": time.perf_counter() - t0, "outcome": outcome,
 """
 
 
+@pytest.mark.slow  # five fresh interpreters
 @pytest.mark.parametrize("answer,expect", [
     # one marker listing many ranges: refused as the count passes the per-sentence limit, not after
     ("'Claim [' + ','.join(['1-1000'] * 40000) + '].'", "max_citations_per_sentence"),
@@ -78,6 +79,7 @@ def test_bombs_are_refused_fast_and_flat_in_a_capped_process(answer, expect):
     assert out["s"] < 5 and out["growth_mb"] < 150, out  # peak memory past the warmed-up guard's
 
 
+@pytest.mark.slow  # timing-based: in the slow tier, where nothing else shares its run
 def test_marker_and_hidden_scans_stay_linear_as_hostile_input_grows():
     """Time at 4x the size stays well under the 16x of a quadratic scan."""
     cases = {"links": lambda n: "[[1]](" * n, "brackets": lambda n: "[" + "1," * n,
@@ -245,6 +247,7 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+@pytest.mark.slow  # timing-based: in the slow tier, where nothing else shares its run
 def test_a_timed_out_request_frees_its_cpu_within_a_second():
     """A request far past its timeout: 504, and the server's CPU is idle again a second later."""
     from service_helpers import free_port, wait_ready

@@ -12,6 +12,9 @@ if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null || ! comm
         >/tmp/slurm-apt.log 2>&1 || { tail -20 /tmp/slurm-apt.log; exit 1; }
 fi
 if sinfo -h -o %T 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then
+    # kept, but jobs an earlier Snakemake run left behind (comment rule_*) would hold the node
+    stale=$(squeue -h -o '%i %k' | awk '$2 ~ /^rule_/ {print $1}')
+    [ -z "$stale" ] || { echo "slurm: cancelling jobs left by an earlier run: $stale"; scancel $stale; sleep 3; }
     echo "slurm: already up ($(sinfo -h -o '%N %T %G'))"; exit 0
 fi
 node=$(hostname -s)
@@ -52,8 +55,10 @@ echo "Name=gpu File=/dev/null" > /etc/slurm/gres.conf
 chown -R munge:munge /etc/munge /run/munge /var/lib/munge /var/log/munge 2>/dev/null || true
 [ -s /etc/munge/munge.key ] || { mungekey --create --force 2>/dev/null || dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=1024 2>/dev/null; chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key; }
 pgrep -x munged >/dev/null || runuser -u munge -- /usr/sbin/munged
-pgrep -x slurmctld >/dev/null || /usr/sbin/slurmctld
-pgrep -x slurmd >/dev/null || /usr/sbin/slurmd
+# -c: start from a clean state. A state file left by an earlier run on this machine brings back its
+# jobs, and the node comes up "allocated" to jobs whose processes are long gone.
+pgrep -x slurmctld >/dev/null || /usr/sbin/slurmctld -c
+pgrep -x slurmd >/dev/null || /usr/sbin/slurmd -c
 for _ in $(seq 60); do
     if sinfo -h -o %T 2>/dev/null | grep -qE '^(idle|mixed)'; then
         echo "slurm: up ($(sinfo -h -o '%N %c CPUs %m MB %G %T'))"; exit 0
@@ -61,5 +66,6 @@ for _ in $(seq 60); do
     scontrol update NodeName="${node}" State=RESUME >/dev/null 2>&1 || true
     sleep 1
 done
-echo "slurm: node did not come up"; sinfo -N -l || true; tail -20 /var/log/slurm/slurmctld.log /var/log/slurm/slurmd.log
+echo "slurm: node did not come up"; sinfo -N -l || true; squeue -a || true
+tail -n 20 /var/log/slurm/slurmctld.log /var/log/slurm/slurmd.log || true
 exit 1

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats as sps
+
+from citebound.calibration.binomial import binom_cdf
 
 
 class SmallCalibrationWarning(UserWarning):
@@ -87,7 +88,7 @@ def naive_threshold(neg_scores: Sequence[float], alpha: float) -> float:
 def pac_rank(n: int, alpha: float, delta: float) -> int:
     """Smallest k with P(Binom(n, 1 - alpha) <= k - 1) >= 1 - delta; n + 1 if none."""
     ks = np.arange(1, n + 2)  # k = n + 1 always qualifies (the cdf at n is 1): it stands for 'none'
-    return int(ks[sps.binom.cdf(ks - 1, n, 1 - alpha) >= 1 - delta][0])
+    return int(ks[binom_cdf(ks - 1, n, 1 - alpha) >= 1 - delta][0])
 
 
 @dataclass

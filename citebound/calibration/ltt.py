@@ -23,6 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from citebound.calibration.binomial import binom_cdf
+from citebound.calibration.binomial import upper_bound as cp_upper
+
 METHODS = ("bonferroni", "fixed_sequence")
 
 
@@ -31,18 +34,12 @@ def binomial_p(k: int, n: int, rate: float) -> float:
     calibration examples incur the loss (a small k is evidence that the risk is below ``rate``)."""
     if n == 0:
         return 1.0
-    from scipy.stats import binom
-
-    return float(binom.cdf(k, n, rate))
+    return float(binom_cdf(k, n, rate))
 
 
 def upper_bound(k: int, n: int, level: float) -> float:
     """The smallest rate r with P(Binomial(n, r) <= k) <= level (Clopper-Pearson one-sided upper bound)."""
-    if n == 0 or k >= n:
-        return 1.0
-    from scipy.stats import beta as beta_dist
-
-    return float(beta_dist.ppf(1 - level, k + 1, n - k))
+    return cp_upper(k, n, level)
 
 
 def default_grid(lo: float = 0.0, hi: float = 1.0, size: int = 201) -> np.ndarray:
@@ -127,9 +124,7 @@ def binomial_ps(k: np.ndarray, n: int, rate: float) -> np.ndarray:
     """:func:`binomial_p` for many k at once."""
     if n == 0:
         return np.ones(len(k))
-    from scipy.stats import binom
-
-    return binom.cdf(k, n, rate)
+    return binom_cdf(k, n, rate)
 
 
 def violation_frequency(alpha: float, beta: float, delta: float, n0: int, n1: int, trials: int, seed: int,

@@ -10,7 +10,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
+
+from citebound.calibration.binomial import normal_isf
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ def wilson(k: int, n: int, alpha: float = 0.05) -> Interval:
         return Interval(math.nan, math.nan, math.nan)
     kk, nn = np.float64(k), np.float64(n)
     q = kk / nn
-    crit = sps.norm.isf(alpha / 2.0)
+    crit = normal_isf(alpha / 2.0)
     crit2 = crit ** 2
     denom = 1 + crit2 / nn
     center = (q + crit2 / (2 * nn)) / denom
@@ -132,7 +133,9 @@ def boot_auc(scores: np.ndarray, labels: np.ndarray, idx: np.ndarray) -> np.ndar
     """ROC-AUC per bootstrap row via ranks (vectorised)."""
     s = np.asarray(scores, float)[idx]
     y = np.asarray(labels, bool)[idx]
-    r = sps.rankdata(s, axis=1)
+    from scipy.stats import rankdata  # the study's bootstrap (scipy is a study dependency)
+
+    r = rankdata(s, axis=1)
     n1, n0 = y.sum(1), (~y).sum(1)
     # a row with one class has n1 * n0 = 0 and a zero numerator (the positives' ranks are
     # 1..n1, or there are none), so 0 / 0 gives the NaN

@@ -1,0 +1,48 @@
+"""The guard's own binomial tails against scipy.stats (an independent implementation)."""
+import numpy as np
+import pytest
+from scipy import stats
+
+from citebound.calibration.binomial import binom_cdf, normal_isf, upper_bound
+
+
+@pytest.mark.parametrize("n,p", [(1, 0.5), (10, 0.3), (37, 0.9), (500, 0.1), (2000, 0.97), (5, 1e-9)])
+def test_binom_cdf_equals_scipy_for_every_k(n, p):
+    ks = np.arange(-2, n + 3)
+    np.testing.assert_allclose(binom_cdf(ks, n, p), stats.binom.cdf(ks, n, p), rtol=1e-10, atol=1e-13)
+    assert binom_cdf(3, n, p) == pytest.approx(stats.binom.cdf(3, n, p), rel=1e-10, abs=1e-13)
+
+
+def test_binom_cdf_edges_by_hand():
+    assert binom_cdf(0, 4, 0.5) == 1 / 16
+    assert binom_cdf(2, 4, 0.5) == pytest.approx(11 / 16)
+    assert binom_cdf(-1, 4, 0.5) == 0.0 and binom_cdf(4, 4, 0.5) == 1.0
+    assert binom_cdf(0, 4, 0.0) == 1.0 and binom_cdf(3, 4, 1.0) == 0.0 and binom_cdf(4, 4, 1.0) == 1.0
+
+
+@pytest.mark.parametrize("k,n,level", [(0, 10, 0.05), (3, 10, 0.1), (12, 200, 0.01), (99, 100, 0.05), (0, 1, 0.5)])
+def test_upper_bound_is_scipy_clopper_pearson(k, n, level):
+    assert upper_bound(k, n, level) == pytest.approx(stats.beta.ppf(1 - level, k + 1, n - k), abs=1e-12)
+
+
+def test_upper_bound_edges():
+    assert upper_bound(10, 10, 0.05) == 1.0 and upper_bound(0, 0, 0.05) == 1.0
+    assert upper_bound(0, 10, 0.05) == pytest.approx(1 - 0.05 ** 0.1, abs=1e-13)  # by hand: (1 - r)^10 = 0.05
+
+
+def test_normal_isf_is_scipy_and_the_stdlib_fallback_is_close(monkeypatch):
+    import builtins
+
+    for q in (0.025, 0.05, 0.5, 0.9):
+        assert normal_isf(q) == stats.norm.isf(q)
+    real = builtins.__import__
+
+    def no_scipy(name, *a, **k):
+        if name.startswith("scipy"):
+            raise ImportError(name)
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_scipy)
+    for q in (0.025, 0.05, 0.1):
+        assert normal_isf(q) == pytest.approx(stats.norm.isf(q), abs=2e-15)
+    assert normal_isf(0.025) == pytest.approx(1.959963984540054, abs=1e-15)

@@ -1,0 +1,125 @@
+"""A drift alarm for a deployed calibration: a conformal test martingale over the verifier scores of
+deployed citations (no labels needed), and a binomial test once labels come back.
+
+**The martingale** (Vovk, Nouretdinov and Gammerman, "Testing exchangeability on-line", 2003). The
+calibration's scores are the first observations of one sequence; each deployed score ``s`` then gets the
+smoothed conformal p-value of its strangeness against everything seen before it (calibration and
+deployed alike), with *higher score = stranger* (the guarantee breaks when unsupported citations score
+higher than the calibration's did)::
+
+    p = (#{seen > s} + theta * (#{seen == s} + 1)) / (#seen + 1),   theta ~ U(0, 1)
+
+Under exchangeability these p-values are independent and uniform, so for any betting function f with
+integral 1 on [0, 1] the product of f(p) is a test martingale, and by Ville's inequality it ever reaches
+1/delta with probability at most delta. The betting function is the *simple mixture* of the power
+functions ``eps * p ** (eps - 1)`` over eps in (0, 1), averaged on a fixed grid of eps (a mixture of
+martingales is a martingale), kept in log space. The state becomes ``suspect`` when the martingale first
+reaches 1/delta, and stays so.
+
+**Labels.** When labelled deployed citations come back (a ``citebound label`` sample), the certified miss
+rate alpha is tested: with ``k`` of ``n`` unsupported citations passed, the p-value P(Binomial(n, alpha)
+>= k) below delta rejects it, and the state becomes ``void``.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from citebound.calibration.binomial import binom_cdf
+
+STATES = ("ok", "suspect", "void")
+EPS_GRID = (np.arange(100) + 0.5) / 100  # midpoints of 100 equal bins of (0, 1)
+
+
+def conformal_p(seen_sorted: Sequence[float], s: float, theta: float) -> float:
+    """Smoothed conformal p-value of ``s`` against the sorted scores seen before (higher = stranger).
+
+    >>> conformal_p([0.1, 0.5, 0.9], 0.95, 0.5)   # none higher, none equal: 0.5 / 4
+    0.125
+    >>> conformal_p([0.1, 0.5, 0.5, 0.9], 0.5, 0.5)   # one higher, two equal: (1 + 0.5 * 3) / 5
+    0.5
+    """
+    lo = bisect.bisect_left(seen_sorted, s)
+    hi = bisect.bisect_right(seen_sorted, s)
+    greater, equal = len(seen_sorted) - hi, hi - lo
+    return (greater + theta * (equal + 1)) / (len(seen_sorted) + 1)
+
+
+def miss_rate_p(missed: int, n_unsupported: int, alpha: float) -> float:
+    """P(Binomial(n, alpha) >= missed): small when more unsupported citations passed than alpha allows."""
+    if n_unsupported <= 0 or missed <= 0:
+        return 1.0
+    return float(1.0 - binom_cdf(missed - 1, n_unsupported, alpha))
+
+
+@dataclass
+class DriftMonitor:
+    """The monitor of one calibration: ``update(scores)`` with deployed scores, ``labels(...)`` with
+    returned labels; ``state``, ``value`` (the martingale) and :meth:`card` report it."""
+
+    calibration_scores: Sequence[float]
+    delta: float = 0.1
+    alpha: float = 0.1
+    seed: int = 0
+    state: str = "ok"
+    log_m: float = 0.0
+    n_seen: int = 0
+    alarm_at: int | None = None
+    labels_seen: tuple[int, int] = (0, 0)
+    label_p: float | None = None
+    _seen: list[float] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.delta < 1:
+            raise ValueError(f"delta must be in (0, 1), got {self.delta}")
+        scores = [float(s) for s in self.calibration_scores if s is not None and math.isfinite(float(s))]
+        if not scores:
+            raise ValueError("the drift monitor needs the calibration's scores (none are finite)")
+        self._seen = sorted(scores)
+        self._rng = np.random.default_rng(self.seed)
+        self._log_parts = np.zeros(len(EPS_GRID))  # log of each power martingale
+
+    @property
+    def value(self) -> float:
+        """The mixture martingale's current value."""
+        return float(math.exp(self.log_m)) if self.log_m < 700 else math.inf
+
+    def update(self, scores: Iterable[float], thetas: Iterable[float] | None = None) -> str:
+        """Feed deployed citations' scores (NaN, i.e. not scored, is skipped: it carries no evidence).
+        ``thetas``: the tie-breaking uniforms, one per score (default: the monitor's seeded draws)."""
+        given = iter(thetas) if thetas is not None else None
+        for s in scores:
+            theta = float(next(given)) if given is not None else float(self._rng.uniform())
+            if s is None or not math.isfinite(float(s)):
+                continue
+            p = conformal_p(self._seen, float(s), theta)
+            bisect.insort(self._seen, float(s))
+            self._log_parts += np.log(EPS_GRID) + (EPS_GRID - 1.0) * math.log(max(p, 1e-300))
+            top = self._log_parts.max()
+            self.log_m = float(top + math.log(np.mean(np.exp(self._log_parts - top))))
+            self.n_seen += 1
+            if self.state == "ok" and self.log_m >= math.log(1.0 / self.delta):
+                self.state, self.alarm_at = "suspect", self.n_seen
+        return self.state
+
+    def labels(self, missed: int, n_unsupported: int) -> str:
+        """Labelled deployed citations: ``missed`` of ``n_unsupported`` unsupported ones passed the guard."""
+        if not 0 <= missed <= n_unsupported:
+            raise ValueError(f"missed ({missed}) must be between 0 and n_unsupported ({n_unsupported})")
+        k, n = self.labels_seen[0] + missed, self.labels_seen[1] + n_unsupported
+        self.labels_seen = (k, n)
+        self.label_p = miss_rate_p(k, n, self.alpha)
+        if self.label_p < self.delta:
+            self.state = "void"
+        return self.state
+
+    def card(self) -> dict:
+        """What a guarantee card says of the monitor."""
+        return {"state": self.state, "martingale": round(self.value, 6), "alarm_at": 1.0 / self.delta,
+                "deployed_scores": self.n_seen, "first_alarm_after": self.alarm_at,
+                "labels": {"missed": self.labels_seen[0], "unsupported": self.labels_seen[1],
+                           "p_value": None if self.label_p is None else round(self.label_p, 6)}}

@@ -123,6 +123,8 @@ def cycle(answers: list[dict], n: int, start: int = 0) -> list[dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--verifier", default="embedding")
+    ap.add_argument("--runtime", choices=["torch", "onnx", "openvino"],
+                    help="the verifier's runtime (default: its definition's; torch = the exact float32 path)")
     ap.add_argument("--levels", default="1,4,16,64")
     ap.add_argument("--seconds", type=float, default=60.0, help="per concurrency level")
     ap.add_argument("--answers", type=int, default=120,
@@ -148,7 +150,8 @@ def main() -> int:
 
     # in-process: the library, one Guard, one answer at a time (the same answers, a warm model)
     from citebound.guarding.guard import Guard
-    guard = Guard(args.verifier, overrides={"memo_texts": args.memo_texts})  # as served
+    rt = {"runtime": args.runtime} if args.runtime else {}
+    guard = Guard(args.verifier, overrides={"memo_texts": args.memo_texts, **rt})  # as served
     guard.guard(answers[0]["answer"], answers[0]["passages"])
     inproc = []
     n_in = min(len(answers), 60)
@@ -166,7 +169,8 @@ def main() -> int:
         port = free_port()
         proc = subprocess.Popen([sys.executable, "-m", "citebound.cli.main", "serve", "--verifier", args.verifier,
                                  "--port", str(port), "--max-wait-ms", str(args.max_wait_ms),
-                                 "--override", f"memo_texts={memo_texts}"],
+                                 "--override", f"memo_texts={memo_texts}",
+                                 *(["--runtime", args.runtime] if args.runtime else [])],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}"
         if not wait_ready(url, attempts=1200, pause=0.1):

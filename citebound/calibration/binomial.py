@@ -1,7 +1,7 @@
 """Exact binomial tails and the Clopper-Pearson upper bound, in numpy: what calibration needs of
 scipy.stats, without scipy in the guard's install (tests/guard/test_binomial.py compares with scipy).
 
->>> float(binom_cdf(1, 3, 0.5))   # (1 + 3) / 8
+>>> round(float(binom_cdf(1, 3, 0.5)), 12)   # (1 + 3) / 8
 0.5
 >>> round(upper_bound(0, 10, 0.05), 6)   # 1 - 0.05 ** (1 / 10)
 0.258866

@@ -139,4 +139,7 @@ def calibration_summary(scores: Sequence[float], labels: Sequence[int], alpha: f
         "flag_rate_supported": float(np.mean(scores[labels == 1] <= guard.tau)) if (labels == 1).any() else None,
         "assumption": "calibration unsupported citations are exchangeable with deployment unsupported citations",
         "warnings": msgs,
+        # every labelled citation's score, sorted: the reference the drift monitor compares deployed scores
+        # with (citebound.calibration.monitor), in the mixture of supported and unsupported that deployment sees
+        "monitor_scores": [round(float(x), 6) for x in np.sort(scores)],
     }

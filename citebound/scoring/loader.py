@@ -184,9 +184,32 @@ def load_scorer(name: str, overrides: Mapping[str, Any] | None = None, *, model_
                 runtime: Mapping[str, Any] | None = None) -> PairScorer:
     """A :class:`PairScorer` for the verifier definition ``name`` (keys replaced by ``overrides``; the
     in-process models' ``runtime``/``quantize``/``threads`` set by ``runtime``, else the definition's:
-    the exact float32 PyTorch path unless the definition says otherwise)."""
+    the exact float32 PyTorch path unless the definition says otherwise: embedding and trained run the
+    graph inside the wheel). A verifier that needs torch without the [torch] extra is refused, naming it."""
     vcfg, allv, windowing = verifier_definitions(name, overrides, runtime)
+    check_extras(name, allv)
     try:
         return PairScorer(vcfg, allv, windowing, cache_dir=cache_dir, model_path=model_path, progress=progress)
     except (OSError, ValueError) as e:
         raise VerifierLoadError(f"cannot load verifier {name!r}: {str(e).splitlines()[0]}") from None
+
+
+def check_extras(name: str, configs: Mapping[str, Mapping[str, Any]]) -> None:
+    """A verifier (or a stacked verifier's base) that runs a model through torch, on an install without
+    the ``[torch]`` extra: refused before anything loads, with the install command."""
+    import importlib.util
+
+    from citebound.models import uses_shipped_graph
+    from citebound.verifiers import MODEL_KINDS
+
+    def network(c: Mapping[str, Any]) -> bool:  # a fine-tuned network (citebound.json) runs its own weights
+        from citebound.verifiers.trained import network_design
+
+        return c.get("kind") == "trained" and bool(c.get("model")) and network_design(c["model"]) is not None
+
+    need = [n for n, c in configs.items() if (c.get("kind") in MODEL_KINDS and (not uses_shipped_graph(c) or network(c)))
+            or c.get("kind") == "llm" and c.get("backend") in ("transformers", "vllm")]
+    if need and importlib.util.find_spec("torch") is None:
+        raise VerifierLoadError(f"verifier {name!r} runs {', '.join(need)} on torch, which this install lacks: "
+                                "pip install 'citebound[torch]' (the embedding, trained and lexical verifiers need "
+                                "no torch)")

@@ -132,14 +132,19 @@ TRAINED_DEFAULT = "results/models/trained"
 
 def apply_model_runtime(cfg: DictConfig) -> None:
     """An experiment's ``model_runtime`` ({runtime, quantize}) set on every in-process model verifier;
-    null keeps each verifier's own (the exact float32 path unless its file says otherwise). The runtime
+    null keeps each verifier's own (the exact float32 path unless its file says otherwise; a file's
+    ``graph: shipped``, the guard's ONNX graph, is the exact float32 torch path here). The runtime
     goes to the encoder verifiers only: a seq2seq verifier keeps torch, with the experiment's quantize."""
     mr = cfg.get("model_runtime")
-    if not mr:
-        return
     with open_dict(cfg):
         for v in (cfg.get("verifiers") or {}).values():
-            if v.get("kind") not in MODEL_KINDS:
+            if "graph" in v:
+                # the guard's graph inside the wheel is the guard's: the study keeps its own runtimes (the
+                # exact float32 path, or an experiment's model_runtime), so its tables do not move
+                del v["graph"]
+                if v.get("runtime") == "onnx":
+                    v["runtime"] = "torch"
+            if not mr or v.get("kind") not in MODEL_KINDS:
                 continue
             if mr.get("quantize") is not None:
                 v["quantize"] = mr["quantize"]

@@ -38,8 +38,12 @@ class FrozenFeatures(FrozenEncoder):
     """The trained verifier's feature extractor (the same code scores with it), plus a labelled pair's
     units on the scoring protocol."""
 
-    def __init__(self, model_path: str, batch_size: int = 32, max_length: int = 256, threads: int | None = None):
-        super().__init__(model_path, {"batch_size": batch_size, "max_length": max_length, "threads": threads})
+    def __init__(self, model_path: str, batch_size: int = 32, max_length: int = 256, threads: int | None = None,
+                 runtime: dict[str, Any] | None = None):
+        """``runtime``: the encoder's runtime keys (default: the exact torch path, which the study trains
+        on; ``{"runtime": "onnx", "graph": "shipped"}`` is the graph the guard's trained verifier scores with)."""
+        super().__init__(model_path, {"batch_size": batch_size, "max_length": max_length, "threads": threads,
+                                      **(runtime or {})})
 
     def pair_units(self, claims: Sequence[str], passages: Sequence[str], window_chars: int = 600, stride: int = 300,
                    claim_cap: int = 600, progress: bool = False) -> tuple[np.ndarray, np.ndarray]:

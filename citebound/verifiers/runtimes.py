@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from citebound.verifiers.graph import sorted_batches  # noqa: F401 (re-exported)
+
 log = logging.getLogger(__name__)
 
 RUNTIMES = ("torch", "onnx", "openvino")
@@ -90,16 +92,6 @@ def set_threads(n: int | None) -> None:
     """Use ``n`` intra-op threads in torch (ONNX sessions take theirs from :class:`Forward`)."""
     if n:
         torch.set_num_threads(int(n))
-
-
-def sorted_batches(lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
-    """Indices in batches of ``batch_size``, longest first (stable for equal lengths).
-
-    >>> [b.tolist() for b in sorted_batches([3, 9, 1, 9, 5], 2)]
-    [[1, 3], [4, 0], [2]]
-    """
-    order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
 
 
 def encode_sorted(tokenizer: Any, first: Sequence[str], second: Sequence[str] | None, *, max_length: int,

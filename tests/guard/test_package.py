@@ -51,7 +51,10 @@ def test_every_study_verifier_is_a_shipped_definition_read_through_hydra():
     panel = ["lexical", "embedding", "deberta_nli", "hhem"]
     cfg = compose_config([f"verifier_panel=[{','.join(panel)}]", "datasets=[]", "sources=[]", "model_runtime=null"])
     for name in panel:
-        assert to_plain(cfg.verifiers[name]) == definitions.load("verifier", name)
+        d = definitions.load("verifier", name)
+        if d.get("graph") == "shipped":  # the guard's graph inside the wheel is the guard's: the study runs torch
+            d = {k: v for k, v in d.items() if k != "graph"} | {"runtime": "torch"}
+        assert to_plain(cfg.verifiers[name]) == d
     assert to_plain(cfg.windowing) == definitions.windowing() == {"window_chars": 600, "stride": 300, "claim_cap": 600}
     assert to_plain(cfg.reattributor) == definitions.load("reattributor", "bm25")
     # there is one copy: the study's config tree holds no verifier or re-attributor files
@@ -61,7 +64,7 @@ def test_every_study_verifier_is_a_shipped_definition_read_through_hydra():
 def test_load_scorer_takes_the_definitions_defaults_not_an_experiments_runtime():
     # lite's model_runtime (openvino bf16) must not leak into the guard
     scorer = load_scorer("embedding")
-    assert "runtime" not in scorer.cfg and "quantize" not in scorer.cfg
+    assert (scorer.cfg["runtime"], scorer.cfg["graph"]) == ("onnx", "shipped") and "quantize" not in scorer.cfg
     assert scorer.cfg == definitions.load("verifier", "embedding")
     assert scorer.hash == verifier_hash(definitions.load("verifier", "embedding"))
     # an explicit runtime reaches model verifiers only, and changes the hash
@@ -73,14 +76,21 @@ def test_load_scorer_takes_the_definitions_defaults_not_an_experiments_runtime()
 
 def test_cli_help_states_the_true_default_runtime():
     assert DEFAULT_RUNTIME == {"runtime": "torch", "quantize": "none"}
+    on_graph = []
     for name in definitions.available("verifier"):
         d = definitions.load("verifier", name)
         if d.get("kind") in MODEL_KINDS:
+            if d.get("graph") == "shipped":
+                on_graph.append(name)
+                assert d["runtime"] == "onnx" and d.get("quantize", "none") == "none", name
+                continue
             assert d.get("runtime", "torch") == DEFAULT_RUNTIME["runtime"], name
             assert d.get("quantize", "none") == DEFAULT_RUNTIME["quantize"], name
+    assert on_graph == ["embedding", "trained"]
     guard = next(a for a in build_parser()._subparsers._group_actions[0].choices["guard"]._actions
                  if "--runtime" in a.option_strings)
-    assert "torch (the exact float32 path)" in guard.help
+    assert "onnx on the graph inside the wheel for embedding and trained" in guard.help
+    assert "torch (the exact float32 path, the [torch] extra) for the others" in guard.help
 
 
 def test_unknown_verifier_names_the_nearest_definition(capsys):

@@ -162,7 +162,8 @@ def test_calibration_of_one_head_is_refused_for_another(tmp_path, capsys):
     assert main(["calibrate", "--scores", str(scores), "--verifier", "trained", "--model", str(a), "--out", str(cal)]) == 0
     assert json.loads(cal.read_text())["verifier_hash"] == verifier_hash({"name": "trained", "kind": "trained",
                                                                            "binary": False, "model": str(a),
-                                                                           "max_length": 256})
+                                                                           "max_length": 256, "runtime": "onnx",
+                                                                           "graph": "shipped"})
     ex = write_jsonl(tmp_path / "a.jsonl", [{"answer": "Aspirin lowers fever [1].", "passages": ["Aspirin lowers fever."]}])
     capsys.readouterr()
     assert main(["guard", "--input", str(ex), "--verifier", "trained", "--model", str(a), "--calibration", str(cal),

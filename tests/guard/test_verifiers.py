@@ -73,7 +73,7 @@ def test_embedding_verifier_real_minilm_ranks_paraphrase_above_unrelated():
 def test_embedding_verifier_pools_claims_and_windows_yet_scores_each_unit_as_alone():
     """Claims and windows of different lengths go through one length-sorted pool in batches of 2;
     every unit's score must still be (cos + 1) / 2 of its own two texts embedded one at a time."""
-    v = build_verifier({**verifier_cfg("embedding"), "batch_size": 2})
+    v = build_verifier({**verifier_cfg("embedding"), "batch_size": 2, "runtime": "torch"})  # the exact torch path
     claims = ["Aspirin lowers fever.", "The protein binds zinc in two places of its catalytic domain.", "Aspirin lowers fever."]
     windows = ["Fever falls after aspirin in most patients.", "Zinc.", "Markets fell sharply on Monday after the report."]
 
@@ -88,6 +88,26 @@ def test_embedding_verifier_pools_claims_and_windows_yet_scores_each_unit_as_alo
     s, verdict = v.judge(claims, windows)
     np.testing.assert_allclose(s, want, atol=1e-5)
     np.testing.assert_array_equal(verdict, np.array(want) >= v.threshold)
+
+
+def test_the_shipped_graph_pools_claims_and_windows_yet_scores_each_unit_as_alone():
+    """The same on the graph inside the wheel: batches of 2 mix texts of unequal lengths (padding), yet
+    each unit scores as its two texts embedded one at a time."""
+    from citebound.verifiers.graph import mean_pool
+
+    v = build_verifier({**verifier_cfg("embedding"), "batch_size": 2})
+    assert v.graph is not None
+    claims = ["Aspirin lowers fever.", "The protein binds zinc in two places of its catalytic domain.", "Aspirin lowers fever."]
+    windows = ["Fever falls after aspirin in most patients.", "Zinc.", "Markets fell sharply on Monday after the report."]
+
+    def alone(text):
+        (_, h, m, _), = v.graph.batches([text])
+        return mean_pool(h[:, -1], m)[0]
+
+    want = [(float(alone(c) @ alone(w)) + 1) / 2 for c, w in zip(claims, windows)]
+    s, verdict = v.judge(claims, windows)
+    np.testing.assert_allclose(s, want, atol=1e-5)
+    assert s[0] > s[2]  # the fever window supports the fever claim better than the markets one
 
 
 def test_attrscore_batched_label_likelihoods_equal_unbatched(tiny_t5):

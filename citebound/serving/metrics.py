@@ -1,7 +1,7 @@
 """Prometheus metrics (on a registry of the app's own) and OpenTelemetry spans of the service."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,6 +28,21 @@ class Metrics:
         self.queue_depth = Gauge("citebound_queue_depth", "verifier calls waiting for the batcher",
                                  registry=self.registry)
         self.in_flight = Gauge("citebound_in_flight", "requests being handled", registry=self.registry)
+        self.martingale = Gauge("citebound_monitor_martingale", "the drift monitor's test martingale per calibration "
+                                "profile (suspect at 1/delta)", ["profile"], registry=self.registry)
+        self.monitor_state = Gauge("citebound_monitor_state", "1 for the drift monitor's current state per profile",
+                                   ["profile", "state"], registry=self.registry)
+
+    def record_monitors(self, guards: Mapping[str | None, Any]) -> None:
+        """Each profile's monitor into its gauges (read at scrape time)."""
+        from citebound.calibration.monitor import STATES
+
+        for name, guard in guards.items():
+            profile = name or "default"
+            keeper = guard.keeper
+            self.martingale.labels(profile).set(keeper.monitor.value if keeper.monitor is not None else 0.0)
+            for st in (*STATES, "off"):
+                self.monitor_state.labels(profile, st).set(float(keeper.state == st))
 
     def record(self, verifier: str, results: Sequence[tuple[str, GuardReport]]) -> None:
         """Citation outcomes into the counters (always) and into the current span (when tracing)."""

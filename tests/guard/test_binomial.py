@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from citebound.calibration.binomial import binom_cdf, normal_isf, upper_bound
+from citebound.calibration.binomial import binom_cdf, binom_sf, normal_isf, upper_bound
 
 
 @pytest.mark.parametrize("n,p", [(1, 0.5), (10, 0.3), (37, 0.9), (500, 0.1), (2000, 0.97), (5, 1e-9)])
@@ -46,3 +46,9 @@ def test_normal_isf_is_scipy_and_the_stdlib_fallback_is_close(monkeypatch):
     for q in (0.025, 0.05, 0.1):
         assert normal_isf(q) == pytest.approx(stats.norm.isf(q), abs=2e-15)
     assert normal_isf(0.025) == pytest.approx(1.959963984540054, abs=1e-15)
+
+
+def test_binom_sf_is_scipy_even_in_a_tiny_tail():
+    for k, n, p in ((8, 10, 0.1), (0, 5, 0.5), (40, 50, 0.1), (-1, 3, 0.2), (3, 3, 0.2)):
+        assert binom_sf(k, n, p) == pytest.approx(stats.binom.sf(k, n, p), rel=1e-10, abs=1e-300)
+    assert binom_sf(8, 10, 0.1) == pytest.approx(9.1e-9, rel=1e-12)  # by hand: 10 * 0.1**9 * 0.9 + 0.1**10

@@ -1,0 +1,117 @@
+"""citebound monitor: the drift monitor offline, over a JSONL of guarded reports.
+
+Feeds the scores of every citation the reports verified (in file order; an invalid pointer has no
+score) to the conformal test martingale of a calibration, and prints the guarantee card it ends with:
+``ok``, ``suspect`` (the martingale reached 1/delta: deployed scores no longer look exchangeable with the
+calibration's) or ``void`` (``--labels``: labelled deployed citations reject the certified miss rate).
+
+Example::
+
+    citebound guard --input answers.jsonl --verifier embedding --out guarded.jsonl
+    citebound monitor --reports guarded.jsonl --verifier embedding
+    citebound monitor --reports guarded.jsonl --calibration cal.json --labels checked.jsonl
+
+``--labels``: one ``{"label": 0|1, "passed": true|false}`` per line (a person's label of a deployed
+citation, and whether the guard passed it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from citebound.cli.common import CLIError, add_command, add_out_arg
+from citebound.cli.inputs import close_out, open_out
+
+
+def add_parser(sub: Any) -> None:
+    m = add_command(sub, "monitor", __doc__, "the drift monitor over a JSONL of guarded reports")
+    m.add_argument("--reports", required=True, metavar="FILE", help="citebound guard's output (JSONL, or one JSON)")
+    src = m.add_mutually_exclusive_group(required=True)
+    src.add_argument("--calibration", metavar="FILE", help="the calibration the reports were guarded with")
+    src.add_argument("--verifier", help="use this verifier's shipped default calibration")
+    m.add_argument("--labels", metavar="FILE", help='labelled deployed citations: {"label": 0|1, "passed": bool}')
+    m.add_argument("--seed", type=int, default=0, help="seed of the conformal p-values' tie-breaking draws")
+    add_out_arg(m, "the guarantee card (JSON)")
+    m.set_defaults(func=run)
+
+
+def _calibration(args: argparse.Namespace) -> dict[str, Any]:
+    from citebound.calibration.files import CalibrationError, read_calibration
+    from citebound.calibrations import shipped
+
+    try:
+        cal = read_calibration(args.calibration) if args.calibration else shipped(args.verifier)
+    except CalibrationError as e:
+        raise CLIError(str(e)) from None
+    if cal is None:
+        raise CLIError(f"no shipped calibration for verifier {args.verifier!r}; give --calibration FILE")
+    if not cal.get("monitor_scores"):
+        raise CLIError("the calibration carries no monitor_scores (made before citebound 0.3): recalibrate with "
+                       f"citebound calibrate --labels LABELS.jsonl --verifier {cal['verifier']}")
+    return cal
+
+
+def _lines(path: str):
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as e:
+        raise CLIError(f"{path}: cannot read ({e.strerror or e})") from None
+    with fh:
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    yield n, json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise CLIError(f"{path}:{n}: not JSON ({e.msg})") from None
+
+
+def _records(path: str):
+    """The guarded records of a file: one JSON document (an object, or a list of them: `citebound guard`'s
+    output for one .json input) or JSONL."""
+    try:
+        whole = json.loads(open(path, encoding="utf-8").read())
+    except OSError as e:
+        raise CLIError(f"{path}: cannot read ({e.strerror or e})") from None
+    except json.JSONDecodeError:
+        yield from (rec for _, rec in _lines(path))
+        return
+    yield from (whole if isinstance(whole, list) else [whole])
+
+
+def run(args: argparse.Namespace) -> int:
+    from citebound.calibration.monitor import DriftMonitor
+    from citebound.guarding.card import calibration_hash
+
+    cal = _calibration(args)
+    delta = cal.get("delta") or (cal.get("pac") or {}).get("delta") or 0.1
+    mon = DriftMonitor(cal["monitor_scores"], delta=float(delta), alpha=float(cal["alpha"]), seed=args.seed)
+    reports = skipped = 0
+    for rec in _records(args.reports):
+        audit = (rec.get("report") or {}).get("audit") if isinstance(rec, dict) else None
+        if not isinstance(audit, list):  # an answer the guard refused (its error line) has no report
+            skipped += 1
+            continue
+        mon.update([a["score"] for a in audit if isinstance(a, dict) and a.get("score") is not None
+                    and a.get("action") != "invalid"])
+        reports += 1
+    if args.labels:
+        missed = unsupported = 0
+        for n, rec in _lines(args.labels):
+            if not isinstance(rec, dict) or rec.get("label") not in (0, 1) or not isinstance(rec.get("passed"), bool):
+                raise CLIError(f'{args.labels}:{n}: expected {{"label": 0|1, "passed": true|false}}')
+            if rec["label"] == 0:
+                unsupported += 1
+                missed += rec["passed"]
+        if unsupported:
+            mon.labels(missed, unsupported)
+    card = {"calibration_hash": calibration_hash(cal), "alpha": cal["alpha"], "delta": delta, "monitor": mon.card()}
+    out = open_out(args.out)
+    try:
+        out.write(json.dumps(card, indent=1) + "\n")
+    finally:
+        close_out(out)
+    print(f"{reports} reports, {mon.n_seen} citation scores ({skipped} lines without a report skipped): state "
+          f"{mon.state}, martingale {mon.value:.4g} (alarm at {1 / float(delta):g})", file=sys.stderr)
+    return 0

@@ -1,0 +1,85 @@
+"""The guarantee card every report carries, and the drift monitor behind it.
+
+:class:`GuaranteeKeeper` holds a guard's calibration and, when the calibration carries the scores it was
+made from (``monitor_scores``, written by ``citebound calibrate`` and ``snakemake default_calibrations``
+since 0.3), a :class:`~citebound.calibration.monitor.DriftMonitor` fed with the scores of every citation
+the guard verifies. The card says what is promised and whether it still looks like it holds:
+
+- ``group`` (the calibration's, or ``pooled``), ``alpha``, ``beta`` (when the false-flag rate is
+  certified too), ``delta``, ``n_unsupported``, ``n_supported``, ``tau`` and ``calibration_hash``;
+- ``monitor``: ``state`` (``ok``, ``suspect``: the martingale passed 1/delta, ``void``: returned labels
+  reject the certified miss rate), the martingale's value, how many deployed scores it has seen.
+
+``on_void``: what the guard does once the state is ``void``: ``annotate`` (guard as before; the card says
+void) or ``flag-all`` (no citation passes: every one goes to review).
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from citebound.calibration.monitor import DriftMonitor
+from citebound.scoring.hashing import config_hash
+
+ON_VOID = ("annotate", "flag-all")
+
+
+def calibration_hash(cal: Mapping[str, Any]) -> str:
+    """sha256 (16 hex) of a calibration's canonical JSON: which calibration a card speaks for."""
+    return config_hash({k: v for k, v in cal.items()})
+
+
+class GuaranteeKeeper:
+    def __init__(self, cal: Mapping[str, Any] | None, *, monitor: bool = True, on_void: str = "annotate"):
+        if on_void not in ON_VOID:
+            raise ValueError(f"on_void must be one of {list(ON_VOID)}, got {on_void!r}")
+        self.cal, self.on_void = cal, on_void
+        self.hash = calibration_hash(cal) if cal is not None else None
+        self.monitor: DriftMonitor | None = None
+        self.monitor_off = "monitor turned off" if not monitor else ""
+        if cal is not None and monitor:
+            if cal.get("monitor_scores"):
+                delta = cal.get("delta") or (cal.get("pac") or {}).get("delta") or 0.1
+                self.monitor = DriftMonitor(cal["monitor_scores"], delta=float(delta), alpha=float(cal["alpha"]))
+            else:
+                self.monitor_off = "the calibration carries no monitor_scores (made before citebound 0.3): recalibrate"
+        self._lock = threading.Lock()
+
+    @property
+    def state(self) -> str:
+        return self.monitor.state if self.monitor is not None else "off"
+
+    @property
+    def flag_all(self) -> bool:
+        """Whether no citation may pass now (``on_void = flag-all`` and the state is void)."""
+        return self.on_void == "flag-all" and self.state == "void"
+
+    def observe(self, reports: Iterable[Any]) -> None:
+        """Feed the monitor the scores of the citations these reports verified (an invalid pointer has none)."""
+        if self.monitor is None:
+            return
+        scores = [a.score for r in reports for a in r.audit if a.score is not None and a.action != "invalid"]
+        with self._lock:
+            self.monitor.update(scores)
+
+    def labels(self, missed: int, n_unsupported: int) -> str:
+        """Returned labels of deployed citations: ``missed`` of ``n_unsupported`` unsupported ones passed."""
+        if self.monitor is None:
+            raise ValueError(f"no drift monitor on this guard ({self.monitor_off or 'no calibration'})")
+        with self._lock:
+            return self.monitor.labels(missed, n_unsupported)
+
+    def card(self) -> dict[str, Any]:
+        if self.cal is None:
+            return {"group": None, "calibration_hash": None, "guarantee": "none: the verifier's own verdict decides",
+                    "monitor": {"state": "off", "reason": "no calibration"}}
+        cal = self.cal
+        with self._lock:
+            monitor = self.monitor.card() if self.monitor is not None else {"state": "off", "reason": self.monitor_off}
+        if self.flag_all:
+            monitor["action"] = "flag-all: every citation goes to review until the guard is recalibrated"
+        return {"group": cal.get("group") or "pooled", "alpha": cal["alpha"], "beta": cal.get("beta"),
+                "delta": cal.get("delta") or (cal.get("pac") or {}).get("delta"),
+                "n_unsupported": cal.get("n_unsupported"), "n_supported": cal.get("n_supported"),
+                "tau": cal["tau"], "calibration_hash": self.hash, "monitor": monitor}

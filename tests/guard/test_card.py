@@ -1,0 +1,96 @@
+"""The guarantee card on every report and the drift monitor behind it: in the library and over HTTP."""
+import hashlib
+import json
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi")
+from service_helpers import running  # noqa: E402
+
+from citebound import Guard, examples  # noqa: E402
+from citebound.calibrations import shipped  # noqa: E402
+from citebound.serving.state import ServeConfig  # noqa: E402
+
+EXAMPLE = json.loads(examples.path().read_text())
+
+
+def test_every_report_carries_the_card_of_its_calibration():
+    g = Guard("lexical")
+    _, r = g.guard(EXAMPLE["answer"], EXAMPLE["passages"])
+    card, cal = r.guarantee_card, shipped("lexical")
+    want_hash = hashlib.sha256(json.dumps(cal, sort_keys=True).encode()).hexdigest()[:16]
+    assert (card["group"], card["alpha"], card["beta"], card["delta"]) == ("pooled", 0.1, None, 0.1)
+    assert (card["n_unsupported"], card["n_supported"], card["tau"]) == (2309, 567, cal["tau"])
+    assert card["calibration_hash"] == want_hash
+    # 4 citations, one of them [4] INVALID (no passage, no score): the monitor saw the other 3
+    assert r.n_citations == 4 and r.invalid == 1 and card["monitor"]["deployed_scores"] == 3
+    _, r2 = g.guard(EXAMPLE["answer"], EXAMPLE["passages"])
+    assert r2.guarantee_card["monitor"]["deployed_scores"] == 6  # one monitor per guard, across calls
+
+
+def test_a_void_guarantee_flags_everything_when_asked():
+    annotate = Guard("lexical")
+    flag_all = Guard("lexical", on_void="flag-all")
+    for g in (annotate, flag_all):
+        assert g.keeper.labels(9, 10) == "void"  # 9 of 10 unsupported passed: P(Bin(10, .1) >= 9) ~ 9e-9
+    _, a = annotate.guard(EXAMPLE["answer"], EXAMPLE["passages"])
+    _, f = flag_all.guard(EXAMPLE["answer"], EXAMPLE["passages"])
+    assert a.verified + a.reattributed == 3 and a.guarantee_card["monitor"]["state"] == "void"
+    assert (f.verified, f.reattributed, f.flagged, f.invalid) == (0, 0, 3, 1)
+    assert "flag-all" in f.guarantee_card["monitor"]["action"]
+    with pytest.raises(ValueError, match="on_void"):
+        Guard("lexical", on_void="ignore")
+
+
+def test_no_calibration_or_an_old_one_says_the_monitor_is_off():
+    _, r = Guard("lexical", threshold=0.5).guard("Cells make ATP [1].", ["Cells make ATP."])
+    assert r.guarantee_card["monitor"] == {"state": "off", "reason": "no calibration"}
+    old = {k: v for k, v in shipped("lexical").items() if k != "monitor_scores"}
+    _, r = Guard("lexical", calibration=old).guard("Cells make ATP [1].", ["Cells make ATP."])
+    assert r.guarantee_card["monitor"]["state"] == "off" and "recalibrate" in r.guarantee_card["monitor"]["reason"]
+
+
+def test_the_card_and_the_state_over_http():
+    with running(ServeConfig(verifier="lexical")) as url, httpx.Client(timeout=30) as c:
+        r = c.post(f"{url}/v1/guard", json={"answer": EXAMPLE["answer"], "passages": EXAMPLE["passages"]}).json()
+        card = r["results"][0]["report"]["guarantee_card"] if "results" in r else r["report"]["guarantee_card"]
+        assert card["monitor"]["state"] in ("ok", "suspect") and card["monitor"]["deployed_scores"] == 3
+        assert c.get(f"{url}/v1/monitor").json()["default"]["monitor"]["deployed_scores"] == 3
+        bad = c.post(f"{url}/v1/monitor/labels", json={"missed": 3, "unsupported": 2})
+        assert bad.status_code == 422 and "missed" in bad.text
+        assert c.post(f"{url}/v1/monitor/labels", json={"profile": "nope", "missed": 0, "unsupported": 2}).status_code == 422
+        v = c.post(f"{url}/v1/monitor/labels", json={"missed": 9, "unsupported": 10})
+        assert v.status_code == 200 and v.json()["monitor"]["state"] == "void"
+        metrics = c.get(f"{url}/metrics").text
+        assert 'citebound_monitor_state{profile="default",state="void"} 1.0' in metrics
+        assert 'citebound_monitor_state{profile="default",state="ok"} 0.0' in metrics
+        r = c.post(f"{url}/v1/guard", json={"answer": EXAMPLE["answer"], "passages": EXAMPLE["passages"]}).json()
+        card = r["results"][0]["report"]["guarantee_card"] if "results" in r else r["report"]["guarantee_card"]
+        assert card["monitor"]["state"] == "void" and card["monitor"]["labels"] == {
+            "missed": 9, "unsupported": 10, "p_value": pytest.approx(9.1e-9, rel=0.01)}
+
+
+def test_citebound_monitor_reads_guarded_reports_offline(tmp_path, capsys):
+    from citebound.cli.main import main
+
+    g = Guard("lexical")
+    lines = []
+    for _ in range(3):
+        _, r = g.guard(EXAMPLE["answer"], EXAMPLE["passages"])
+        lines.append(json.dumps({"report": r.to_dict()}))
+    lines.insert(1, json.dumps({"id": "x", "error": "passage 0 has empty or missing text"}))  # a refused answer
+    (tmp_path / "g.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "l.jsonl").write_text("\n".join(json.dumps({"label": 0, "passed": i < 9}) for i in range(10)) + "\n")
+    assert main(["monitor", "--reports", str(tmp_path / "g.jsonl"), "--verifier", "lexical",
+                 "--labels", str(tmp_path / "l.jsonl")]) == 0
+    out, err = capsys.readouterr()
+    card = json.loads(out)
+    assert card["monitor"]["deployed_scores"] == 9 and card["monitor"]["state"] == "void"  # 3 reports x 3 scores
+    assert card["monitor"]["labels"]["missed"] == 9 and "1 lines without a report skipped" in err
+    # the same scores in the same order give the library guard's martingale (the same seeded draws)
+    assert card["monitor"]["martingale"] == pytest.approx(g.keeper.monitor.value, rel=1e-6)
+    (tmp_path / "bad.jsonl").write_text('{"label": 2, "passed": true}\n')
+    assert main(["monitor", "--reports", str(tmp_path / "g.jsonl"), "--verifier", "lexical",
+                 "--labels", str(tmp_path / "bad.jsonl")]) == 2
+    assert "bad.jsonl:1" in capsys.readouterr().err

@@ -111,7 +111,7 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
     from contextlib import asynccontextmanager
 
     from fastapi import FastAPI
-    from fastapi.responses import JSONResponse, PlainTextResponse
+    from fastapi.responses import JSONResponse
 
     from citebound.serving import guard_routes, monitor_routes, proxy, score_routes
 
@@ -161,9 +161,8 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
 
     app.add_middleware(BodyLimit, limit=cfg.limits.max_request_bytes,
                        on_refuse=lambda path: state.metrics.requests.labels(_endpoint(path), "413").inc())
-    app.include_router(guard_routes.router(state))
-    app.include_router(score_routes.router(state))
-    app.include_router(monitor_routes.router(state))
+    for routes in (guard_routes, score_routes, monitor_routes):
+        app.include_router(routes.router(state))
     if cfg.upstream:
         app.include_router(proxy.router(state))
 
@@ -180,12 +179,6 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
         if not state.ready or state.draining:
             return JSONResponse({"ready": False, "draining": state.draining}, status_code=503)
         return {"ready": True, "verifier": state.scorer.name}
-
-    @app.get("/metrics")
-    async def metrics():
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-        state.metrics.record_monitors(state.registry.guards)
-        return PlainTextResponse(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return app
 

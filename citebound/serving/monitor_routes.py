@@ -1,5 +1,6 @@
 """The drift monitors of the served calibration profiles: ``GET /v1/monitor`` (each profile's guarantee
-card) and ``POST /v1/monitor/labels`` (labels of deployed citations: how many unsupported ones passed)."""
+card), ``POST /v1/monitor/labels`` (labels of deployed citations: how many unsupported ones passed), and
+``GET /metrics`` (Prometheus, the monitors' gauges set at each scrape)."""
 from __future__ import annotations
 
 from fastapi import APIRouter
@@ -17,6 +18,14 @@ class LabelsIn(BaseModel):
 
 def router(state: ServiceState) -> APIRouter:
     r = APIRouter()
+
+    @r.get("/metrics")
+    async def metrics():
+        from fastapi.responses import PlainTextResponse
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        state.metrics.record_monitors(state.registry.guards)  # each profile's monitor, as it is at the scrape
+        return PlainTextResponse(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @r.get("/v1/monitor")
     async def monitor():

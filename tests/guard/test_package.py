@@ -109,7 +109,13 @@ def test_guard_many_equals_guarding_each_answer_alone():
     many = g.guard_many(items)
     for (answer, passages), (text, report) in zip(items, many):
         alone_text, alone = guard_answer(answer, passages, g.scorer, reattribute="bm25", tau=g.tau, guarantee=g.guarantee)
-        assert text == alone_text and report.to_dict() == alone.to_dict()
+        card = report.to_dict().pop("guarantee_card")  # the Guard's: its monitor counts every call's citations
+        # the whole batch: [1], [1] | [2], [1] (the [3] of a two-passage answer is invalid: no score)
+        assert card["monitor"]["deployed_scores"] == 4
+        def outcome(r):
+            return {k: v for k, v in r.to_dict().items() if k != "guarantee_card"}
+
+        assert text == alone_text and outcome(report) == outcome(alone) and alone.guarantee_card == {}
     # the verifier is called twice for the whole batch (verify, then re-attribute), not per answer
     calls = []
 

@@ -81,20 +81,17 @@ def _records(path: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from citebound.calibration.monitor import DriftMonitor
-    from citebound.guarding.card import calibration_hash
+    from citebound.guarding.card import GuaranteeKeeper
 
-    cal = _calibration(args)
-    delta = cal.get("delta") or (cal.get("pac") or {}).get("delta") or 0.1
-    mon = DriftMonitor(cal["monitor_scores"], delta=float(delta), alpha=float(cal["alpha"]), seed=args.seed)
+    keeper = GuaranteeKeeper(_calibration(args), seed=args.seed)
+    mon = keeper.monitor
     reports = skipped = 0
     for rec in _records(args.reports):
         audit = (rec.get("report") or {}).get("audit") if isinstance(rec, dict) else None
         if not isinstance(audit, list):  # an answer the guard refused (its error line) has no report
             skipped += 1
             continue
-        mon.update([a["score"] for a in audit if isinstance(a, dict) and a.get("score") is not None
-                    and a.get("action") != "invalid"])
+        mon.update([a["score"] for a in audit if isinstance(a, dict) and a.get("score") is not None])
         reports += 1
     if args.labels:
         missed = unsupported = 0
@@ -105,13 +102,12 @@ def run(args: argparse.Namespace) -> int:
                 unsupported += 1
                 missed += rec["passed"]
         if unsupported:
-            mon.labels(missed, unsupported)
-    card = {"calibration_hash": calibration_hash(cal), "alpha": cal["alpha"], "delta": delta, "monitor": mon.card()}
+            keeper.labels(missed, unsupported)
     out = open_out(args.out)
     try:
-        out.write(json.dumps(card, indent=1) + "\n")
+        out.write(json.dumps(keeper.card(), indent=1) + "\n")
     finally:
         close_out(out)
     print(f"{reports} reports, {mon.n_seen} citation scores ({skipped} lines without a report skipped): state "
-          f"{mon.state}, martingale {mon.value:.4g} (alarm at {1 / float(delta):g})", file=sys.stderr)
+          f"{mon.state}, martingale {mon.value:.4g} (alarm at {1 / mon.delta:g})", file=sys.stderr)
     return 0

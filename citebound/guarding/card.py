@@ -27,11 +27,17 @@ ON_VOID = ("annotate", "flag-all")
 
 def calibration_hash(cal: Mapping[str, Any]) -> str:
     """sha256 (16 hex) of a calibration's canonical JSON: which calibration a card speaks for."""
-    return config_hash({k: v for k, v in cal.items()})
+    return config_hash(dict(cal))
+
+
+def calibration_delta(cal: Mapping[str, Any]) -> float:
+    """The calibration's delta: its own (two-sided), else its PAC bound's, else 0.1."""
+    return float(cal.get("delta") or (cal.get("pac") or {}).get("delta") or 0.1)
 
 
 class GuaranteeKeeper:
-    def __init__(self, cal: Mapping[str, Any] | None, *, monitor: bool = True, on_void: str = "annotate"):
+    def __init__(self, cal: Mapping[str, Any] | None, *, monitor: bool = True, on_void: str = "annotate",
+                 seed: int = 0):
         if on_void not in ON_VOID:
             raise ValueError(f"on_void must be one of {list(ON_VOID)}, got {on_void!r}")
         self.cal, self.on_void = cal, on_void
@@ -40,8 +46,8 @@ class GuaranteeKeeper:
         self.monitor_off = "monitor turned off" if not monitor else ""
         if cal is not None and monitor:
             if cal.get("monitor_scores"):
-                delta = cal.get("delta") or (cal.get("pac") or {}).get("delta") or 0.1
-                self.monitor = DriftMonitor(cal["monitor_scores"], delta=float(delta), alpha=float(cal["alpha"]))
+                self.monitor = DriftMonitor(cal["monitor_scores"], delta=calibration_delta(cal), alpha=float(cal["alpha"]),
+                                            seed=seed)
             else:
                 self.monitor_off = "the calibration carries no monitor_scores (made before citebound 0.3): recalibrate"
         self._lock = threading.Lock()
@@ -59,7 +65,7 @@ class GuaranteeKeeper:
         """Feed the monitor the scores of the citations these reports verified (an invalid pointer has none)."""
         if self.monitor is None:
             return
-        scores = [a.score for r in reports for a in r.audit if a.score is not None and a.action != "invalid"]
+        scores = [a.score for r in reports for a in r.audit if a.score is not None]  # an invalid pointer has none
         with self._lock:
             self.monitor.update(scores)
 
@@ -80,6 +86,6 @@ class GuaranteeKeeper:
         if self.flag_all:
             monitor["action"] = "flag-all: every citation goes to review until the guard is recalibrated"
         return {"group": cal.get("group") or "pooled", "alpha": cal["alpha"], "beta": cal.get("beta"),
-                "delta": cal.get("delta") or (cal.get("pac") or {}).get("delta"),
+                "delta": calibration_delta(cal),
                 "n_unsupported": cal.get("n_unsupported"), "n_supported": cal.get("n_supported"),
                 "tau": cal["tau"], "calibration_hash": self.hash, "monitor": monitor}

@@ -85,7 +85,7 @@ class EmbeddingVerifier:
             from citebound.verifiers.graph import mean_pool as np_pool
 
             for idx, hidden, mask, _ in self.graph.batches(todo):
-                yield idx, np_pool(hidden[:, -1].astype(np.float32), mask)
+                yield idx, np_pool(hidden[:, -1], mask)  # the graph's output is float32
             return
         import torch
 

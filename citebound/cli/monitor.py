@@ -11,6 +11,8 @@ Example::
     citebound monitor --reports guarded.jsonl --verifier embedding
     citebound monitor --reports guarded.jsonl --calibration cal.json --labels checked.jsonl
 
+A report whose guarantee card names another calibration (another group's) is skipped and counted.
+
 ``--labels``: one ``{"label": 0|1, "passed": true|false}`` per line (a person's label of a deployed
 citation, and whether the guard passed it).
 """
@@ -32,6 +34,9 @@ def add_parser(sub: Any) -> None:
     src.add_argument("--calibration", metavar="FILE", help="the calibration the reports were guarded with")
     src.add_argument("--verifier", help="use this verifier's shipped default calibration")
     m.add_argument("--labels", metavar="FILE", help='labelled deployed citations: {"label": 0|1, "passed": bool}')
+    m.add_argument("--group", metavar="NAME",
+                   help="a grouped calibration's group: its calibration's monitor, fed the reports guarded under it "
+                        "(default: the pooled calibration's, fed the reports guarded under that)")
     m.add_argument("--seed", type=int, default=0, help="seed of the conformal p-values' tie-breaking draws")
     add_out_arg(m, "the guarantee card (JSON)")
     m.set_defaults(func=run)
@@ -81,15 +86,27 @@ def _records(path: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from citebound.guarding.card import GuaranteeKeeper
+    from citebound.guarding.card import Calibrations, GuaranteeKeeper
 
-    keeper = GuaranteeKeeper(_calibration(args), seed=args.seed)
-    mon = keeper.monitor
-    reports = skipped = 0
+    cal = _calibration(args)
+    try:
+        pooled, fallback = Calibrations(cal, seed=args.seed).resolve(args.group)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    keeper = pooled if args.group is None or fallback else GuaranteeKeeper(cal["groups"][args.group], seed=args.seed)
+    if keeper.monitor is None:
+        raise CLIError(f"group {args.group!r}'s calibration carries no monitor_scores: recalibrate")
+    mon, target = keeper.monitor, keeper.cal.get("group") or "pooled"
+    reports = skipped = other = 0
     for rec in _records(args.reports):
-        audit = (rec.get("report") or {}).get("audit") if isinstance(rec, dict) else None
+        report = (rec.get("report") or {}) if isinstance(rec, dict) else {}
+        audit = report.get("audit") if isinstance(report, dict) else None
         if not isinstance(audit, list):  # an answer the guard refused (its error line) has no report
             skipped += 1
+            continue
+        card = report.get("guarantee_card")
+        if isinstance(card, dict) and card.get("calibrated_on", target) != target:
+            other += 1
             continue
         mon.update([a["score"] for a in audit if isinstance(a, dict) and a.get("score") is not None])
         reports += 1
@@ -105,9 +122,10 @@ def run(args: argparse.Namespace) -> int:
             keeper.labels(missed, unsupported)
     out = open_out(args.out)
     try:
-        out.write(json.dumps(keeper.card(), indent=1) + "\n")
+        out.write(json.dumps(keeper.card(args.group, fallback), indent=1) + "\n")
     finally:
         close_out(out)
-    print(f"{reports} reports, {mon.n_seen} citation scores ({skipped} lines without a report skipped): state "
+    print(f"{reports} reports, {mon.n_seen} citation scores ({skipped} lines without a report skipped, {other} reports "
+          f"of another calibration than {target!r} skipped): state "
           f"{mon.state}, martingale {mon.value:.4g} (alarm at {1 / mon.delta:g})", file=sys.stderr)
     return 0

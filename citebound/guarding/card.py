@@ -76,7 +76,9 @@ class GuaranteeKeeper:
         with self._lock:
             return self.monitor.labels(missed, n_unsupported)
 
-    def card(self) -> dict[str, Any]:
+    def card(self, group: str | None = None, fallback: str | None = None) -> dict[str, Any]:
+        """The card of a request; ``group`` is the group it named and ``fallback`` why that group uses
+        this (the pooled) calibration."""
         if self.cal is None:
             return {"group": None, "calibration_hash": None, "guarantee": "none: the verifier's own verdict decides",
                     "monitor": {"state": "off", "reason": "no calibration"}}
@@ -85,7 +87,49 @@ class GuaranteeKeeper:
             monitor = self.monitor.card() if self.monitor is not None else {"state": "off", "reason": self.monitor_off}
         if self.flag_all:
             monitor["action"] = "flag-all: every citation goes to review until the guard is recalibrated"
-        return {"group": cal.get("group") or "pooled", "alpha": cal["alpha"], "beta": cal.get("beta"),
+        out = {"group": group or cal.get("group") or "pooled", "calibrated_on": cal.get("group") or "pooled"}
+        if fallback:
+            out["fallback"] = fallback
+        return out | {"alpha": cal["alpha"], "beta": cal.get("beta"),
                 "delta": calibration_delta(cal),
                 "n_unsupported": cal.get("n_unsupported"), "n_supported": cal.get("n_supported"),
                 "tau": cal["tau"], "calibration_hash": self.hash, "monitor": monitor}
+
+
+class Calibrations:
+    """A guard's calibration and its groups (:mod:`citebound.calibration.groups`): for the group a request
+    names, the keeper whose threshold and card apply (a fallback group gets the pooled keeper)."""
+
+    def __init__(self, cal: Mapping[str, Any] | None, verifier: Any = None, **keeper: Any):
+        from citebound.calibration.files import CalibrationError, check_verifier, read_calibration
+
+        self.pooled = GuaranteeKeeper(cal, **keeper)
+        self.groups: dict[str, GuaranteeKeeper] = {}
+        self.fallback: dict[str, str] = {}
+        for name, entry in ((cal or {}).get("groups") or {}).items():
+            if not isinstance(entry, Mapping):
+                raise CalibrationError(f"calibration group {name!r}: expected an object")
+            if entry.get("fallback"):
+                self.fallback[str(name)] = str(entry.get("reason") or "too few labelled citations")
+                continue
+            sub = read_calibration(entry)
+            if verifier is not None and hasattr(verifier, "hash"):
+                check_verifier(sub, verifier.name, verifier.hash, f"calibration group {name!r}")
+            self.groups[str(name)] = GuaranteeKeeper(sub, **keeper)
+
+    def names(self) -> list[str]:
+        return sorted(set(self.groups) | set(self.fallback))
+
+    def resolve(self, group: str | None) -> tuple[GuaranteeKeeper, str | None]:
+        """(keeper, why it is the pooled one for this group, or None); ValueError for a group the calibration
+        does not know."""
+        if group is None:
+            return self.pooled, None
+        if group in self.groups:
+            return self.groups[group], None
+        if group in self.fallback:
+            return self.pooled, f"group {group!r} uses the pooled calibration: {self.fallback[group]}"
+        known = self.names()
+        raise ValueError(f"unknown group {group!r}: the calibration's groups are {known}" if known else
+                         f"group {group!r} given, but this calibration has no groups (calibrate with a 'group' "
+                         "field on the labelled citations, or leave the group out)")

@@ -41,9 +41,10 @@ def router(state: ServiceState) -> APIRouter:
                                     limits.max_answers_per_request)
             if req.answers is None:  # one answer: its error is the response's
                 items = [(a.answer, texts(a.passages), a.citation_base) for a in ins]
-                results = await state.run_guard(guard, items)
+                results = await state.run_guard(guard, items, req.group)
             else:
-                results = await state.run_guard_each(guard, [(a.answer, a.passages, a.citation_base) for a in ins])
+                results = await state.run_guard_each(guard, [(a.answer, a.passages, a.citation_base) for a in ins],
+                                                     req.group)
         except GuardInputError as e:  # LimitExceeded too
             return refuse(e)
         except TimeoutError:

@@ -29,9 +29,10 @@ class Metrics:
                                  registry=self.registry)
         self.in_flight = Gauge("citebound_in_flight", "requests being handled", registry=self.registry)
         self.martingale = Gauge("citebound_monitor_martingale", "the drift monitor's test martingale per calibration "
-                                "profile (suspect at 1/delta)", ["profile"], registry=self.registry)
-        self.monitor_state = Gauge("citebound_monitor_state", "1 for the drift monitor's current state per profile",
-                                   ["profile", "state"], registry=self.registry)
+                                "profile and group (pooled: the profile's pooled calibration; suspect at 1/delta)",
+                                ["profile", "group"], registry=self.registry)
+        self.monitor_state = Gauge("citebound_monitor_state", "1 for the drift monitor's current state per profile "
+                                   "and group", ["profile", "group", "state"], registry=self.registry)
 
     def record_monitors(self, guards: Mapping[str | None, Any]) -> None:
         """Each profile's monitor into its gauges (read at scrape time)."""
@@ -39,10 +40,10 @@ class Metrics:
 
         for name, guard in guards.items():
             profile = name or "default"
-            keeper = guard.keeper
-            self.martingale.labels(profile).set(keeper.monitor.value if keeper.monitor is not None else 0.0)
-            for st in (*STATES, "off"):
-                self.monitor_state.labels(profile, st).set(float(keeper.state == st))
+            for group, keeper in {"pooled": guard.keeper, **guard.calibrations.groups}.items():
+                self.martingale.labels(profile, group).set(keeper.monitor.value if keeper.monitor is not None else 0.0)
+                for st in (*STATES, "off"):
+                    self.monitor_state.labels(profile, group, st).set(float(keeper.state == st))
 
     def record(self, verifier: str, results: Sequence[tuple[str, GuardReport]]) -> None:
         """Citation outcomes into the counters (always) and into the current span (when tracing)."""

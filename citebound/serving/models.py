@@ -30,6 +30,8 @@ class GuardRequest(BaseModel):
     citation_base: Literal[0, 1] | None = None
     answers: list[AnswerIn] | None = None
     calibration: str | None = Field(None, description="a calibration profile's name (GET /v1/calibrations)")
+    group: str | None = Field(None, max_length=200,
+                              description="the calibration group of the answers (a grouped calibration's; null: pooled)")
 
     @model_validator(mode="after")
     def one_or_batch(self) -> GuardRequest:
@@ -86,6 +88,7 @@ class CiteboundExtra(BaseModel):
     passages: list[str | Passage] | None = None
     citation_base: Literal[0, 1] | None = None
     calibration: str | None = None
+    group: str | None = Field(None, max_length=200)
 
 
 class ChatRequest(BaseModel):

@@ -3,6 +3,8 @@ card), ``POST /v1/monitor/labels`` (labels of deployed citations: how many unsup
 ``GET /metrics`` (Prometheus, the monitors' gauges set at each scrape)."""
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,6 +16,15 @@ class LabelsIn(BaseModel):
     profile: str | None = Field(None, description="the calibration profile (null: the default guard)")
     missed: int = Field(..., ge=0, description="labelled unsupported citations the guard passed")
     unsupported: int = Field(..., ge=1, le=10_000_000, description="labelled unsupported citations in the sample")
+    group: str | None = Field(None, max_length=200, description="the calibration group they belong to (null: pooled)")
+
+
+def _cards(guard: Any) -> dict[str, Any]:
+    """A profile's card (its pooled calibration's) and, when it has groups, each group's own."""
+    cal = guard.calibrations
+    groups = {g: k.card(g) for g, k in cal.groups.items()}
+    groups |= {g: cal.pooled.card(g, cal.resolve(g)[1]) for g in cal.fallback}
+    return guard.keeper.card() | ({"groups": dict(sorted(groups.items()))} if groups else {})
 
 
 def router(state: ServiceState) -> APIRouter:
@@ -29,15 +40,18 @@ def router(state: ServiceState) -> APIRouter:
 
     @r.get("/v1/monitor")
     async def monitor():
-        return {name or "default": g.keeper.card() for name, g in state.registry.guards.items()}
+        return {name or "default": _cards(g) for name, g in state.registry.guards.items()}
 
     @r.post("/v1/monitor/labels", responses={422: {"description": "bad input, or a profile without a monitor"}})
     async def labels(req: LabelsIn):
         try:
             guard = state.registry.guard_for(req.profile)
-            guard.keeper.labels(req.missed, req.unsupported)
+            keeper, fallback = guard.calibrations.resolve(req.group)
+            if fallback:  # a fallback group's labels test the pooled calibration it uses
+                req.group = None
+            keeper.labels(req.missed, req.unsupported)
         except (GuardInputError, ValueError) as e:
             return refuse(e)
-        return guard.keeper.card()
+        return keeper.card(req.group)
 
     return r

@@ -100,7 +100,7 @@ def router(state: ServiceState) -> APIRouter:
                                 status_code=502)
         content = data["choices"][0]["message"].get("content") or ""
         try:
-            ((text, report),) = await state.run_guard(guard, [(content, passages, extra.citation_base)])
+            ((text, report),) = await state.run_guard(guard, [(content, passages, extra.citation_base)], extra.group)
         except GuardInputError as e:
             return refuse(e)
         except TimeoutError:

@@ -72,20 +72,21 @@ class ServiceState:
             token.cancel()  # done or not, nothing of this request runs on
             self.tokens.discard(token)
 
-    async def run_guard(self, guard: Guard, items: list[tuple[str, list[str], int | None]]
-                        ) -> list[tuple[str, GuardReport]]:
+    async def run_guard(self, guard: Guard, items: list[tuple[str, list[str], int | None]],
+                        group: str | None = None) -> list[tuple[str, GuardReport]]:
         """One request's guard work (:meth:`run_guarded`); TimeoutError past the request timeout."""
         with guard_span(self.scorer.name, len(items)):
-            results = await self.run_guarded(guard.guard_many, items)
+            results = await self.run_guarded(lambda: guard.guard_many(items, group=group))
             self.metrics.record(self.scorer.name, results)
         return results
 
-    async def run_guard_each(self, guard: Guard, items: list[tuple[str, Sequence[Any], int | None]]) -> list[Any]:
+    async def run_guard_each(self, guard: Guard, items: list[tuple[str, Sequence[Any], int | None]],
+                             group: str | None = None) -> list[Any]:
         """A batch request's answers, each with its own result or its own GuardInputError."""
+        todo = [(answer, [p.model_dump() if isinstance(p, BaseModel) else p for p in passages], base)
+                for answer, passages, base in items]
         with guard_span(self.scorer.name, len(items)):
-            results = await self.run_guarded(guard.guard_each, [
-                (answer, [p.model_dump() if isinstance(p, BaseModel) else p for p in passages], base)
-                for answer, passages, base in items])
+            results = await self.run_guarded(lambda: guard.guard_each(todo, group=group))
             self.metrics.record(self.scorer.name, [r for r in results if not isinstance(r, GuardInputError)])
         return results
 

@@ -63,8 +63,8 @@ def test_the_card_and_the_state_over_http():
         v = c.post(f"{url}/v1/monitor/labels", json={"missed": 9, "unsupported": 10})
         assert v.status_code == 200 and v.json()["monitor"]["state"] == "void"
         metrics = c.get(f"{url}/metrics").text
-        assert 'citebound_monitor_state{profile="default",state="void"} 1.0' in metrics
-        assert 'citebound_monitor_state{profile="default",state="ok"} 0.0' in metrics
+        assert 'citebound_monitor_state{group="pooled",profile="default",state="void"} 1.0' in metrics
+        assert 'citebound_monitor_state{group="pooled",profile="default",state="ok"} 0.0' in metrics
         r = c.post(f"{url}/v1/guard", json={"answer": EXAMPLE["answer"], "passages": EXAMPLE["passages"]}).json()
         card = r["results"][0]["report"]["guarantee_card"] if "results" in r else r["report"]["guarantee_card"]
         assert card["monitor"]["state"] == "void" and card["monitor"]["labels"] == {

@@ -1,0 +1,248 @@
+"""The deployable guard: verify -> re-attribute -> flag, for one cited answer.
+
+For each citation of each cited sentence (what counts as a citation is
+:func:`citebound.text.citations.sentence_citations`, shared with extraction):
+
+1. **verify** the sentence (markers removed) against the cited passage; a
+   citation that points at no passage (out of range) is **invalid**, the
+   clearest unsupported citation there is;
+2. if it fails or is invalid, **re-attribute**: the re-attributor (BM25 by
+   default) proposes other provided passages and the verifier must accept one
+   before the pointer moves (the sentence is kept, only the pointer changes;
+   the best-scoring accepted proposal wins);
+3. otherwise **flag** it in place as ``[N UNVERIFIED]`` or ``[N INVALID]`` (or,
+   with ``remove=True``, drop the sentence).
+
+With a calibration (``tau``) a citation passes iff ``score > tau`` (the
+split-conformal rule); without, the verifier's own verdict decides. Each
+audit entry carries the evidence: the best window's character span in the
+passage and its text.
+
+This module is the guard alone: it imports no study code (analysis,
+statistics), only citation parsing, re-attribution and the verifier windows.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from citebound.guarding.reattributors import Reattributor, load_reattributor
+from citebound.guarding.report import ACTIONS, CitationAudit, Evidence, GuardReport, normalise_passages  # noqa: F401
+from citebound.guarding.rewrite import apply as _apply
+from citebound.guarding.rewrite import by_marker as _by_marker
+from citebound.guarding.rewrite import rewrite as _rewrite
+from citebound.guarding.rewrite import target as _target
+from citebound.scoring import deadline
+from citebound.text.citations import Citation, sentence_citations, sentences, strip_markers
+
+# GuardInputError (bad input) and its subclass LimitExceeded: callers catch them from here too
+from citebound.text.limits import GuardInputError, LimitExceeded, Limits, check_text  # noqa: F401
+from citebound.text.visible import blank_hidden, drop_invisible, hidden_spans
+from citebound.verifiers import SCALES
+from citebound.verifiers.base import window_spans
+
+Scorer = Callable[[Sequence[str], Sequence[str]], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass
+class _Judged:
+    score: np.ndarray
+    passed: np.ndarray
+    evidence: list[Evidence]
+
+
+@dataclass
+class _Plan:
+    """One answer on its way through the guard: its sentences, citations and audits."""
+
+    answer: str
+    passages: list[str]
+    base: int
+    sents: list[Any]
+    cites: dict[int, list[Citation]]
+    audit_of: dict[tuple[int, Any], CitationAudit]
+    audits: list[CitationAudit]
+    report: GuardReport
+
+
+def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, guarantee: str,
+          limits: Limits) -> _Plan:
+    if not isinstance(answer, str):
+        raise GuardInputError("'answer' must be a string")
+    if base not in (0, 1):
+        raise GuardInputError(f"citation base must be 0 or 1, got {base!r}")
+    passages = list(passages)
+    limits.check_answer(answer)
+    limits.check_passages(passages)
+    check_text(answer, "'answer'")  # before it can join a batch: a lone surrogate would fail the batch's call
+    for i, p in enumerate(passages):
+        check_text(p, f"passage {i}")
+    hidden = hidden_spans(answer)
+    view = blank_hidden(answer)  # what a reader sees, at the same offsets: hidden markup is neither claim nor marker
+    sents = sentences(view)
+    limits.check_sentences(len(sents))
+    cites, total = {}, 0
+    for s in sents:
+        cites[s.index] = sentence_citations(view, s, len(passages), base=base, max_range=limits.max_range,
+                                            max_citations=limits.max_citations_per_sentence)
+        total += len(cites[s.index])
+        limits.check_citations(len(cites[s.index]), total, s.index)
+    claims = {si: strip_markers(drop_invisible(sents[si].text)) for si, cs in cites.items() if cs}
+    report = GuardReport(n_sentences=len(sents), n_cited_sentences=len(claims), guarantee=guarantee,
+                         rule=f"pass iff score > tau = {tau:.6g}" if tau is not None else "pass iff verifier verdict",
+                         hidden_regions=len(hidden))
+    # one audit per distinct target of a sentence; repeats ([1][1]) share it
+    audits: list[CitationAudit] = []
+    audit_of: dict[tuple[int, Any], CitationAudit] = {}
+    for si, cs in cites.items():
+        for c in cs:
+            target = _target(c)
+            if (si, target) in audit_of:
+                audit_of[(si, target)].spans.append((c.start, c.end))
+                continue
+            a = CitationAudit(si, claims[si], int(c.key), c.marker, [(c.start, c.end)], None,
+                              "invalid" if c.passage_index < 0 else "verified")
+            if c.passage_index < 0:
+                a.reason = f"citation [{c.key}] points at no passage (have {len(passages)}, numbered from {base})"
+            audit_of[(si, target)] = a
+            audits.append(a)
+    report.n_citations = len(audits)
+    return _Plan(answer, passages, base, sents, cites, audit_of, audits, report)
+
+
+def plan_citations(answer: str, passages: Sequence[str], base: int = 1,
+                   limits: Limits | None = None) -> tuple[list[Any], list[CitationAudit]]:
+    """The sentences of an answer and the citations the guard would check in it, unscored: one
+    :class:`CitationAudit` per distinct target of a sentence, ``invalid`` where it points at no passage.
+    Costs what parsing costs (no verifier); bad input or a limit raises as in the guard."""
+    plan = _plan(answer, list(passages), base, None, "", limits or Limits())
+    return plan.sents, plan.audits
+
+
+def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | None) -> _Judged:
+    """Judge (claim, passage index) units that may come from several answers, in one scorer call."""
+    if not units:
+        return _Judged(np.zeros(0), np.zeros(0, bool), [])
+    texts = [plan.passages[i] for plan, _, i in units]
+    claims = [claim for _, claim, _ in units]
+    windowing = None
+    if hasattr(scorer, "score"):  # a PairScorer: the full-passage protocol, with its windows
+        ps = scorer.score(claims, texts)
+        s, v, best, windowing = np.asarray(ps.score, float), ps.verdict, ps.best_window, scorer.windowing
+    else:  # a plain callable: no windows, so the evidence is the whole passage
+        res = scorer(claims, texts)
+        s, v, best = np.asarray(res[0], float), res[1], None
+    passed = s > tau if tau is not None else np.asarray(v, bool)
+    ev = []
+    for t, ((plan, _, i), text) in enumerate(zip(units, texts)):
+        lo, hi = 0, len(text)
+        if windowing is not None and best[t] >= 0:
+            lo, hi = window_spans(len(text), int(windowing["window_chars"]), int(windowing["stride"]))[int(best[t])]
+        ev.append(Evidence(i + plan.base, lo, hi, text[lo:hi], None if np.isnan(s[t]) else float(s[t])))
+    return _Judged(s, np.asarray(passed, bool), ev)
+
+
+def _verify(plans: list[_Plan], scorer: Any, tau: float | None) -> None:
+    """1. verify every valid citation of every answer in one batch."""
+    valid = [(plan, a) for plan in plans for a in plan.audits if a.action == "verified"]
+    j = _judge_units(scorer, [(plan, a.claim, a.cited - plan.base) for plan, a in valid], tau)
+    for (_, a), ok, ev in zip(valid, j.passed, j.evidence):
+        a.score, a.evidence = ev.score, ev
+        if not ok:
+            a.action = "flagged"
+
+
+def _reattribute(plans: list[_Plan], scorer: Any, tau: float | None, reattribute: Reattributor) -> None:
+    """2. re-attribute failed and invalid citations: proposals scored by the verifier, best accepted wins."""
+    props: list[tuple[_Plan, CitationAudit, int]] = []
+    for plan in plans:
+        failed = [a for a in plan.audits if a.action in ("flagged", "invalid")]
+        if not failed:
+            continue
+        deadline.check()
+        propose = reattribute.proposer(plan.passages)  # one index per answer, not per failed citation
+        for a in failed:
+            cited_here = {c.passage_index for c in plan.cites[a.sentence_index] if c.passage_index >= 0}
+            props += [(plan, a, p) for p in propose(a.claim, cited_here)]
+    j = _judge_units(scorer, [(plan, a.claim, p) for plan, a, p in props], tau)
+    best: dict[int, tuple[CitationAudit, float, Evidence]] = {}
+    for (_, a, _), sc, ok, ev in zip(props, j.score, j.passed, j.evidence):
+        if ok and (id(a) not in best or sc > best[id(a)][1]):
+            best[id(a)] = (a, float(sc), ev)
+    for a, sc, ev in best.values():
+        a.action, a.new_pointer, a.new_score, a.new_evidence = "reattributed", ev.passage, sc, ev
+
+
+def _finish(plan: _Plan, remove: bool, mark_reattributed: bool = True) -> tuple[str, GuardReport]:
+    """Counts and review budget; 3. rewrite markers, flag or remove."""
+    report, audits = plan.report, plan.audits
+    report.audit = audits
+    for a in audits:
+        setattr(report, a.action, getattr(report, a.action) + 1)
+    report.review_budget = (report.flagged + report.invalid) / report.n_citations if report.n_citations else 0.0
+    drop = {a.sentence_index for a in audits if a.action in ("flagged", "invalid")} if remove else set()
+    report.removed_sentences = len(drop)
+    edits = {}
+    for si, cs in plan.cites.items():
+        for (start, end), group in _by_marker(cs).items():
+            edits[start] = (end, _rewrite(plan.answer[start:end], [plan.audit_of[(si, _target(c))] for c in group],
+                                          [int(c.key) for c in group], mark_reattributed))
+    text = _apply(plan.answer, edits, [(s.start, s.end) for s in plan.sents if s.index in drop])
+    return text, report
+
+
+def guard_answers(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, *, tau: float | None = None,
+                  reattribute: Reattributor | str | None = "bm25", proposals: int = 3, remove: bool = False,
+                  guarantee: str = "", limits: Limits | None = None,
+                  mark_reattributed: bool = True) -> list[tuple[str, GuardReport]]:
+    """Guard several ``(answer, passages, base)`` at once: every answer's verification units go to
+    the verifier in one call, then every answer's re-attribution proposals in one more. Each answer's
+    outcome is the one :func:`guard_answer` gives it alone."""
+    return [r for r in guard_each(items, scorer, tau=tau, reattribute=reattribute, proposals=proposals, remove=remove,
+                                  guarantee=guarantee, limits=limits, isolate=False, mark_reattributed=mark_reattributed)]
+
+
+def guard_each(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, *, tau: float | None = None,
+               reattribute: Reattributor | str | None = "bm25", proposals: int = 3, remove: bool = False,
+               guarantee: str = "", limits: Limits | None = None, isolate: bool = True,
+               mark_reattributed: bool = True) -> list[tuple[str, GuardReport] | GuardInputError]:
+    """:func:`guard_answers`, where with ``isolate`` an answer that is bad input or past a limit gets its
+    error (a :class:`GuardInputError` or :class:`LimitExceeded`) in its place and the others are guarded."""
+    if isinstance(reattribute, str):
+        reattribute = load_reattributor(reattribute, proposals)
+    limits = limits or Limits()
+    slots: list[_Plan | GuardInputError] = []
+    for answer, passages, base in items:
+        try:
+            slots.append(_plan(answer, passages, base, tau, guarantee, limits))
+        except GuardInputError as e:  # LimitExceeded is one too
+            if not isolate:
+                raise
+            slots.append(e)
+    plans = [s for s in slots if isinstance(s, _Plan)]
+    deadline.check()
+    _verify(plans, scorer, tau)
+    if reattribute is not None:
+        deadline.check()
+        _reattribute(plans, scorer, tau, reattribute)
+    scale = SCALES.get(str(getattr(scorer, "cfg", {}).get("kind", "")), "")
+    for s in plans:
+        s.report.score_scale = scale
+    return [_finish(s, remove, mark_reattributed) if isinstance(s, _Plan) else s for s in slots]
+
+
+def guard_answer(answer: str, passages: Sequence[str], scorer: Scorer, *, tau: float | None = None,
+                 base: int = 1, reattribute: Reattributor | str | None = "bm25", proposals: int = 3,
+                 remove: bool = False, guarantee: str = "", limits: Limits | None = None,
+                 mark_reattributed: bool = True) -> tuple[str, GuardReport]:
+    """Guard one answer; returns the guarded answer and its report.
+
+    ``reattribute``: a :class:`Reattributor`, a re-attributor definition name
+    (``bm25``, ``verifier``) or None for no re-attribution.
+    """
+    return guard_answers([(answer, passages, base)], scorer, tau=tau, reattribute=reattribute,
+                         proposals=proposals, remove=remove, guarantee=guarantee, limits=limits,
+                         mark_reattributed=mark_reattributed)[0]

@@ -9,14 +9,21 @@ scipy.stats, without scipy in the guard's install (tests/guard/test_binomial.py 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
 
 
+@lru_cache(maxsize=64)
+def _log_factorials(n: int) -> np.ndarray:
+    """log(j!) for j = 0..n (math.lgamma, once per n: calibration asks for the same n again and again)."""
+    return np.array([math.lgamma(j + 1.0) for j in range(n + 1)])
+
+
 def _log_pmf(n: int, p: float, k: np.ndarray) -> np.ndarray:
-    lg = np.vectorize(math.lgamma, otypes=[float])
-    return lg(n + 1.0) - lg(k + 1.0) - lg(n - k + 1.0) + k * math.log(p) + (n - k) * math.log1p(-p)
+    lf, kk = _log_factorials(n), k.astype(np.int64)
+    return lf[n] - lf[kk] - lf[n - kk] + k * math.log(p) + (n - k) * math.log1p(-p)
 
 
 def binom_cdf(k, n: int, p: float):

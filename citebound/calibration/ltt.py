@@ -72,10 +72,11 @@ class TwoSided:
 
 
 def calibrate_two_sided(scores: Any, labels: Any, alpha: float, beta: float, delta: float,
-                        grid: Any = None, method: str = "bonferroni") -> TwoSided:
+                        grid: Any = None, method: str = "bonferroni", best_bounds: bool = True) -> TwoSided:
     """Every tau of ``grid`` certified to keep the miss rate <= alpha and the false-flag rate <= beta
     with probability >= 1 - delta, and the chosen (smallest) one; when none is, the best certifiable
-    beta at alpha and the best alpha at beta (each at level delta / |grid| for Bonferroni)."""
+    beta at alpha and the best alpha at beta (each at level delta / |grid| for Bonferroni; ``best_bounds=False``
+    leaves them None)."""
     for name, v in (("alpha", alpha), ("beta", beta), ("delta", delta)):
         if not 0 < v < 1:
             raise ValueError(f"{name} must be in (0, 1), got {v}")
@@ -100,6 +101,9 @@ def calibrate_two_sided(scores: Any, labels: Any, alpha: float, beta: float, del
         out.tau = min(out.certified)
         out.rule = (f"flag iff score <= tau = {out.tau:.6g}: the smallest of {len(out.certified)} thresholds certified by "
                     f"Learn-then-Test ({method}, binomial p-values, delta = {delta})")
+        return out
+    if not best_bounds:  # a simulation that needs only what is certified skips the bisections below
+        out.rule = f"no threshold is certified for alpha = {alpha} and beta = {beta} at delta = {delta}"
         return out
     beta_bounds = [upper_bound(int(a), n1, level) for a, ok in zip(k1, p0 <= level) if ok]
     alpha_bounds = [upper_bound(int(a), n0, level) for a, ok in zip(k0, p1 <= level) if ok]

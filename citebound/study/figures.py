@@ -135,6 +135,36 @@ def transfer_figure(tr: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+def guarantees_figure(viol: pd.DataFrame, alarms: pd.DataFrame, groups: pd.DataFrame) -> plt.Figure:
+    """(a) how often either certified rate is exceeded, and the monitor's false alarms, against delta;
+    (b) per group, the held-out miss rate under the pooled and the per-group threshold."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
+    rows = [(f"{r.verifier} {r.method[:5]} b={r.beta:g}", r.violation_rate, r.ci_low, r.ci_high, "C0")
+            for r in viol.itertuples()]
+    ex = alarms[alarms.setting == "exchangeable"]
+    rows += [(f"{r.verifier} monitor", r.alarm_rate, r.ci_low, r.ci_high, "C1") for r in ex.itertuples()]
+    y = np.arange(len(rows))
+    for i, (_, rate, lo, hi, colour) in enumerate(rows):
+        a.errorbar(rate, i, xerr=[[rate - lo], [hi - rate]], fmt="o", color=colour, capsize=3)
+    if len(viol):
+        a.axvline(float(viol.delta.iloc[0]), ls=":", color="grey", label="delta")
+    a.set_yticks(y, [r[0] for r in rows], fontsize=7)
+    a.set(xlabel="share of draws / streams (Clopper-Pearson 95%)",
+          title="LTT violations (blue), monitor false alarms (orange)")
+    a.legend(fontsize=7)
+    if len(groups):
+        labels = [f"{r.verifier}/{r.group}" for r in groups.itertuples()]
+        x = np.arange(len(labels))
+        b.bar(x - 0.2, groups.pooled_miss, 0.4, label="pooled tau")
+        b.bar(x + 0.2, groups.group_miss, 0.4, label="per-group tau (pooled where it falls back)")
+        b.axhline(float(groups.alpha.iloc[0]), ls=":", color="grey", label="alpha")
+        b.set_xticks(x, labels, rotation=60, ha="right", fontsize=6)
+    b.set(ylabel="held-out miss rate", title="Per-group vs pooled calibration")
+    b.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 def reattribution_figure(rec: pd.DataFrame) -> plt.Figure:
     ks = sorted(rec.k.unique())
     rankers = list(dict.fromkeys(rec.ranker))

@@ -171,6 +171,7 @@ def analysis_targets():
         f"{RES}/tables/unsupported_rates.csv",
         f"{RES}/tables/agreement.csv",
         f"{RES}/tables/conformal_coverage.csv",
+        f"{RES}/tables/guarantees_ltt.csv",
         f"{RES}/tables/reattribution.csv",
         f"{RES}/tables/scope.csv",
         f"{RES}/tables/worked_examples.csv",

@@ -1,0 +1,203 @@
+"""Analysis 4c: the guard's guarantees as a deployment would test them.
+
+- :func:`ltt_violations`: the two-sided rule (Learn-then-Test, both rates) over many calibration draws.
+  The gold set is the population: each draw takes ``n_cal`` citations from it with replacement (so the
+  draws are i.i.d. from a distribution whose risks are known exactly: the gold set's own rates at each
+  threshold), calibrates, and counts a **violation** when some certified threshold has a population miss
+  rate above alpha or a population false-flag rate above beta. The guarantee says violations happen in
+  at most delta of the draws; the table gives the frequency with its Clopper-Pearson 95% interval.
+- :func:`certified_beta`: on the whole gold set, the smallest false-flag rate (0.01 steps) certifiable
+  with the catch rate 1 - alpha: what a 90% catch costs with this verifier.
+- :func:`monitor_alarms`: the drift monitor's false-alarm rate on exchangeable streams (reference and
+  stream are the two halves of a random split of the gold set), which Ville's inequality bounds by delta,
+  and its detection delay on the transfer setting (reference: the whole gold set; stream: the hard set's
+  citations in random order), beside how far the catch rate has really fallen there.
+- :func:`group_vs_pooled`: per-group (Mondrian) against pooled two-sided calibration, on random halves of
+  the gold set, with its groups as the deployment's groups; a group whose half certifies nothing falls
+  back to the pooled threshold, as the guard does.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from citebound.calibration.binomial import upper_bound
+from citebound.calibration.conformal import conformal_threshold, tau_warnings_silenced
+from citebound.calibration.ltt import calibrate_two_sided, default_grid
+from citebound.calibration.monitor import DriftMonitor
+from citebound.study.analysis._common import seeded_rng
+
+
+def _scored(df: pd.DataFrame, v: str) -> tuple[np.ndarray, np.ndarray]:
+    s = df[f"score_{v}"].to_numpy(float)
+    ok = np.isfinite(s) & df["label"].notna().to_numpy()
+    return s[ok], df["label"].to_numpy()[ok].astype(int)
+
+
+def grid_for(scores: np.ndarray, size: int = 201) -> np.ndarray:
+    """The fixed grid of thresholds: 0..1 (every CPU verifier's scale), widened to whole numbers around
+    a scale outside it."""
+    lo, hi = min(0.0, float(np.floor(scores.min()))), max(1.0, float(np.ceil(scores.max())))
+    return default_grid(lo, hi, size)
+
+
+def cp_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Two-sided Clopper-Pearson interval of a rate with k events in n."""
+    tail = (1 - level) / 2
+    hi = upper_bound(k, n, tail)
+    lo = 1 - upper_bound(n - k, n, tail)
+    return (0.0 if k == 0 else lo), hi
+
+
+def population_risks(s: np.ndarray, y: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The population's miss rate (unsupported with score > tau) and false-flag rate (supported with
+    score <= tau) at each tau of the grid."""
+    neg, pos = s[y == 0], s[y == 1]
+    miss = (neg[None, :] > grid[:, None]).mean(axis=1)
+    flag = (pos[None, :] <= grid[:, None]).mean(axis=1)
+    return miss, flag
+
+
+def ltt_violations(cal: dict[str, pd.DataFrame], alpha: float, betas: Sequence[float], delta: float, draws: int,
+                   cal_fraction: float, seed: int, methods: Sequence[str] = ("bonferroni",)) -> pd.DataFrame:
+    rows = []
+    for v, df in cal.items():
+        s, y = _scored(df, v)
+        grid = grid_for(s)
+        miss, flag = population_risks(s, y, grid)
+        n_cal = max(2, int(round(cal_fraction * len(s))))
+        for method, beta in ((m, b) for m in methods for b in betas):
+            bad = (miss > alpha) | (flag > beta)
+            rng = seeded_rng(seed)
+            violations = certified = 0
+            chosen = []
+            for _ in range(draws):
+                idx = rng.integers(0, len(s), n_cal)
+                r = calibrate_two_sided(s[idx], y[idx], alpha, beta, delta, grid, method, best_bounds=False)
+                if r.certified:
+                    certified += 1
+                    hit = np.isin(grid, r.certified)
+                    violations += bool(bad[hit].any())
+                    chosen.append(int(np.flatnonzero(grid == r.tau)[0]))
+            lo, hi = cp_interval(violations, draws)
+            c = np.asarray(chosen, int)
+            rows.append({
+                "verifier": v, "method": method, "alpha": alpha, "beta": beta, "delta": delta, "n_population": len(s),
+                "n_unsupported": int((y == 0).sum()), "n_cal": n_cal, "draws": draws,
+                "certified_share": certified / draws, "violations": violations, "violation_rate": violations / draws,
+                "ci_low": lo, "ci_high": hi, "within_delta": bool(lo <= delta),
+                "median_tau": float(np.median(grid[c])) if len(c) else np.nan,
+                "mean_miss_at_tau": float(miss[c].mean()) if len(c) else np.nan,
+                "mean_false_flag_at_tau": float(flag[c].mean()) if len(c) else np.nan,
+                "population_tau_feasible": bool((~bad).any()),
+            })
+    return pd.DataFrame(rows)
+
+
+def certified_beta(cal: dict[str, pd.DataFrame], alphas: Sequence[float], delta: float) -> pd.DataFrame:
+    rows = []
+    for v, df in cal.items():
+        s, y = _scored(df, v)
+        grid = grid_for(s)
+        for alpha in alphas:
+            beta = tau = None
+            for b in np.round(np.arange(0.01, 1.0, 0.01), 2):
+                r = calibrate_two_sided(s, y, alpha, float(b), delta, grid, best_bounds=False)
+                if r.certified:
+                    beta, tau = float(b), r.tau
+                    break
+            miss, flag = population_risks(s, y, np.asarray([tau if tau is not None else np.nan]))
+            rows.append({"verifier": v, "alpha": alpha, "delta": delta, "n_unsupported": int((y == 0).sum()),
+                         "n_supported": int((y == 1).sum()), "certified_beta": beta, "tau": tau,
+                         "empirical_miss_at_tau": float(miss[0]) if tau is not None else np.nan,
+                         "empirical_false_flag_at_tau": float(flag[0]) if tau is not None else np.nan})
+    return pd.DataFrame(rows)
+
+
+def monitor_alarms(cal: dict[str, pd.DataFrame], hard: dict[str, pd.DataFrame], alpha: float, delta: float,
+                   streams: int, seed: int) -> pd.DataFrame:
+    rows = []
+    for v, df in cal.items():
+        s, y = _scored(df, v)
+        rng = seeded_rng(seed)
+        alarms = 0
+        for b in range(streams):
+            idx = rng.permutation(len(s))
+            m = DriftMonitor(s[idx[:len(s) // 2]], delta=delta, seed=b)
+            m.update(s[idx[len(s) // 2:]])
+            alarms += m.alarm_at is not None
+        lo, hi = cp_interval(alarms, streams)
+        base = {"verifier": v, "delta": delta, "streams": streams, "reference": len(s) // 2}
+        rows.append(base | {"setting": "exchangeable", "stream_length": len(s) - len(s) // 2, "alarms": alarms,
+                            "alarm_rate": alarms / streams, "ci_low": lo, "ci_high": hi,
+                            "within_delta": bool(lo <= delta), "median_delay": np.nan, "p90_delay": np.nan,
+                            "catch_rate_at_tau": np.nan, "catch_rate_before_alarm": np.nan})
+        if v not in hard:
+            continue
+        hs, hy = _scored(hard[v], v)
+        with tau_warnings_silenced():
+            tau = conformal_threshold(s[y == 0], alpha)  # the guard's one-sided threshold on the easy negatives
+        delays, before = [], []
+        for b in range(streams):
+            order = rng.permutation(len(hs))
+            m = DriftMonitor(s, delta=delta, seed=b)
+            m.update(hs[order])
+            at = m.alarm_at
+            delays.append(np.inf if at is None else at)
+            seen = order[:at] if at is not None else order
+            neg = hs[seen][hy[seen] == 0]
+            if len(neg):
+                before.append(float(np.mean(neg <= tau)))
+        d = np.asarray(delays, float)
+        fin = d[np.isfinite(d)]
+        lo, hi = cp_interval(len(fin), streams)
+        rows.append(base | {"reference": len(s), "setting": "transfer", "stream_length": len(hs), "alarms": len(fin),
+                            "alarm_rate": len(fin) / streams, "ci_low": lo, "ci_high": hi, "within_delta": None,
+                            "median_delay": float(np.median(fin)) if len(fin) else np.nan,
+                            "p90_delay": float(np.percentile(fin, 90)) if len(fin) else np.nan,
+                            "catch_rate_at_tau": float(np.mean(hs[hy == 0] <= tau)) if (hy == 0).any() else np.nan,
+                            "catch_rate_before_alarm": float(np.median(before)) if before else np.nan})
+    return pd.DataFrame(rows)
+
+
+def group_vs_pooled(cal: dict[str, pd.DataFrame], group_col: str, alpha: float, beta: float, delta: float,
+                    splits: int, seed: int, min_group: int) -> pd.DataFrame:
+    rows = []
+    for v, df in cal.items():
+        d = df[np.isfinite(df[f"score_{v}"]) & df["label"].notna()]
+        s, y = d[f"score_{v}"].to_numpy(float), d["label"].to_numpy().astype(int)
+        groups = d[group_col].astype(str).to_numpy()
+        grid = grid_for(s)
+        rng = seeded_rng(seed)
+        names = [g for g in sorted(set(groups)) if (groups == g).sum() >= min_group]
+        acc = {g: {"pooled": [], "group": [], "fallback": 0} for g in names}
+        for _ in range(splits):
+            half = rng.random(len(s)) < 0.5
+            pooled = calibrate_two_sided(s[half], y[half], alpha, beta, delta, grid, best_bounds=False).tau
+            if pooled is None:
+                continue
+            for g in names:
+                gm = groups == g
+                own = calibrate_two_sided(s[half & gm], y[half & gm], alpha, beta, delta, grid, best_bounds=False).tau
+                acc[g]["fallback"] += own is None
+                test = ~half & gm
+                ts, ty = s[test], y[test]
+                for key, tau in (("pooled", pooled), ("group", pooled if own is None else own)):
+                    miss = float(np.mean(ts[ty == 0] > tau)) if (ty == 0).any() else np.nan
+                    ff = float(np.mean(ts[ty == 1] <= tau)) if (ty == 1).any() else np.nan
+                    acc[g][key].append((miss, ff))
+        for g in names:
+            n = len(acc[g]["pooled"])
+            if not n:
+                continue
+            p, q = np.asarray(acc[g]["pooled"]), np.asarray(acc[g]["group"])
+            rows.append({"verifier": v, "group": g, "n": int((groups == g).sum()),
+                         "n_unsupported": int(((groups == g) & (y == 0)).sum()), "alpha": alpha, "beta": beta,
+                         "delta": delta, "splits": n, "fallback_share": acc[g]["fallback"] / n,
+                         "pooled_miss": float(np.nanmean(p[:, 0])), "group_miss": float(np.nanmean(q[:, 0])),
+                         "pooled_false_flag": float(np.nanmean(p[:, 1])), "group_false_flag": float(np.nanmean(q[:, 1])),
+                         "pooled_share_miss_above_alpha": float(np.nanmean(p[:, 0] > alpha)),
+                         "group_share_miss_above_alpha": float(np.nanmean(q[:, 0] > alpha))})
+    return pd.DataFrame(rows)

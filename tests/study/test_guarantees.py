@@ -1,0 +1,93 @@
+"""The guarantees analysis (rule guarantees): hand-computed risks and intervals, and the properties the
+certificate and the monitor must show on populations whose truth is known."""
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import beta as beta_dist
+
+from citebound.study.analysis import guarantees as G
+
+
+def frame(scores, labels, groups=None):
+    d = pd.DataFrame({"score_v": scores, "label": labels})
+    d["group"] = groups if groups is not None else "g"
+    return d
+
+
+def test_population_risks_by_hand():
+    s, y = np.array([0.1, 0.4, 0.6, 0.9]), np.array([0, 0, 1, 1])
+    miss, flag = G.population_risks(s, y, np.array([0.0, 0.1, 0.4, 0.6]))
+    # miss: unsupported with score > tau; flag: supported with score <= tau (a tie is flagged)
+    assert miss.tolist() == [1.0, 0.5, 0.0, 0.0]
+    assert flag.tolist() == [0.0, 0.0, 0.0, 0.5]
+
+
+@pytest.mark.parametrize("k,n", [(0, 10), (5, 10), (10, 10), (3, 200)])
+def test_clopper_pearson_against_scipy(k, n):
+    lo, hi = G.cp_interval(k, n)
+    want_lo = 0.0 if k == 0 else beta_dist.ppf(0.025, k, n - k + 1)
+    want_hi = 1.0 if k == n else beta_dist.ppf(0.975, k + 1, n - k)
+    assert lo == pytest.approx(want_lo, abs=1e-9) and hi == pytest.approx(want_hi, abs=1e-9)
+
+
+def test_no_feasible_threshold_means_every_certificate_is_a_violation_and_they_stay_rare():
+    # supported and unsupported scores from one distribution: miss(t) + flag(t) ~ 1, so no tau has both
+    # <= 0.3; a valid certificate then certifies anything in at most delta of the draws
+    rng = np.random.default_rng(0)
+    s = rng.random(400)
+    y = (rng.random(400) < 0.5).astype(int)
+    out = G.ltt_violations({"v": frame(s, y)}, 0.3, [0.3], 0.2, 300, 0.5, seed=1,
+                           methods=["bonferroni", "fixed_sequence"])
+    assert not out.population_tau_feasible.any()
+    assert (out.violation_rate == out.certified_share).all()
+    assert (out.ci_low <= 0.2).all() and out.within_delta.all()
+
+
+def test_an_easy_population_is_certified_in_nearly_every_draw_and_never_violated():
+    s = np.r_[np.linspace(0.0, 0.3, 200), np.linspace(0.7, 1.0, 200)]
+    y = np.r_[np.zeros(200, int), np.ones(200, int)]
+    out = G.ltt_violations({"v": frame(s, y)}, 0.1, [0.1], 0.1, 50, 0.5, seed=2)
+    row = out.iloc[0]
+    assert row.certified_share == 1.0 and row.violations == 0 and row.n_cal == 200
+    assert 0.3 <= row.median_tau < 0.7  # the smallest certified tau sits in the gap between the classes
+
+
+def test_certified_beta_is_the_smallest_step_that_certifies():
+    s = np.r_[np.linspace(0.0, 0.3, 200), np.linspace(0.7, 1.0, 200)]
+    y = np.r_[np.zeros(200, int), np.ones(200, int)]
+    row = G.certified_beta({"v": frame(s, y)}, [0.1], 0.1).iloc[0]
+    # the false-flag test at a tau that flags no supported citation has p = (1 - beta) ** 200, against
+    # delta / |grid| = 0.1 / 201 = 4.98e-4: 0.97 ** 200 = 2.3e-3 fails, 0.96 ** 200 = 2.8e-4 passes
+    assert row.certified_beta == 0.04 and row.empirical_false_flag_at_tau == 0.0
+    assert row.empirical_miss_at_tau <= 0.1
+
+
+def test_the_transfer_row_reports_the_catch_rate_at_the_easy_threshold():
+    # 20 unsupported at 0.01..0.20, 10 supported at 0.9: k = ceil(21 * 0.9) = 19, tau = 0.19
+    cal = frame(np.r_[np.round(np.arange(1, 21) * 0.01, 2), np.full(10, 0.9)], np.r_[np.zeros(20), np.ones(10)])
+    hard = frame([0.15, 0.5, 0.6, 0.7, 0.95], [0, 0, 0, 0, 1])
+    out = G.monitor_alarms({"v": cal}, {"v": hard}, 0.1, 0.1, 20, seed=3).set_index("setting")
+    assert out.loc["transfer", "catch_rate_at_tau"] == 0.25  # only 0.15 <= 0.19
+    assert out.loc["exchangeable", "reference"] == 15 and out.loc["exchangeable", "stream_length"] == 15
+    assert out.loc["transfer", "reference"] == 30 and out.loc["transfer", "stream_length"] == 5
+
+
+def test_exchangeable_streams_rarely_alarm():
+    rng = np.random.default_rng(4)
+    cal = frame(rng.random(400), (rng.random(400) < 0.5).astype(int))
+    row = G.monitor_alarms({"v": cal}, {}, 0.1, 0.1, 100, seed=5).iloc[0]
+    assert row.setting == "exchangeable" and row.ci_low <= 0.1
+
+
+def test_a_group_too_small_falls_back_and_a_tiny_one_is_left_out():
+    rng = np.random.default_rng(6)
+    big = frame(np.r_[rng.random(300) * 0.4, 0.6 + rng.random(100) * 0.4], np.r_[np.zeros(300), np.ones(100)], "big")
+    small = frame(np.r_[rng.random(12) * 0.4, [0.9] * 3], np.r_[np.zeros(12), np.ones(3)], "small")
+    tiny = frame([0.1, 0.9], [0, 1], "tiny")
+    out = G.group_vs_pooled({"v": pd.concat([big, small, tiny])}, "group", 0.1, 0.2, 0.1, 20, seed=7,
+                            min_group=10).set_index("group")
+    assert "tiny" not in out.index
+    # 12 unsupported, ~6 per half: a binomial test at alpha 0.1 cannot reject with so few, so small always falls back
+    assert out.loc["small", "fallback_share"] == 1.0
+    assert out.loc["small", "pooled_miss"] == out.loc["small", "group_miss"]
+    assert out.loc["big", "fallback_share"] == 0.0

@@ -24,7 +24,7 @@ from citebound.cli.common import (
 )
 from citebound.cli.inputs import check_out, close_out, iter_json_records, open_out, parse_answer
 
-COUNTS = ("n_citations", "verified", "reattributed", "flagged", "invalid")
+COUNTS = ("n_citations", "verified", "reattributed", "flagged", "invalid", "unverified")
 
 
 def add_parser(sub: Any) -> None:

@@ -17,7 +17,8 @@ from citebound.guarding.guard import ACTIONS
 from citebound.text.citations import sentences
 
 COLOURS = {"verified": "#1a7f37", "reattributed": "#0969da", "flagged": "#bf8700", "invalid": "#cf222e"}
-LABELS = {"verified": "verified", "reattributed": "re-attributed", "flagged": "flagged", "invalid": "invalid"}
+LABELS = {"verified": "verified", "reattributed": "re-attributed", "flagged": "flagged", "invalid": "invalid",
+          "unverified": "could not be checked"}
 
 _CSS = """
 body{font:15px/1.55 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;background:#f6f8fa;color:#1f2328}
@@ -80,7 +81,7 @@ def _answer_html(i: int, e: AuditEntry) -> str:
     for j, a in enumerate(audit):
         for start, end in a["spans"]:
             chips.setdefault(start, (end, []))[1].append(j)
-    review = {a["sentence_index"] for a in audit if a["action"] in ("flagged", "invalid")}
+    review = {a["sentence_index"] for a in audit if a["action"] in ("flagged", "invalid", "unverified")}
     sent_of = {}
     for s in sentences(e.answer):
         sent_of[s.start] = (s.end, s.index)

@@ -52,6 +52,7 @@ class _Judged:
     score: np.ndarray
     passed: np.ndarray
     evidence: list[Evidence]
+    error: str = ""  # why the verifier gave no scores at all (it raised), else ""
 
 
 @dataclass
@@ -128,21 +129,28 @@ def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | 
         return _Judged(np.zeros(0), np.zeros(0, bool), [])
     texts = [plan.passages[i] for plan, _, i in units]
     claims = [claim for _, claim, _ in units]
-    windowing = None
-    if hasattr(scorer, "score"):  # a PairScorer: the full-passage protocol, with its windows
-        ps = scorer.score(claims, texts)
-        s, v, best, windowing = np.asarray(ps.score, float), ps.verdict, ps.best_window, scorer.windowing
-    else:  # a plain callable: no windows, so the evidence is the whole passage
-        res = scorer(claims, texts)
-        s, v, best = np.asarray(res[0], float), res[1], None
-    passed = s > tau if tau is not None else np.asarray(v, bool)
+    windowing, error = None, ""
+    try:
+        if hasattr(scorer, "score"):  # a PairScorer: the full-passage protocol, with its windows
+            ps = scorer.score(claims, texts)
+            s, v, best, windowing = np.asarray(ps.score, float), ps.verdict, ps.best_window, scorer.windowing
+        else:  # a plain callable: no windows, so the evidence is the whole passage
+            res = scorer(claims, texts)
+            s, v, best = np.asarray(res[0], float), res[1], None
+    except deadline.Cancelled:  # the request gave up: nothing of it runs on
+        raise
+    except Exception as e:  # noqa: BLE001 - fails closed: no score is no pass (each citation is 'unverified')
+        error = f"the verifier failed: {type(e).__name__}: {str(e)[:300]}"
+        s, v, best = np.full(len(units), np.nan), np.zeros(len(units), bool), None
+    # a pair without a score (NaN) never passes, whatever its verdict says
+    passed = (s > tau if tau is not None else np.asarray(v, bool)) & ~np.isnan(s)
     ev = []
     for t, ((plan, _, i), text) in enumerate(zip(units, texts)):
         lo, hi = 0, len(text)
         if windowing is not None and best[t] >= 0:
             lo, hi = window_spans(len(text), int(windowing["window_chars"]), int(windowing["stride"]))[int(best[t])]
         ev.append(Evidence(i + plan.base, lo, hi, text[lo:hi], None if np.isnan(s[t]) else float(s[t])))
-    return _Judged(s, np.asarray(passed, bool), ev)
+    return _Judged(s, np.asarray(passed, bool), ev, error)
 
 
 def _verify(plans: list[_Plan], scorer: Any, tau: float | None) -> None:
@@ -151,7 +159,10 @@ def _verify(plans: list[_Plan], scorer: Any, tau: float | None) -> None:
     j = _judge_units(scorer, [(plan, a.claim, a.cited - plan.base) for plan, a in valid], tau)
     for (_, a), ok, ev in zip(valid, j.passed, j.evidence):
         a.score, a.evidence = ev.score, ev
-        if not ok:
+        if ev.score is None:  # could not be checked: neither verified nor known to fail
+            a.action, a.evidence = "unverified", None
+            a.reason = j.error or "the verifier gave no score for this pair"
+        elif not ok:
             a.action = "flagged"
 
 
@@ -176,39 +187,47 @@ def _reattribute(plans: list[_Plan], scorer: Any, tau: float | None, reattribute
         a.action, a.new_pointer, a.new_score, a.new_evidence = "reattributed", ev.passage, sc, ev
 
 
-def _finish(plan: _Plan, remove: bool, mark_reattributed: bool = True) -> tuple[str, GuardReport]:
-    """Counts and review budget; 3. rewrite markers, flag or remove."""
+def _finish(plan: _Plan, remove: bool, mark_reattributed: bool = True, fail_open: bool = False,
+            open_end: bool = False) -> tuple[str, GuardReport]:
+    """Counts and review budget; 3. rewrite markers, flag or remove. ``open_end``: the answer goes on after
+    this text (a stream's complete sentences), so a removed last sentence is not the answer's last."""
     report, audits = plan.report, plan.audits
     report.audit = audits
     for a in audits:
         setattr(report, a.action, getattr(report, a.action) + 1)
-    report.review_budget = (report.flagged + report.invalid) / report.n_citations if report.n_citations else 0.0
-    drop = {a.sentence_index for a in audits if a.action in ("flagged", "invalid")} if remove else set()
+    failed = ("flagged", "invalid") if fail_open else ("flagged", "invalid", "unverified")
+    review = sum(getattr(report, k) for k in failed)
+    report.review_budget = review / report.n_citations if report.n_citations else 0.0
+    drop = {a.sentence_index for a in audits if a.action in failed} if remove else set()
     report.removed_sentences = len(drop)
     edits = {}
     for si, cs in plan.cites.items():
         for (start, end), group in _by_marker(cs).items():
             edits[start] = (end, _rewrite(plan.answer[start:end], [plan.audit_of[(si, _target(c))] for c in group],
-                                          [int(c.key) for c in group], mark_reattributed))
-    text = _apply(plan.answer, edits, [(s.start, s.end) for s in plan.sents if s.index in drop])
-    return text, report
+                                          [int(c.key) for c in group], mark_reattributed, fail_open))
+    spans = [(s.start, s.end) for s in plan.sents if s.index in drop]
+    if open_end:  # a sentinel stands for the text to come: a removed sentence takes the whitespace after it, as mid-answer
+        return _apply(plan.answer + "\x00", edits, spans)[:-1], report
+    return _apply(plan.answer, edits, spans), report
 
 
 def guard_answers(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, *, tau: float | None = None,
                   reattribute: Reattributor | str | None = "bm25", proposals: int = 3, remove: bool = False,
-                  guarantee: str = "", limits: Limits | None = None,
-                  mark_reattributed: bool = True) -> list[tuple[str, GuardReport]]:
+                  guarantee: str = "", limits: Limits | None = None, mark_reattributed: bool = True,
+                  fail_open: bool = False, open_end: bool = False) -> list[tuple[str, GuardReport]]:
     """Guard several ``(answer, passages, base)`` at once: every answer's verification units go to
     the verifier in one call, then every answer's re-attribution proposals in one more. Each answer's
     outcome is the one :func:`guard_answer` gives it alone."""
     return [r for r in guard_each(items, scorer, tau=tau, reattribute=reattribute, proposals=proposals, remove=remove,
-                                  guarantee=guarantee, limits=limits, isolate=False, mark_reattributed=mark_reattributed)]
+                                  guarantee=guarantee, limits=limits, isolate=False, mark_reattributed=mark_reattributed,
+                                  fail_open=fail_open, open_end=open_end)]
 
 
 def guard_each(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, *, tau: float | None = None,
                reattribute: Reattributor | str | None = "bm25", proposals: int = 3, remove: bool = False,
                guarantee: str = "", limits: Limits | None = None, isolate: bool = True,
-               mark_reattributed: bool = True) -> list[tuple[str, GuardReport] | GuardInputError]:
+               mark_reattributed: bool = True, fail_open: bool = False,
+               open_end: bool = False) -> list[tuple[str, GuardReport] | GuardInputError]:
     """:func:`guard_answers`, where with ``isolate`` an answer that is bad input or past a limit gets its
     error (a :class:`GuardInputError` or :class:`LimitExceeded`) in its place and the others are guarded."""
     if isinstance(reattribute, str):
@@ -231,7 +250,7 @@ def guard_each(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, 
     scale = SCALES.get(str(getattr(scorer, "cfg", {}).get("kind", "")), "")
     for s in plans:
         s.report.score_scale = scale
-    return [_finish(s, remove, mark_reattributed) if isinstance(s, _Plan) else s for s in slots]
+    return [_finish(s, remove, mark_reattributed, fail_open, open_end) if isinstance(s, _Plan) else s for s in slots]
 
 
 def guard_answer(answer: str, passages: Sequence[str], scorer: Scorer, *, tau: float | None = None,

@@ -48,7 +48,8 @@ class Guard:
                  runtime: Mapping[str, Any] | None = None, overrides: Mapping[str, Any] | None = None,
                  model_path: str | None = None, cache_dir: str | None = None, limits: Limits | None = None,
                  default_calibration: bool = True, mark_reattributed: bool = True, monitor: bool = True,
-                 on_void: str = "annotate"):
+                 on_void: str = "annotate", action: str | None = None, block_above: float | None = None,
+                 on_error: str = "closed"):
         from citebound.calibration.files import CalibrationError, check_verifier, guarantee_line, read_calibration
         from citebound.guarding.card import Calibrations
 
@@ -56,6 +57,7 @@ class Guard:
             raise GuardInputError("give a calibration or a threshold, not both")
         if base not in (0, 1):
             raise GuardInputError(f"citation base must be 0 or 1, got {base!r}")
+        self.action, self.block_above, self.on_error = _policy(action, remove, block_above, on_error)
         cal = read_calibration(calibration) if calibration is not None else None
         self.reattributor = (load_reattributor(reattributor, proposals) if isinstance(reattributor, str)
                              else reattributor)
@@ -74,7 +76,7 @@ class Guard:
             self.tau, self.guarantee = float(cal["tau"]), guarantee_line(cal)
         elif threshold is None and default_calibration:
             self._use_default_calibration()
-        self.base, self.remove, self.mark_reattributed = base, remove, mark_reattributed
+        self.base, self.remove, self.mark_reattributed = base, self.action == "remove", mark_reattributed
         self.limits = limits or Limits()
         try:
             self.calibrations = Calibrations(self.calibration, self.scorer, monitor=monitor, on_void=on_void)
@@ -98,13 +100,28 @@ class Guard:
         return keeper, fallback, (math.inf if keeper.flag_all else tau), guarantee_line(keeper.cal) if own else self.guarantee
 
     def _carded(self, results: list[Any], keeper: Any, group: str | None, fallback: str | None) -> list[Any]:
-        """Feed the monitor this call's scores, then give every report the card as it stands after them."""
+        """Feed the monitor this call's scores, then give every report the card as it stands after them;
+        with ``action="block"``, an answer past the review budget keeps its report and loses its text."""
         reports = [r[1] for r in results if not isinstance(r, GuardInputError)]
         keeper.observe(reports)
         card = keeper.card(group, fallback)
         for r in reports:
             r.guarantee_card = card
+        for i, r in enumerate(results):
+            if not isinstance(r, GuardInputError) and self.blocks(r[1]):
+                results[i] = ("", r[1])
         return results
+
+    def blocks(self, report: GuardReport) -> bool:
+        """Whether ``action="block"`` withholds this answer (its review budget is past ``block_above``);
+        marks the report so."""
+        if self.action != "block" or not report.review_budget > self.block_above:
+            return False
+        report.blocked = True
+        report.block_reason = (f"review budget {report.review_budget:.3g} is past --block-above {self.block_above:g}: "
+                               f"{report.flagged + report.invalid + report.unverified} of {report.n_citations} "
+                               "citations failed or could not be checked")
+        return True
 
     def _use_default_calibration(self) -> None:
         """The shipped calibration of this verifier (``citebound/calibrations/<name>.json``, made on the expert
@@ -131,14 +148,17 @@ class Guard:
         return self.guard_many([(answer, passages)], base=base, group=group)[0]
 
     def guard_many(self, items: Sequence[tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], int]],
-                   *, base: int | None = None, group: str | None = None) -> list[tuple[str, GuardReport]]:
+                   *, base: int | None = None, group: str | None = None,
+                   open_end: bool = False) -> list[tuple[str, GuardReport]]:
         """Guard several answers of one group; their forward passes span answers. Each item is
         ``(answer, passages)`` or ``(answer, passages, base)``. One bad answer raises for all: use
-        :meth:`guard_each` to get each answer's own error instead."""
+        :meth:`guard_each` to get each answer's own error instead. ``open_end``: each answer is complete
+        sentences that more text follows (a stream's), so a removed last sentence takes the whitespace after it."""
         keeper, fallback, tau, guarantee = self._for(group)
         return self._carded(guard_answers(self._items(items, base, isolate=False), self.scorer, tau=tau,
                                           reattribute=self.reattributor, remove=self.remove, guarantee=guarantee,
-                                          limits=self.limits, mark_reattributed=self.mark_reattributed),
+                                          limits=self.limits, mark_reattributed=self.mark_reattributed,
+                                          fail_open=self.on_error == "open", open_end=open_end),
                             keeper, group, fallback)
 
     def guard_each(self, items: Sequence[tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], int]],
@@ -151,7 +171,7 @@ class Guard:
         out: list[Any] = list(todo)
         done = guard_each([todo[i] for i in ok], self.scorer, tau=tau, reattribute=self.reattributor,
                           remove=self.remove, guarantee=guarantee, limits=self.limits,
-                          mark_reattributed=self.mark_reattributed)
+                          mark_reattributed=self.mark_reattributed, fail_open=self.on_error == "open")
         for i, r in zip(ok, done):
             out[i] = r
         return self._carded(out, keeper, group, fallback)
@@ -168,3 +188,25 @@ class Guard:
                     raise
                 todo.append(e)
         return todo
+
+
+def _policy(action: str | None, remove: bool, block_above: float | None, on_error: str) -> tuple[str, float, str]:
+    """(action, block_above, on_error), checked: ``remove=True`` is ``action="remove"``; ``block`` needs a
+    ``block_above`` in [0, 1)."""
+    from citebound.guarding.report import ON_ERROR, POLICIES
+
+    action = action or ("remove" if remove else "annotate")
+    if action not in POLICIES:
+        raise GuardInputError(f"action must be one of {list(POLICIES)}, got {action!r}")
+    if remove and action != "remove":
+        raise GuardInputError(f"remove=True contradicts action={action!r}")
+    if on_error not in ON_ERROR:
+        raise GuardInputError(f"on_error must be one of {list(ON_ERROR)}, got {on_error!r}")
+    if action == "block":
+        if block_above is None or isinstance(block_above, bool) or not 0 <= float(block_above) < 1:
+            raise GuardInputError(f"action 'block' needs block_above in [0, 1) (the review budget past which an "
+                                  f"answer is withheld), got {block_above!r}")
+        return action, float(block_above), on_error
+    if block_above is not None:
+        raise GuardInputError("block_above is only for action='block'")
+    return action, 1.0, on_error

@@ -7,7 +7,14 @@ from typing import Any
 
 from citebound.text.limits import GuardInputError
 
-ACTIONS = ("verified", "reattributed", "flagged", "invalid")
+ACTIONS = ("verified", "reattributed", "flagged", "invalid", "unverified")
+# what a report's citations may do (citebound guard --action): keep the answer with its markers rewritten,
+# remove the sentences whose citations failed, or block the whole answer past a review budget
+POLICIES = ("annotate", "remove", "block")
+# what a citation that could not be checked (a verifier error or timeout, no score) becomes: "closed" marks
+# it [N UNVERIFIED] and sends it to review; "open" (an explicit opt-in) leaves its marker as written.
+# Either way it is counted as unverified, never as verified.
+ON_ERROR = ("closed", "open")
 
 
 @dataclass
@@ -29,7 +36,7 @@ class CitationAudit:
     marker: str  # the marker as written, e.g. "[1-3]" or "[[2]](https://...)"
     spans: list[tuple[int, int]]  # where the marker(s) citing this target stand in the answer
     score: float | None
-    action: str  # verified | reattributed | flagged | invalid
+    action: str  # verified | reattributed | flagged | invalid | unverified (could not be checked)
     new_pointer: int | None = None
     new_score: float | None = None
     reason: str = ""
@@ -46,9 +53,13 @@ class GuardReport:
     reattributed: int = 0
     flagged: int = 0
     invalid: int = 0
+    unverified: int = 0  # citations that could not be checked (verifier error or timeout, no score)
     removed_sentences: int = 0
     hidden_regions: int = 0  # hidden markup (comments, hidden elements) left out of every claim
-    review_budget: float = 0.0  # share of citations a person must review: flagged + invalid
+    # share of citations a person must review: flagged + invalid (+ unverified, failing closed)
+    review_budget: float = 0.0
+    blocked: bool = False  # --action block and the review budget passed --block-above: no content is given
+    block_reason: str = ""
     rule: str = ""
     score_scale: str = ""  # what the verifier's score means (P(support) only where it is one)
     guarantee: str = ""

@@ -25,18 +25,25 @@ def by_marker(cs: list[Citation]) -> dict[tuple[int, int], list[Citation]]:
 LINK_TAIL = re.compile(r"^\[\[\d+\]\](\(.*\))$")
 
 
-def rewrite(marker: str, audits: list[CitationAudit], numbers: list[int], mark_reattributed: bool = True) -> str:
+def rewrite(marker: str, audits: list[CitationAudit], numbers: list[int], mark_reattributed: bool = True,
+            fail_open: bool = False) -> str:
     """A marker as the guard leaves it: unchanged when every citation in it is verified and it links
     nowhere unsafe (a ``javascript:``, ``data:`` or other non-http(s) link target is dropped). A
     re-attributed citation reads ``[2 (was 4)]`` (``[2]`` without ``mark_reattributed``)."""
     link = LINK_TAIL.match(marker)
     unsafe = link is not None and not safe_link(link.group(1)[1:-1])
-    if all(a.action == "verified" for a in audits) and not unsafe:
+    passing = ("verified", "unverified") if fail_open else ("verified",)  # --on-error open leaves them as written
+    if all(a.action in passing for a in audits) and not unsafe:
         return marker
     moved = "{p} (was {n})" if mark_reattributed else "{p}"
-    parts = [moved.format(p=a.new_pointer, n=n) if a.action == "reattributed" else f"{n} UNVERIFIED"
-             if a.action == "flagged" else f"{n} INVALID" if a.action == "invalid" else f"{n}"
-             for a, n in zip(audits, numbers)]
+    def part(a: CitationAudit, n: int) -> str:
+        if a.action == "reattributed":
+            return moved.format(p=a.new_pointer, n=n)
+        if a.action == "flagged" or (a.action == "unverified" and not fail_open):
+            return f"{n} UNVERIFIED"
+        return f"{n} INVALID" if a.action == "invalid" else f"{n}"
+
+    parts = [part(a, n) for a, n in zip(audits, numbers)]
     if link and not unsafe and audits[0].action != "reattributed":  # the URL still belongs to this citation
         return f"[[{parts[0]}]]{link.group(1)}"
     return "[" + ", ".join(parts) + "]"

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from citebound.serving.models import AnswerError, AnswerIn, GuardBatchResult, GuardRequest, GuardResult
 from citebound.serving.state import GuardInputError, LimitExceeded, ServiceState, refuse, texts, timed_out
 
-COUNTS = ("n_citations", "verified", "reattributed", "flagged", "invalid")
+COUNTS = ("n_citations", "verified", "reattributed", "flagged", "invalid", "unverified")
 
 
 def _answers(req: GuardRequest) -> list[AnswerIn]:

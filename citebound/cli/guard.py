@@ -17,9 +17,11 @@ from citebound.cli.common import (
     add_command,
     add_limit_arg,
     add_out_arg,
+    add_policy_args,
     add_verifier_args,
     parse_limits,
     parse_overrides,
+    policy_kwargs,
     runtime_args,
 )
 from citebound.cli.inputs import check_out, close_out, iter_json_records, open_out, parse_answer
@@ -47,8 +49,8 @@ def add_parser(sub: Any) -> None:
     g.add_argument("--group", metavar="NAME",
                    help="the calibration group of the answers (a calibration made with grouped labels); a record's "
                         "own 'group' field wins; default: the pooled calibration")
-    g.add_argument("--remove", action="store_true",
-                   help="delete sentences with a flagged or invalid citation instead of marking them")
+    g.add_argument("--remove", action="store_true", help="the same as --action remove")
+    add_policy_args(g)
     g.add_argument("--base", type=int, choices=[0, 1], default=1,
                    help="citation numbering base when a record has no citation_base: 1 = [1] is the first passage")
     g.add_argument("--jsonl", action="store_true", help="treat input as JSONL even without .jsonl suffix")
@@ -73,7 +75,7 @@ def make_guard(args: argparse.Namespace):
     try:
         none = args.calibration == "none"
         return Guard(args.verifier, reattributor=None if args.no_reattribute else args.reattributor,
-                     calibration=None if none else args.calibration, base=args.base, remove=args.remove,
+                     calibration=None if none else args.calibration, base=args.base, **policy_kwargs(args),
                      proposals=args.proposals, runtime=runtime_args(args), overrides=parse_overrides(args.override),
                      model_path=args.model, cache_dir=args.cache_dir, limits=parse_limits(args.limit),
                      default_calibration=not none, mark_reattributed=not args.no_mark_reattributed)
@@ -88,7 +90,7 @@ class _Run:
         self.args, self.guard, self.batch = args, guard, batch
         self.out = open_out(args.out)
         self.html = open_out(args.html) if args.html else None
-        self.totals = {"answers": 0, "failed_answers": 0, **{k: 0 for k in COUNTS}}
+        self.totals = {"answers": 0, "failed_answers": 0, "blocked": 0, **{k: 0 for k in COUNTS}}
         self.entries: list[Any] = []
         self.failed: list[tuple[str, str]] = []  # (answer id or line, why), for the audit page
 
@@ -98,7 +100,9 @@ class _Run:
             self.totals["answers"] += 1
             for k in COUNTS:
                 self.totals[k] += getattr(report, k)
-            result = {"id": rec.get("id"), "guarded_answer": text, "report": report.to_dict()}
+            result = {"id": rec.get("id"), "guarded_answer": None if report.blocked else text,
+                      "report": report.to_dict()}
+            self.totals["blocked"] += report.blocked
             if self.args.echo_input:  # what citebound label needs to show each citation's passage
                 result.update(answer=answer, passages=passages, line=lineno,
                               citation_base=self.args.base if base is None else base)
@@ -163,7 +167,8 @@ class _Run:
                                               failed=self.failed))
             close_out(self.html)
         t = self.totals
-        t["review_budget"] = round((t["flagged"] + t["invalid"]) / t["n_citations"], 4) if t["n_citations"] else 0.0
+        review = t["flagged"] + t["invalid"] + (t["unverified"] if self.args.on_error == "closed" else 0)
+        t["review_budget"] = round(review / t["n_citations"], 4) if t["n_citations"] else 0.0
         if self.batch:
             print("counts: " + json.dumps(t), file=sys.stderr)
 

@@ -17,9 +17,11 @@ from citebound.cli.common import (
     CLIError,
     add_command,
     add_limit_arg,
+    add_policy_args,
     add_verifier_args,
     parse_limits,
     parse_overrides,
+    policy_kwargs,
     runtime_args,
 )
 
@@ -50,6 +52,7 @@ def add_parser(sub: Any) -> None:
     sv.add_argument("--reattributor", default="bm25", metavar="NAME", help="bm25 or verifier")
     sv.add_argument("--no-reattribute", action="store_true",
                     help="flag failed citations without looking for a better passage")
+    add_policy_args(sv)
     add_limit_arg(sv)
     add_verifier_args(sv)
     sv.set_defaults(func=run)
@@ -90,6 +93,6 @@ def run(args: argparse.Namespace) -> int:
                       model_path=args.model, reattributor=None if args.no_reattribute else args.reattributor,
                       calibrations=args.calibrations, upstream=args.upstream, max_batch_units=args.max_batch_units,
                       max_wait_ms=args.max_wait_ms, request_timeout_s=args.request_timeout,
-                      limits=parse_limits(args.limit), passages_prompt=passages_prompt(args))
+                      limits=parse_limits(args.limit), passages_prompt=passages_prompt(args), **policy_kwargs(args))
     serve(cfg, host=args.host, port=args.port, workers=args.workers)
     return 0

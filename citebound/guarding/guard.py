@@ -5,7 +5,7 @@ flag), which this module re-exports for callers that import them from here.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from citebound.guarding.core import (  # noqa: F401 - the guard's functions, importable from here too
@@ -99,7 +99,8 @@ class Guard:
         tau = float(keeper.cal["tau"]) if own else self.tau
         return keeper, fallback, (math.inf if keeper.flag_all else tau), guarantee_line(keeper.cal) if own else self.guarantee
 
-    def _carded(self, results: list[Any], keeper: Any, group: str | None, fallback: str | None) -> list[Any]:
+    def _carded(self, results: list[Any], keeper: Any, group: str | None, fallback: str | None,
+                block: bool = True) -> list[Any]:
         """Feed the monitor this call's scores, then give every report the card as it stands after them;
         with ``action="block"``, an answer past the review budget keeps its report and loses its text."""
         reports = [r[1] for r in results if not isinstance(r, GuardInputError)]
@@ -108,7 +109,7 @@ class Guard:
         for r in reports:
             r.guarantee_card = card
         for i, r in enumerate(results):
-            if not isinstance(r, GuardInputError) and self.blocks(r[1]):
+            if block and not isinstance(r, GuardInputError) and self.blocks(r[1]):
                 results[i] = ("", r[1])
         return results
 
@@ -149,17 +150,18 @@ class Guard:
 
     def guard_many(self, items: Sequence[tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], int]],
                    *, base: int | None = None, group: str | None = None,
-                   open_end: bool = False) -> list[tuple[str, GuardReport]]:
+                   open_end: bool = False, block: bool = True) -> list[tuple[str, GuardReport]]:
         """Guard several answers of one group; their forward passes span answers. Each item is
         ``(answer, passages)`` or ``(answer, passages, base)``. One bad answer raises for all: use
         :meth:`guard_each` to get each answer's own error instead. ``open_end``: each answer is complete
-        sentences that more text follows (a stream's), so a removed last sentence takes the whitespace after it."""
+        sentences that more text follows (a stream's), so a removed last sentence takes the whitespace after it;
+        ``block=False``: leave ``action="block"`` to the caller (a stream blocks on the whole answer so far)."""
         keeper, fallback, tau, guarantee = self._for(group)
         return self._carded(guard_answers(self._items(items, base, isolate=False), self.scorer, tau=tau,
                                           reattribute=self.reattributor, remove=self.remove, guarantee=guarantee,
                                           limits=self.limits, mark_reattributed=self.mark_reattributed,
                                           fail_open=self.on_error == "open", open_end=open_end),
-                            keeper, group, fallback)
+                            keeper, group, fallback, block)
 
     def guard_each(self, items: Sequence[tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], int]],
                    *, base: int | None = None, group: str | None = None) -> list[tuple[str, GuardReport] | GuardInputError]:
@@ -176,6 +178,41 @@ class Guard:
             out[i] = r
         return self._carded(out, keeper, group, fallback)
 
+    def stream(self, pieces: Iterable[str], passages: Sequence[Any], *, base: int | None = None,
+               group: str | None = None) -> Iterator[str | GuardReport]:
+        """Guard an answer as it streams: yields guarded text as each sentence completes, then the whole
+        answer's report. The text joins to what :meth:`guard` gives the whole answer. With
+        ``action="block"``, the stream stops once the review budget so far passes ``block_above`` (the
+        sentences already yielded cannot be taken back; the report says how many went out)."""
+        from citebound.guarding.stream import StreamAssembler
+
+        asm = StreamAssembler(self.limits, self.on_error == "open")
+        texts = normalise_passages(list(passages))
+
+        def step(seg: str, final: bool) -> str:
+            ((text, rep),) = self.guard_many([(seg, texts, base)], group=group, open_end=not final, block=False)
+            sent_before = asm.sent
+            out = asm.add(seg, text, rep)
+            if self.action == "block" and self.blocks(so_far := asm.report()):
+                raise _Blocked(so_far, sent_before)
+            return out
+
+        try:
+            for piece in pieces:
+                seg = asm.feed(piece)
+                if seg and (out := step(seg, False)):
+                    yield out
+            if out := step(asm.finish(), True):
+                yield out
+        except _Blocked as b:
+            b.report.block_reason += f"; in a stream, block withholds only what is not yet sent ({b.sent} sentences were)"
+            yield b.report
+            return
+        tail, rep = asm.end()
+        if tail:
+            yield tail
+        yield rep
+
     def _items(self, items: Sequence[Any], base: int | None, isolate: bool) -> list[Any]:
         todo: list[Any] = []
         for item in items:
@@ -188,6 +225,11 @@ class Guard:
                     raise
                 todo.append(e)
         return todo
+
+
+class _Blocked(Exception):
+    def __init__(self, report: GuardReport, sent: int):
+        self.report, self.sent = report, sent
 
 
 def _policy(action: str | None, remove: bool, block_above: float | None, on_error: str) -> tuple[str, float, str]:

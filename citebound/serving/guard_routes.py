@@ -6,7 +6,7 @@ from typing import Literal
 from fastapi import APIRouter
 
 from citebound.serving.models import AnswerError, AnswerIn, GuardBatchResult, GuardRequest, GuardResult
-from citebound.serving.state import GuardInputError, LimitExceeded, ServiceState, refuse, texts, timed_out
+from citebound.serving.state import GuardInputError, LimitExceeded, ServiceState, blocked, refuse, texts, timed_out
 
 COUNTS = ("n_citations", "verified", "reattributed", "flagged", "invalid", "unverified")
 
@@ -20,7 +20,9 @@ def _answers(req: GuardRequest) -> list[AnswerIn]:
 def _counts(out: list[GuardResult | AnswerError]) -> dict[str, float]:
     done = [o for o in out if isinstance(o, GuardResult)]
     totals = {k: float(sum(getattr(o.report, k) for o in done)) for k in COUNTS}
-    totals["review_budget"] = (totals["flagged"] + totals["invalid"]) / totals["n_citations"] if totals["n_citations"] else 0.0
+    review = sum(o.report.review_budget * o.report.n_citations for o in done)  # each report's own rule (on_error)
+    totals["review_budget"] = review / totals["n_citations"] if totals["n_citations"] else 0.0
+    totals["blocked"] = float(sum(o.report.blocked for o in done))
     totals["answers"], totals["failed_answers"] = float(len(done)), float(len(out) - len(done))
     return totals
 
@@ -30,7 +32,8 @@ def router(state: ServiceState) -> APIRouter:
     limits = state.cfg.limits
 
     @r.post("/v1/guard", response_model=GuardResult | GuardBatchResult,
-            responses={413: {"description": "body past max_request_bytes"}, 422: {"description": "a limit or bad input"},
+            responses={403: {"description": "blocked: the review budget passed --block-above (the report is given)"},
+                       413: {"description": "body past max_request_bytes"}, 422: {"description": "a limit or bad input"},
                        504: {"description": "the request timed out"}})
     async def guard_endpoint(req: GuardRequest, format: Literal["json", "html"] = "json"):
         ins = _answers(req)
@@ -54,7 +57,7 @@ def router(state: ServiceState) -> APIRouter:
             if isinstance(res, GuardInputError):
                 out.append(AnswerError(index=i, id=a.id, error=str(res), limit=getattr(res, "limit", None)))
             else:
-                out.append(GuardResult(id=a.id, guarded_answer=res[0], report=res[1]))
+                out.append(GuardResult(id=a.id, guarded_answer=None if res[1].blocked else res[0], report=res[1]))
         if format == "html":
             from citebound.guarding.audit_page import AuditEntry, render_audit_page
             entries = [AuditEntry(str(a.id if a.id is not None else i + 1), a.answer, o.guarded_answer,
@@ -64,6 +67,8 @@ def router(state: ServiceState) -> APIRouter:
             return HTMLResponse(render_audit_page(entries, verifier=state.scorer.name, rule=guard.rule,
                                                   guarantee=guard.guarantee, failed=failed))
         if req.answers is None:
+            if isinstance(out[0], GuardResult) and out[0].report.blocked:
+                return blocked(out[0].report)
             return out[0]
         return GuardBatchResult(results=out, counts=_counts(out))
 

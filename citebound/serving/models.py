@@ -44,7 +44,7 @@ class GuardRequest(BaseModel):
 
 class GuardResult(BaseModel):
     id: str | int | None = None
-    guarded_answer: str
+    guarded_answer: str | None = Field(description="null when the answer is blocked (--action block)")
     report: GuardReport
 
 

@@ -18,8 +18,8 @@ class CalibrationRegistry:
     """``profiles``: {name: calibration} loaded from ``folder`` (the file name is the profile);
     ``refused``: {name: why} for files that are not valid calibrations of this verifier."""
 
-    def __init__(self, folder: str | None, limits: Limits):
-        self.folder, self.limits = folder, limits
+    def __init__(self, folder: str | None, limits: Limits, policy: Mapping[str, Any] | None = None):
+        self.folder, self.limits, self.policy = folder, limits, dict(policy or {})
         self.scorer: Any = None
         self.reattributor: Any = None
         self.profiles: dict[str, dict[str, Any]] = {}
@@ -45,7 +45,7 @@ class CalibrationRegistry:
         log.info("calibration profiles: %s loaded, %s refused", sorted(profiles), sorted(refused))
 
     def _guard(self, cal: Mapping[str, Any] | None) -> Guard:
-        return Guard(self.scorer, reattributor=self.reattributor, calibration=cal, limits=self.limits)
+        return Guard(self.scorer, reattributor=self.reattributor, calibration=cal, limits=self.limits, **self.policy)
 
     def guard_for(self, name: str | None) -> Guard:
         """The guard of a profile (None: the verifier's own verdict); an unknown name is a GuardInputError."""

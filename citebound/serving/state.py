@@ -31,6 +31,10 @@ class ServeConfig:
     model_path: str | None = None
     # the proxy: a template that puts the request's passages into the upstream prompt (None: the caller does)
     passages_prompt: str | None = None
+    # what the guard does with a failed answer and an unchecked citation (citebound.guarding.guard.Guard)
+    action: str = "annotate"
+    block_above: float | None = None
+    on_error: str = "closed"
 
 
 DEFAULT_PASSAGES_PROMPT = ("Answer from these passages only, and cite each claim with the number of the passage that "
@@ -48,7 +52,8 @@ class ServiceState:
         self.metrics = Metrics()
         self.scorer: Any = None
         self.batcher: Any = None
-        self.registry = CalibrationRegistry(cfg.calibrations, cfg.limits)
+        self.registry = CalibrationRegistry(cfg.calibrations, cfg.limits, {"action": cfg.action, "block_above": cfg.block_above,
+                                                                           "on_error": cfg.on_error})
         self.http: Any = None
         self.tokens: set[WorkToken] = set()  # the work tokens of requests being guarded
 
@@ -105,6 +110,19 @@ def refuse(e: Exception):
     return JSONResponse({"detail": str(e)}, status_code=422)
 
 
+def blocked(report: GuardReport, error_shape: bool = False):
+    """A 403 for an answer --action block withholds: why, and its whole report (the content is not given).
+    ``error_shape``: OpenAI's error object (what the proxy answers, so the openai SDK raises on it)."""
+    from fastapi.responses import JSONResponse
+
+    body = report.to_dict() if hasattr(report, "to_dict") else report.model_dump()
+    if error_shape:
+        return JSONResponse({"error": {"message": f"citebound blocked the answer: {report.block_reason}",
+                                       "type": "citebound_blocked", "code": "blocked"},
+                             "citebound": {"report": body}}, status_code=403)
+    return JSONResponse({"detail": f"blocked: {report.block_reason}", "blocked": True, "report": body}, status_code=403)
+
+
 def timed_out(seconds: float):
     from fastapi.responses import JSONResponse
 
@@ -116,4 +134,4 @@ def texts(passages: Sequence[Any]) -> list[str]:
     return normalise_passages([p.model_dump() if isinstance(p, BaseModel) else p for p in passages])
 
 
-__all__ = ["ServeConfig", "ServiceState", "refuse", "timed_out", "texts", "GuardInputError", "LimitExceeded"]
+__all__ = ["ServeConfig", "ServiceState", "blocked", "refuse", "timed_out", "texts", "GuardInputError", "LimitExceeded"]

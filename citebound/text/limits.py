@@ -49,7 +49,8 @@ class LimitExceeded(GuardInputError):
 
 @dataclass(frozen=True)
 class Limits:
-    """The guard's input limits (all counts; characters are Python string lengths)."""
+    """The guard's input limits (counts, and the upstream's read timeout in whole seconds; characters are
+    Python string lengths)."""
 
     max_range: int = 1000  # citations one range marker such as [3-7] may expand to
     max_citations_per_sentence: int = 200
@@ -60,14 +61,16 @@ class Limits:
     max_answer_chars: int = 500_000
     max_request_bytes: int = 32 * 1024 * 1024  # one input file / request body
     max_answers_per_request: int = 1000  # answers in one batch request to the service
-    max_upstream_bytes: int = 8 * 1024 * 1024  # the guarding proxy's read of its upstream's answer
+    max_upstream_bytes: int = 8 * 1024 * 1024  # the guarding proxy's read of its upstream's answer (or stream)
+    max_stream_held_chars: int = 100_000  # streamed text held waiting for its sentence to end
+    upstream_read_timeout_s: int = 60  # seconds the proxy waits for the upstream's next bytes
 
     # hard ceilings: no setting may pass these (so one flag cannot bring a memory or CPU bomb back)
     CEILINGS: ClassVar[dict[str, int]] = {
         "max_range": 10_000, "max_citations_per_sentence": 2_000, "max_citations_per_answer": 50_000,
         "max_sentences": 100_000, "max_passages": 10_000, "max_passage_chars": 10_000_000,
         "max_answer_chars": 5_000_000, "max_request_bytes": 256 * 1024 * 1024, "max_answers_per_request": 10_000,
-        "max_upstream_bytes": 64 * 1024 * 1024}
+        "max_upstream_bytes": 64 * 1024 * 1024, "max_stream_held_chars": 1_000_000, "upstream_read_timeout_s": 3600}
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -112,6 +115,11 @@ class Limits:
         if in_answer > self.max_citations_per_answer:
             raise LimitExceeded(f"the answer makes more than {self.max_citations_per_answer} citations",
                                 "max_citations_per_answer", self.max_citations_per_answer)
+
+    def check_held(self, n: int) -> None:
+        if n > self.max_stream_held_chars:
+            raise LimitExceeded(f"the stream has held {n} characters without a complete sentence",
+                                "max_stream_held_chars", self.max_stream_held_chars)
 
     def check_bytes(self, n: int, what: str = "the input") -> None:
         if n > self.max_request_bytes:

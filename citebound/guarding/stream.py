@@ -1,0 +1,201 @@
+"""Guarding a streamed answer sentence by sentence, with the same result as guarding it whole.
+
+A stream's text arrives in pieces; :class:`SentenceHold` holds it until a sentence is complete by the
+guard's own rule (a sentence ends where the next one starts: :func:`citebound.text.citations.sentences`)
+and releases **segments**: runs of complete sentences, from one sentence's own start to the next's.
+What the guard does to a sentence depends only on that sentence (its markers, its claim, the passages),
+so guarding each segment and joining the results gives the text the whole answer would get, byte for
+byte, provided a segment's boundary can no longer move. It can move while the text after it may still
+change what came before:
+
+- the next sentence's leading markers (``end. [2] Next``) belong to the sentence before, so a sentence is
+  complete only once the next one has a character that no marker can start (not ``[`` or ``(``) after its
+  leading markers; otherwise once a second sentence has started after it;
+- hidden markup (a comment, a hidden element) blanks text out of claims and boundaries; an element or
+  comment still open, or a ``<`` whose tag may still complete, can blank what follows it, so nothing from
+  there on is judged until it closes;
+- a UTF-16 surrogate pair split across pieces is joined before it is judged.
+
+:class:`Joiner` joins the guarded segments: a sentence removed mid-answer takes the whitespace after it,
+and an answer with removed sentences ends without trailing whitespace, so trailing whitespace is held
+until more text follows or the stream ends. :func:`merge_reports` adds the segments' reports into the
+answer's report (indices and spans shifted), equal to the report of the whole answer.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Sequence
+
+from citebound.guarding.report import GuardReport
+from citebound.text.citations import sentences
+from citebound.text.limits import LimitExceeded, Limits
+from citebound.text.visible import blank_hidden, hidden_spans
+
+_TAG_REACH = 2030  # a tag is '<', a name of <= 21 characters and <= 2000 more before '>' (text.visible._TAG)
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _join_surrogates(text: str) -> str:
+    """Pairs of UTF-16 surrogates (a character split across two JSON strings) as the one character."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def stable_end(text: str) -> int:
+    """How much of ``text`` more text cannot re-blank: up to an unclosed hidden region, a ``<`` whose tag
+    may still complete, or a trailing lone high surrogate."""
+    end = len(text)
+    for lo, hi in hidden_spans(text):
+        if hi == len(text):  # runs to the end: it may close later, or not
+            end = min(end, lo)
+            break
+    lt = text.rfind("<")
+    if lt >= 0 and len(text) - lt <= _TAG_REACH and ">" not in text[lt + 1:]:
+        end = min(end, lt)
+    if end and "\ud800" <= text[end - 1] <= "\udbff":
+        end -= 1
+    return end
+
+
+def commit_point(text: str) -> int:
+    """The length of ``text``'s prefix that is complete sentences whose boundaries more text cannot move
+    (0: none yet). ``text`` starts at a sentence's own start."""
+    view = blank_hidden(text[:stable_end(text)])
+    sents = sentences(view)
+    if len(sents) < 2:
+        return 0
+    last = sents[-1]
+    q = last.start
+    while q < len(view) and view[q] in " ,;":  # where the last sentence's leading-marker parse stopped
+        q += 1
+    if q < len(view) and view[q] not in "[(":  # nothing more can join the sentence before as a marker
+        return last.start
+    return sents[-2].start if len(sents) >= 3 else 0
+
+
+class SentenceHold:
+    """Streamed text in, complete segments out (:func:`commit_point`), within the limits: the answer's
+    length (``max_answer_chars``) and the text held waiting for a sentence to end (``max_stream_held_chars``)."""
+
+    def __init__(self, limits: Limits | None = None):
+        self.limits = limits or Limits()
+        self.held = ""
+        self.committed = 0  # characters released so far
+        self._checked_at = 0  # len(held) when commit_point last ran
+
+    def feed(self, delta: str) -> str:
+        """Add a piece of the stream; returns the segment it completes ('' when none)."""
+        if not delta:
+            return ""
+        if _SURROGATES.search(delta):
+            self.held = _join_surrogates(self.held + delta)
+        else:
+            self.held += delta
+        total = self.committed + len(self.held)
+        if total > self.limits.max_answer_chars:
+            raise LimitExceeded(f"the streamed answer has {total} characters", "max_answer_chars",
+                                self.limits.max_answer_chars)
+        # commit_point reads the whole held text: past 4,096 held characters (no sentence has ended), it runs
+        # again only once the text has grown by a quarter, so a stream with no sentence end costs linear time
+        if len(self.held) > 4096 and len(self.held) < self._checked_at * 5 // 4:
+            return ""
+        self._checked_at = len(self.held)
+        c = commit_point(self.held)
+        if not c:
+            self.limits.check_held(len(self.held))
+            return ""
+        seg, self.held = self.held[:c], self.held[c:]
+        self.committed += c
+        self._checked_at = len(self.held)
+        return seg
+
+    def finish(self) -> str:
+        """The rest of the stream: the last segment (may be empty)."""
+        rest, self.held = self.held, ""
+        self.committed += len(rest)
+        self._checked_at = 0
+        return rest
+
+
+class Joiner:
+    """Guarded segments in, streamed text out: trailing whitespace waits for what follows it."""
+
+    def __init__(self) -> None:
+        self.pending = ""
+
+    def add(self, text: str) -> str:
+        body = text.rstrip()
+        if not body:
+            self.pending += text
+            return ""
+        out = self.pending + body
+        self.pending = text[len(body):]
+        return out
+
+    def finish(self, removed_any: bool) -> str:
+        """The held whitespace, unless the answer had sentences removed (it then ends without it)."""
+        out, self.pending = ("" if removed_any else self.pending), ""
+        return out
+
+
+def merge_reports(parts: Sequence[tuple[int, GuardReport]], fail_open: bool = False) -> GuardReport:
+    """The report of a whole answer from its segments' ``(offset, report)``: counts added, each audit's
+    sentence index and marker spans shifted to the whole answer."""
+    if not parts:
+        return GuardReport()
+    out = copy.deepcopy(parts[0][1])
+    out.audit = []
+    for k in ("n_sentences", "n_cited_sentences", "n_citations", "verified", "reattributed", "flagged", "invalid",
+              "unverified", "removed_sentences", "hidden_regions"):
+        setattr(out, k, 0)
+    for offset, r in parts:
+        for a in r.audit:
+            a = copy.deepcopy(a)
+            a.sentence_index += out.n_sentences
+            a.spans = [(lo + offset, hi + offset) for lo, hi in a.spans]
+            out.audit.append(a)
+        for k in ("n_sentences", "n_cited_sentences", "n_citations", "verified", "reattributed", "flagged", "invalid",
+                  "unverified", "removed_sentences", "hidden_regions"):
+            setattr(out, k, getattr(out, k) + getattr(r, k))
+    review = out.flagged + out.invalid + (0 if fail_open else out.unverified)
+    out.review_budget = review / out.n_citations if out.n_citations else 0.0
+    out.guarantee_card = parts[-1][1].guarantee_card
+    if not out.rule:
+        out.rule = next((r.rule for _, r in parts if r.rule), "")
+    return out
+
+
+class StreamAssembler:
+    """One stream's state: :class:`SentenceHold` for the text coming in, :class:`Joiner` for the guarded
+    text going out, and the segments' reports. The caller guards each segment (``open_end`` for all but
+    the last) and hands the result to :meth:`add`."""
+
+    def __init__(self, limits: Limits | None = None, fail_open: bool = False):
+        self.hold, self.joiner, self.fail_open = SentenceHold(limits), Joiner(), fail_open
+        self.parts: list[tuple[int, GuardReport]] = []
+        self.offset = 0
+        self.sent = 0  # sentences whose text has gone out
+
+    def feed(self, delta: str) -> str:
+        return self.hold.feed(delta)
+
+    def finish(self) -> str:
+        return self.hold.finish()
+
+    def add(self, segment: str, guarded: str, report: GuardReport) -> str:
+        """A guarded segment in; the text to send now out."""
+        self.parts.append((self.offset, report))
+        self.offset += len(segment)
+        self.sent += report.n_sentences
+        return self.joiner.add(guarded)
+
+    def report(self) -> GuardReport:
+        return merge_reports(self.parts, self.fail_open)
+
+    def end(self) -> tuple[str, GuardReport]:
+        """The text still to send after the last segment, and the whole answer's report."""
+        rep = self.report()
+        return self.joiner.finish(rep.removed_sentences > 0), rep
+
+
+__all__ = ["SentenceHold", "Joiner", "StreamAssembler", "merge_reports", "commit_point", "stable_end", "LimitExceeded"]

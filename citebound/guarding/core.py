@@ -24,7 +24,7 @@ statistics), only citation parsing, re-attribution and the verifier windows.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -52,7 +52,11 @@ class _Judged:
     score: np.ndarray
     passed: np.ndarray
     evidence: list[Evidence]
-    error: str = ""  # why the verifier gave no scores at all (it raised), else ""
+    errors: list[str] = field(default_factory=list)  # per unit: why the verifier gave it no score ('' if it did)
+
+    def __add__(self, other: _Judged) -> _Judged:
+        return _Judged(np.concatenate([self.score, other.score]), np.concatenate([self.passed, other.passed]),
+                       self.evidence + other.evidence, self.errors + other.errors)
 
 
 @dataclass
@@ -114,6 +118,17 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
     return _Plan(answer, passages, base, sents, cites, audit_of, audits, report)
 
 
+class Unavailable:
+    """A scorer that cannot score (the guard's time ran out, its verifier is gone): every pair it is asked
+    about is 'unverified' with ``reason``."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def __call__(self, claims: Sequence[str], passages: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        raise RuntimeError(self.reason)
+
+
 def plan_citations(answer: str, passages: Sequence[str], base: int = 1,
                    limits: Limits | None = None) -> tuple[list[Any], list[CitationAudit]]:
     """The sentences of an answer and the citations the guard would check in it, unscored: one
@@ -124,7 +139,9 @@ def plan_citations(answer: str, passages: Sequence[str], base: int = 1,
 
 
 def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | None) -> _Judged:
-    """Judge (claim, passage index) units that may come from several answers, in one scorer call."""
+    """Judge (claim, passage index) units that may come from several answers, in one scorer call. When the
+    call raises, the units are judged again in halves, so only the units that cause the error go without
+    a score (each of them 'unverified', failing closed)."""
     if not units:
         return _Judged(np.zeros(0), np.zeros(0, bool), [])
     texts = [plan.passages[i] for plan, _, i in units]
@@ -140,7 +157,10 @@ def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | 
     except deadline.Cancelled:  # the request gave up: nothing of it runs on
         raise
     except Exception as e:  # noqa: BLE001 - fails closed: no score is no pass (each citation is 'unverified')
-        error = f"the verifier failed: {type(e).__name__}: {str(e)[:300]}"
+        if len(units) > 1 and not isinstance(scorer, Unavailable):
+            half = len(units) // 2
+            return _judge_units(scorer, units[:half], tau) + _judge_units(scorer, units[half:], tau)
+        error = scorer.reason if isinstance(scorer, Unavailable) else f"the verifier failed: {type(e).__name__}: {str(e)[:300]}"
         s, v, best = np.full(len(units), np.nan), np.zeros(len(units), bool), None
     # a pair without a score (NaN) never passes, whatever its verdict says
     passed = (s > tau if tau is not None else np.asarray(v, bool)) & ~np.isnan(s)
@@ -150,18 +170,18 @@ def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | 
         if windowing is not None and best[t] >= 0:
             lo, hi = window_spans(len(text), int(windowing["window_chars"]), int(windowing["stride"]))[int(best[t])]
         ev.append(Evidence(i + plan.base, lo, hi, text[lo:hi], None if np.isnan(s[t]) else float(s[t])))
-    return _Judged(s, np.asarray(passed, bool), ev, error)
+    return _Judged(s, np.asarray(passed, bool), ev, [error] * len(units))
 
 
 def _verify(plans: list[_Plan], scorer: Any, tau: float | None) -> None:
     """1. verify every valid citation of every answer in one batch."""
     valid = [(plan, a) for plan in plans for a in plan.audits if a.action == "verified"]
     j = _judge_units(scorer, [(plan, a.claim, a.cited - plan.base) for plan, a in valid], tau)
-    for (_, a), ok, ev in zip(valid, j.passed, j.evidence):
+    for (_, a), ok, ev, err in zip(valid, j.passed, j.evidence, j.errors):
         a.score, a.evidence = ev.score, ev
         if ev.score is None:  # could not be checked: neither verified nor known to fail
             a.action, a.evidence = "unverified", None
-            a.reason = j.error or "the verifier gave no score for this pair"
+            a.reason = err or "the verifier gave no score for this pair"
         elif not ok:
             a.action = "flagged"
 

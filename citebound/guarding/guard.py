@@ -178,6 +178,19 @@ class Guard:
             out[i] = r
         return self._carded(out, keeper, group, fallback)
 
+    def unchecked(self, answer: str, passages: Sequence[Any], reason: str, *, base: int | None = None,
+                  group: str | None = None, open_end: bool = False) -> tuple[str, GuardReport]:
+        """The answer with every citation it makes 'unverified' (``reason``: why none could be checked, e.g.
+        the guard ran past its time), no verifier called: what failing closed gives when the guard cannot run."""
+        from citebound.guarding.core import Unavailable
+
+        keeper, fallback, tau, guarantee = self._for(group)
+        return self._carded(guard_answers(self._items([(answer, passages)], base, isolate=False), Unavailable(reason),
+                                          tau=tau, reattribute=None, remove=self.remove, guarantee=guarantee,
+                                          limits=self.limits, mark_reattributed=self.mark_reattributed,
+                                          fail_open=self.on_error == "open", open_end=open_end),
+                            keeper, group, fallback, block=False)[0]
+
     def stream(self, pieces: Iterable[str], passages: Sequence[Any], *, base: int | None = None,
                group: str | None = None) -> Iterator[str | GuardReport]:
         """Guard an answer as it streams: yields guarded text as each sentence completes, then the whole

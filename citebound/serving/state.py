@@ -78,10 +78,11 @@ class ServiceState:
             self.tokens.discard(token)
 
     async def run_guard(self, guard: Guard, items: list[tuple[str, list[str], int | None]],
-                        group: str | None = None) -> list[tuple[str, GuardReport]]:
-        """One request's guard work (:meth:`run_guarded`); TimeoutError past the request timeout."""
+                        group: str | None = None, **kw: Any) -> list[tuple[str, GuardReport]]:
+        """One request's guard work (:meth:`run_guarded`); TimeoutError past the request timeout. ``kw``
+        goes to :meth:`Guard.guard_many` (``open_end``, ``block``: a stream's segments)."""
         with guard_span(self.scorer.name, len(items)):
-            results = await self.run_guarded(lambda: guard.guard_many(items, group=group))
+            results = await self.run_guarded(lambda: guard.guard_many(items, group=group, **kw))
             self.metrics.record(self.scorer.name, results)
         return results
 

@@ -1,0 +1,238 @@
+"""``stream: true`` through the guarding proxy: the upstream's server-sent events in, guarded
+``chat.completion.chunk`` events out, one per run of complete sentences.
+
+The upstream's stream is read with every size bounded while it is read (``max_upstream_bytes`` in all,
+a line at most that long, ``max_stream_held_chars`` of text waiting for its sentence to end) and a read
+timeout between bytes (``upstream_read_timeout_s``). Each complete segment
+(:class:`~citebound.guarding.stream.SentenceHold`) is guarded through the service's micro-batcher like a
+``/v1/guard`` request; its guarded text goes out as a chunk, and the last chunk before ``[DONE]`` carries
+the upstream's ``finish_reason`` and, in ``citebound``, the whole answer's report. The streamed text joins
+to the guarded content of the same answer unstreamed.
+
+Fail closed: a segment whose guard runs past the request timeout goes out with its citations
+``[N UNVERIFIED]``; an upstream that fails, sends an error event, sends malformed data or ends without
+``[DONE]`` ends the stream with an error event (the ``openai`` SDK raises ``APIError`` on it) that says
+what happened and carries the report so far: text held in an unfinished sentence is not sent. With
+``--action block``, the stream stops at the segment that takes the review budget past ``--block-above``:
+that segment and the rest are withheld (what has gone out cannot be taken back), and the last chunk's
+``finish_reason`` is ``content_filter``. A client that disconnects stops the upstream read.
+"""
+from __future__ import annotations
+
+import codecs
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from citebound.guarding.stream import StreamAssembler
+from citebound.scoring.llm_backends import redact_url
+from citebound.serving.state import GuardInputError, ServiceState
+from citebound.text.limits import LimitExceeded
+
+DONE = object()
+
+
+class StreamFailure(Exception):
+    """The stream cannot go on; ``code`` names why (upstream_error, limit, bad_input)."""
+
+    def __init__(self, message: str, code: str = "upstream_error"):
+        super().__init__(message)
+        self.code = code
+
+
+async def sse_events(resp: Any, cap: int) -> AsyncIterator[Any]:
+    """The JSON data of each server-sent event (or :data:`DONE` for ``[DONE]``), reading at most ``cap``
+    bytes; StreamFailure on bad UTF-8, malformed JSON or more bytes than ``cap``."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    buf, data, n = "", [], 0
+    async for chunk in resp.aiter_raw():
+        n += len(chunk)
+        if n > cap:
+            raise StreamFailure(f"the upstream's stream is over {cap} bytes (max_upstream_bytes)", "limit")
+        try:
+            buf += decoder.decode(chunk)
+        except UnicodeDecodeError:
+            raise StreamFailure("the upstream's stream is not valid UTF-8") from None
+        while (i := buf.find("\n")) >= 0:
+            line, buf = buf[:i].rstrip("\r"), buf[i + 1:]
+            if line:
+                if line.startswith("data:"):
+                    data.append(line[5:].removeprefix(" "))
+                continue
+            if data:
+                yield _event("\n".join(data))
+                data = []
+    if data:
+        yield _event("\n".join(data))
+
+
+def _event(payload: str) -> Any:
+    if payload.strip() == "[DONE]":
+        return DONE
+    try:
+        return json.loads(payload)
+    except ValueError:
+        raise StreamFailure(f"the upstream sent an event that is not JSON: {payload[:200]!r}") from None
+
+
+def _sse(obj: Any) -> bytes:
+    return f"data: {json.dumps(obj)}\n\n".encode()
+
+
+class _Meta:
+    def __init__(self, model: str):
+        self.id, self.model, self.created = "chatcmpl-citebound", model, int(time.time())
+
+    def take(self, ev: dict[str, Any]) -> None:
+        self.id = str(ev.get("id") or self.id)
+        self.model = str(ev.get("model") or self.model)
+        if isinstance(ev.get("created"), int):
+            self.created = ev["created"]
+
+    def chunk(self, delta: dict[str, Any], finish: str | None = None, extra: dict[str, Any] | None = None) -> bytes:
+        body = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return _sse(body | ({"citebound": extra} if extra else {}))
+
+
+def _delta(ev: Any) -> tuple[str, str | None]:
+    """(content, finish_reason) of one chunk event; StreamFailure for an error event or a malformed one."""
+    if not isinstance(ev, dict):
+        raise StreamFailure("the upstream sent an event that is not a JSON object")
+    if ev.get("error"):
+        err = ev["error"]
+        msg = err.get("message") if isinstance(err, dict) else str(err)
+        raise StreamFailure(f"the upstream sent an error event: {str(msg)[:500]}")
+    choices = ev.get("choices") or []
+    if not choices:  # e.g. a usage-only chunk
+        return "", None
+    if not isinstance(choices, list) or not isinstance(choices[0], dict):
+        raise StreamFailure("the upstream sent a chunk with malformed choices")
+    delta = choices[0].get("delta") or {}
+    content = delta.get("content") if isinstance(delta, dict) else None
+    if content is not None and not isinstance(content, str):
+        raise StreamFailure("the upstream sent a non-string delta content")
+    return content or "", choices[0].get("finish_reason")
+
+
+class StreamRun:
+    """One streamed request: guards segments as they complete and yields the events to send."""
+
+    def __init__(self, state: ServiceState, guard: Any, passages: list[str], base: int | None, group: str | None,
+                 model: str, shown: str):
+        self.state, self.guard, self.passages, self.base, self.group = state, guard, passages, base, group
+        self.asm = StreamAssembler(state.cfg.limits, guard.on_error == "open")
+        self.meta, self.shown = _Meta(model), shown
+        self.original: list[str] = []
+        self.blocked = False
+
+    async def _guard(self, seg: str, final: bool) -> str:
+        try:
+            ((text, rep),) = await self.state.run_guard(self.guard, [(seg, self.passages, self.base)], self.group,
+                                                        open_end=not final, block=False)
+        except TimeoutError:  # fail closed: this segment's citations go out unverified
+            text, rep = self.guard.unchecked(seg, self.passages, f"the guard ran past {self.state.cfg.request_timeout_s} s",
+                                             base=self.base, group=self.group, open_end=not final)
+            self.state.metrics.record(self.state.scorer.name, [(text, rep)])
+        sent_before = self.asm.sent
+        out = self.asm.add(seg, text, rep)
+        if self.guard.action == "block" and self.guard.blocks(so_far := self.asm.report()):
+            self.blocked = True
+            self.block_report = so_far
+            so_far.block_reason += (f"; in a stream, block withholds only what is not yet sent ({sent_before} "
+                                    "sentences were)")
+            return ""
+        return out
+
+    def _extra(self, report: Any) -> dict[str, Any]:
+        return {"report": report.to_dict(), "original_content": "".join(self.original),
+                "verifier": self.state.scorer.name}
+
+    async def events(self, resp: Any) -> AsyncIterator[bytes]:
+        limits = self.state.cfg.limits
+        finish, done = None, False
+        yield self.meta.chunk({"role": "assistant", "content": ""})
+        try:
+            async for ev in sse_events(resp, limits.max_upstream_bytes):
+                if ev is DONE:
+                    done = True
+                    break
+                self.meta.take(ev)
+                content, fin = _delta(ev)
+                finish = fin or finish
+                if content:
+                    self.original.append(content)
+                    seg = self.asm.feed(content)
+                    if seg and (out := await self._guard(seg, False)):
+                        yield self.meta.chunk({"content": out})
+                    if self.blocked:
+                        yield self.meta.chunk({}, "content_filter", self._extra(self.block_report))
+                        yield b"data: [DONE]\n\n"
+                        return
+            if not done and finish is None:
+                raise StreamFailure("the upstream's stream ended without [DONE] or a finish_reason (cut short?)")
+            if out := await self._guard(self.asm.finish(), True):
+                yield self.meta.chunk({"content": out})
+            if self.blocked:
+                yield self.meta.chunk({}, "content_filter", self._extra(self.block_report))
+            else:
+                tail, report = self.asm.end()
+                if tail:
+                    yield self.meta.chunk({"content": tail})
+                yield self.meta.chunk({}, finish or "stop", self._extra(report))
+            yield b"data: [DONE]\n\n"
+        except LimitExceeded as e:
+            yield self._error(StreamFailure(str(e), "limit"))
+        except GuardInputError as e:
+            yield self._error(StreamFailure(str(e), "bad_input"))
+        except StreamFailure as e:
+            yield self._error(e)
+        except Exception as e:  # noqa: BLE001 - a transport failure mid-stream (read timeout, reset) is the upstream's
+            yield self._error(StreamFailure(redact_url(f"the upstream's stream failed: {type(e).__name__}: {e}")))
+
+    def _error(self, e: StreamFailure) -> bytes:
+        held = len(self.asm.hold.held)
+        msg = f"upstream {self.shown}: {e}" if e.code == "upstream_error" else str(e)
+        if held:
+            msg += f"; {held} characters of an unfinished sentence were not sent (they cannot be checked)"
+        return _sse({"error": {"message": msg, "type": "citebound_stream_error", "code": e.code},
+                     "citebound": self._extra(self.asm.report())})
+
+
+async def open_upstream(state: ServiceState, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+    """The upstream's streaming response, its status checked (a non-200 is read, bounded, into an error)."""
+    import httpx
+
+    from citebound.serving.proxy import UpstreamError
+
+    lim = state.cfg.limits
+    timeout = httpx.Timeout(state.cfg.request_timeout_s, read=float(lim.upstream_read_timeout_s))
+    req = state.http.build_request("POST", url, json=body | {"stream": True}, headers=headers, timeout=timeout)
+    resp = await state.http.send(req, stream=True)
+    if resp.status_code != 200:
+        raw, n = [], 0
+        try:
+            async for chunk in resp.aiter_raw():
+                n += len(chunk)
+                raw.append(chunk)
+                if n > 4096:
+                    break
+        finally:
+            await resp.aclose()
+        raise UpstreamError(f"answered {resp.status_code}", body=b"".join(raw)[:2000].decode("utf-8", "replace"))
+    return resp
+
+
+async def stream_response(state: ServiceState, run: StreamRun, resp: Any) -> Any:
+    from fastapi.responses import StreamingResponse
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            async for event in run.events(resp):
+                yield event
+        finally:  # done, failed, or the client went away: stop reading the upstream
+            await resp.aclose()
+
+    return StreamingResponse(body(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Citebound-Stream": "sentence-held"})

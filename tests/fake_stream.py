@@ -1,0 +1,105 @@
+"""A scripted OpenAI-compatible upstream that streams (tests and benchmarks only).
+
+``script(request_json) -> Script``: the answer's text pieces (one chunk event each), how the SSE bytes
+are cut on the wire (``byte_cuts``: byte offsets, so a UTF-8 character can be split between writes), a
+pause between writes, and how it ends: ``[DONE]`` (default), an error event after some pieces, or the
+connection dropped (``cut``). A non-streamed request gets the pieces joined as one message. ``writes``
+counts the writes that reached the socket, ``broken`` whether a write failed (the client went away).
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Script:
+    pieces: list[str]
+    byte_cuts: list[int] = field(default_factory=list)
+    pause_s: float = 0.0
+    ascii_json: bool = True  # \\uXXXX escapes (a surrogate pair can split across pieces); else raw UTF-8
+    error_after: int | None = None  # an error event after this many pieces
+    cut_after: int | None = None  # drop the connection after this many pieces (no [DONE])
+    finish_reason: str = "stop"
+
+
+def sse_bytes(s: Script, model: str) -> bytes:
+    out = []
+    for i, piece in enumerate(s.pieces):
+        if s.error_after is not None and i == s.error_after:
+            out.append({"error": {"message": "scripted mid-stream failure", "type": "server_error"}})
+            break
+        if s.cut_after is not None and i == s.cut_after:
+            break
+        out.append({"id": "cmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model,
+                    "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+    else:
+        out.append({"id": "cmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model,
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": s.finish_reason}]})
+        out.append("[DONE]")
+    return b"".join(f"data: {o if isinstance(o, str) else json.dumps(o, ensure_ascii=s.ascii_json)}\n\n".encode(
+        "utf-8", "surrogatepass") for o in out)
+
+
+class FakeStreamingOpenAI:
+    def __init__(self, script: Callable[[dict[str, Any]], Script]):
+        self.script, self.requests, self.writes, self.broken = script, [], 0, False
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append(body)
+                s = outer.script(body)
+                if not body.get("stream"):
+                    data = json.dumps({"id": "cmpl-fake", "object": "chat.completion", "created": 1,
+                                       "model": body.get("model", "fake"),
+                                       "choices": [{"index": 0, "message": {"role": "assistant",
+                                                                            "content": "".join(s.pieces)},
+                                                    "finish_reason": s.finish_reason}]},
+                                      ensure_ascii=True).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                raw = sse_bytes(s, body.get("model", "fake"))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                cuts = [c for c in sorted(set(s.byte_cuts)) if 0 < c < len(raw)] + [len(raw)]
+                prev = 0
+                try:
+                    for c in cuts:
+                        self.wfile.write(raw[prev:c])
+                        self.wfile.flush()
+                        outer.writes += 1
+                        prev = c
+                        if s.pause_s:
+                            time.sleep(s.pause_s)
+                except OSError:
+                    outer.broken = True
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeStreamingOpenAI:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

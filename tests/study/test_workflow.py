@@ -112,6 +112,7 @@ def test_rerun_is_noop_and_verifier_edit_reruns_only_descendants(smoke_run, tmp_
 
 @pytest.mark.parametrize("override,only", [("analysis.worked_examples=5", "worked_examples"),
                                            ("conformal.n_splits=50", "conformal"),
+                                           ("conformal.guarantees.draws=100", "guarantees"),
                                            ("analysis.agreement_sample=10", "agreement")])
 def test_a_changed_key_reruns_only_the_rule_that_reads_it(smoke_run, override, only):
     _, wd = smoke_run

@@ -34,7 +34,7 @@ rule conformal:
         **settings(
             panel=PANEL,
             seed=A.seed,
-            conformal=CFG.conformal,
+            conformal={k: to_plain(v) for k, v in CFG.conformal.items() if k != "guarantees"},
             sets={"cal": [CAL_SET], "hard": [HARD_SET], "src": SOURCE_SETS},
         ),
     script:

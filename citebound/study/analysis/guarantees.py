@@ -173,10 +173,12 @@ def group_vs_pooled(cal: dict[str, pd.DataFrame], group_col: str, alpha: float, 
         rng = seeded_rng(seed)
         names = [g for g in sorted(set(groups)) if (groups == g).sum() >= min_group]
         acc = {g: {"pooled": [], "group": [], "fallback": 0} for g in names}
+        uncertified = 0
         for _ in range(splits):
             half = rng.random(len(s)) < 0.5
             pooled = calibrate_two_sided(s[half], y[half], alpha, beta, delta, grid, best_bounds=False).tau
-            if pooled is None:
+            if pooled is None:  # the guard refuses such a calibration: nothing to compare in this split
+                uncertified += 1
                 continue
             for g in names:
                 gm = groups == g
@@ -190,14 +192,23 @@ def group_vs_pooled(cal: dict[str, pd.DataFrame], group_col: str, alpha: float, 
                     acc[g][key].append((miss, ff))
         for g in names:
             n = len(acc[g]["pooled"])
-            if not n:
-                continue
-            p, q = np.asarray(acc[g]["pooled"]), np.asarray(acc[g]["group"])
+            p, q = np.asarray(acc[g]["pooled"], float).reshape(-1, 2), np.asarray(acc[g]["group"], float).reshape(-1, 2)
+
+            def mean(x: np.ndarray) -> float:
+                x = x[np.isfinite(x)] if x.dtype != bool else x
+                return float(np.mean(x)) if len(x) else np.nan
+
             rows.append({"verifier": v, "group": g, "n": int((groups == g).sum()),
                          "n_unsupported": int(((groups == g) & (y == 0)).sum()), "alpha": alpha, "beta": beta,
-                         "delta": delta, "splits": n, "fallback_share": acc[g]["fallback"] / n,
-                         "pooled_miss": float(np.nanmean(p[:, 0])), "group_miss": float(np.nanmean(q[:, 0])),
-                         "pooled_false_flag": float(np.nanmean(p[:, 1])), "group_false_flag": float(np.nanmean(q[:, 1])),
-                         "pooled_share_miss_above_alpha": float(np.nanmean(p[:, 0] > alpha)),
-                         "group_share_miss_above_alpha": float(np.nanmean(q[:, 0] > alpha))})
-    return pd.DataFrame(rows)
+                         "delta": delta, "splits": splits, "pooled_uncertified_splits": uncertified,
+                         "fallback_share": acc[g]["fallback"] / n if n else np.nan,
+                         "pooled_miss": mean(p[:, 0]), "group_miss": mean(q[:, 0]),
+                         "pooled_false_flag": mean(p[:, 1]), "group_false_flag": mean(q[:, 1]),
+                         "pooled_share_miss_above_alpha": mean(p[np.isfinite(p[:, 0]), 0] > alpha) if n else np.nan,
+                         "group_share_miss_above_alpha": mean(q[np.isfinite(q[:, 0]), 0] > alpha) if n else np.nan})
+    return pd.DataFrame(rows, columns=GROUP_COLUMNS)
+
+
+GROUP_COLUMNS = ["verifier", "group", "n", "n_unsupported", "alpha", "beta", "delta", "splits",
+                 "pooled_uncertified_splits", "fallback_share", "pooled_miss", "group_miss", "pooled_false_flag",
+                 "group_false_flag", "pooled_share_miss_above_alpha", "group_share_miss_above_alpha"]

@@ -161,7 +161,24 @@ class LocalChatServer:
                 except Exception as e:  # noqa: BLE001
                     self._send(500, {"error": {"message": f"{type(e).__name__}: {e}", "type": "server_error"}})
                     return
-                self._send(200, chat_completion(out, body.get("model") or outer.model))
+                if body.get("stream"):
+                    self._stream(out, body.get("model") or outer.model)
+                else:
+                    self._send(200, chat_completion(out, body.get("model") or outer.model))
+
+            def _stream(self, out, model: str) -> None:
+                """``stream: true``: the completion (generated whole) as chat.completion.chunk events, one per
+                word with its whitespace, then ``[DONE]``."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                try:
+                    for event in stream_chunks(out, model):
+                        self.wfile.write(event)
+                        self.wfile.flush()
+                except OSError:  # the client went away
+                    pass
 
             def _send(self, code: int, payload: dict[str, Any]) -> None:
                 send_json(self, code, payload)
@@ -177,6 +194,24 @@ def send_json(handler: BaseHTTPRequestHandler, code: int, payload: dict[str, Any
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
     handler.wfile.write(data)
+
+
+def stream_chunks(out, model: str):
+    """The SSE events of one ``Completion`` streamed: a role chunk, one chunk per word (with the whitespace
+    after it), a finish chunk, ``[DONE]``."""
+    import re
+
+    base = {"id": "chatcmpl-local", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+
+    def event(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        body = base | {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return f"data: {json.dumps(body)}\n\n".encode()
+
+    yield event({"role": "assistant", "content": ""})
+    for piece in re.findall(r"\S+\s*|\s+", out.text):
+        yield event({"content": piece})
+    yield event({}, "stop")
+    yield b"data: [DONE]\n\n"
 
 
 def chat_completion(out, model: str) -> dict[str, Any]:

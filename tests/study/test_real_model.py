@@ -115,3 +115,38 @@ def test_guarding_proxy_in_front_of_the_real_model_with_the_openai_sdk(smollm2, 
     import re
     strip = re.compile(r"\s*\[[^\]]*\]")
     assert strip.sub("", resp.choices[0].message.content) == strip.sub("", original)
+
+
+def test_streaming_through_the_guarding_proxy_in_front_of_the_real_model(smollm2, tasks):
+    """stream: true with the openai SDK's streaming client, SmolLM2 behind citebound's local endpoint (which
+    streams the greedy completion word by word): the streamed guarded text equals the unstreamed guarded
+    text of the same answer, and the last chunk carries the same report."""
+    import openai
+    from service_helpers import running
+
+    from citebound.serving import ServeConfig
+
+    ep = smollm2.endpoint()
+    task = tasks[1]
+    passages = [p["text"] for p in task["passages"]][:5]
+    prompt = (f"Passages:\n{format_passages(task['passages'][:5])}\n\nQuestion: {task['question']}\n"
+              "Answer in three sentences and cite passages as [1], [2].")
+    ask = {"model": ep.model, "messages": [{"role": "user", "content": prompt}], "max_tokens": 64, "temperature": 0,
+           "extra_body": {"citebound": {"passages": passages}}}
+    for action in ("annotate", "remove"):
+        with running(ServeConfig(verifier="lexical", upstream=ep.base_url, action=action)) as url:
+            client = openai.OpenAI(base_url=f"{url}/v1", api_key="local", max_retries=0)
+            whole = client.chat.completions.create(**ask)
+            text, extra, finish, n = [], None, None, 0
+            for chunk in client.chat.completions.create(**ask, stream=True):
+                n += 1
+                if chunk.choices:
+                    text.append(chunk.choices[0].delta.content or "")
+                    finish = chunk.choices[0].finish_reason or finish
+                extra = (chunk.model_extra or {}).get("citebound") or extra
+        original = whole.model_extra["citebound"]["original_content"]
+        assert original.strip() and extra["original_content"] == original  # the same greedy answer
+        assert "".join(text) == whole.choices[0].message.content and finish == "stop" and n >= 3
+        got, want = dict(extra["report"]), dict(whole.model_extra["citebound"]["report"])
+        got.pop("guarantee_card"), want.pop("guarantee_card")
+        assert got == want

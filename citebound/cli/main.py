@@ -16,10 +16,10 @@ import logging
 import os
 import sys
 
-from citebound.cli import calibrate, convert, example, guard, label, monitor, score, serve, train, verifiers
+from citebound.cli import calibrate, convert, example, guard, label, mcp, monitor, score, serve, train, verifiers
 from citebound.cli.common import CLIError, HelpFormatter
 
-COMMANDS = (guard, calibrate, monitor, score, serve, label, train, verifiers, example, convert)
+COMMANDS = (guard, calibrate, monitor, score, serve, mcp, label, train, verifiers, example, convert)
 
 
 def build_parser() -> argparse.ArgumentParser:

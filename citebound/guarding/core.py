@@ -173,6 +173,14 @@ def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | 
     return _Judged(s, np.asarray(passed, bool), ev, [error] * len(units))
 
 
+def judge_pair(scorer: Any, claim: str, passage: str, tau: float | None) -> tuple[bool, Evidence, str]:
+    """One claim against one passage, as the guard judges a citation: (passes, best evidence window, why it
+    has no score or ''). A verifier error fails closed (no score, does not pass)."""
+    plan = _Plan(passage, [passage], 0, [], {}, {}, [], GuardReport())
+    j = _judge_units(scorer, [(plan, claim, 0)], tau)
+    return bool(j.passed[0]), j.evidence[0], j.errors[0]
+
+
 def _verify(plans: list[_Plan], scorer: Any, tau: float | None) -> None:
     """1. verify every valid citation of every answer in one batch."""
     valid = [(plan, a) for plan in plans for a in plan.audits if a.action == "verified"]

@@ -1,0 +1,62 @@
+"""citebound mcp: the guard as a Model Context Protocol server on stdio, for agent hosts.
+
+Needs the [mcp] extra (the official ``mcp`` SDK). Tools: ``guard_answer`` (answer + passages -> guarded
+answer and report) and ``verify_citation`` (claim + passage -> score, verdict, evidence window). The
+guard is the one ``citebound guard`` builds from the same options; stdout is the protocol's, so logs go
+to stderr.
+
+An MCP host's configuration, e.g.::
+
+    {"mcpServers": {"citebound": {"command": "citebound", "args": ["mcp", "--verifier", "embedding"]}}}
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from citebound.cli.common import (
+    CLIError,
+    add_command,
+    add_limit_arg,
+    add_policy_args,
+    add_verifier_args,
+    parse_limits,
+    parse_overrides,
+    policy_kwargs,
+    runtime_args,
+)
+
+
+def add_parser(sub: Any) -> None:
+    m = add_command(sub, "mcp", __doc__, "the guard as an MCP server on stdio (needs the [mcp] extra)")
+    m.add_argument("--calibration", metavar="JSON",
+                   help="calibration from 'citebound calibrate' (default: the verifier's shipped one; 'none': its "
+                        "verdict)")
+    m.add_argument("--reattributor", default="bm25", metavar="NAME", help="bm25 or verifier")
+    m.add_argument("--no-reattribute", action="store_true", help="flag failed citations without looking further")
+    add_policy_args(m)
+    add_limit_arg(m)
+    add_verifier_args(m)
+    m.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from citebound.serving.mcp_server import build_server
+    except ImportError as e:
+        raise CLIError(f"citebound mcp needs the [mcp] extra (pip install 'citebound[mcp]'): {e}") from None
+    from citebound.guarding.guard import Guard
+
+    none = args.calibration == "none"
+    try:
+        guard = Guard(args.verifier, reattributor=None if args.no_reattribute else args.reattributor,
+                      calibration=None if none else args.calibration, default_calibration=not none,
+                      runtime=runtime_args(args), overrides=parse_overrides(args.override), model_path=args.model,
+                      cache_dir=args.cache_dir, limits=parse_limits(args.limit), **policy_kwargs(args))
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    try:
+        build_server(guard).run("stdio")
+    except ImportError as e:
+        raise CLIError(f"citebound mcp needs the [mcp] extra (pip install 'citebound[mcp]'): {e}") from None
+    return 0

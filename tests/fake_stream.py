@@ -26,6 +26,7 @@ class Script:
     error_after: int | None = None  # an error event after this many pieces
     cut_after: int | None = None  # drop the connection after this many pieces (no [DONE])
     finish_reason: str = "stop"
+    event_pause_s: float = 0.0  # pace the stream: write one event, then wait this long (a token rate)
 
 
 def sse_bytes(s: Script, model: str) -> bytes:
@@ -76,6 +77,9 @@ class FakeStreamingOpenAI:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
+                if s.event_pause_s:  # one event per write, at the scripted rate
+                    ends = [i + 2 for i in range(len(raw) - 1) if raw[i:i + 2] == b"\n\n"]
+                    s = Script(**{**s.__dict__, "byte_cuts": ends, "pause_s": s.event_pause_s})
                 cuts = [c for c in sorted(set(s.byte_cuts)) if 0 < c < len(raw)] + [len(raw)]
                 prev = 0
                 try:

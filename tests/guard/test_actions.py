@@ -1,0 +1,68 @@
+"""The actions (annotate, remove, block) and the fail-closed rule, in the library and the CLI."""
+import json
+
+import numpy as np
+import pytest
+
+from citebound import Guard, examples
+from citebound.cli.main import main
+from citebound.guarding.guard import GuardInputError
+
+PASSAGES = ["Statins lower LDL cholesterol in adults.", "Mitochondria produce ATP in cells."]
+ANSWER = "Statins lower LDL cholesterol [1]. Unicorns sing opera loudly [2]. Mitochondria produce ATP [2]."
+
+
+def test_remove_drops_only_the_failed_sentence_and_block_withholds_past_the_budget():
+    text, rep = Guard("lexical", action="remove").guard(ANSWER, PASSAGES)
+    assert text == "Statins lower LDL cholesterol [1]. Mitochondria produce ATP [2]." and rep.removed_sentences == 1
+    assert Guard("lexical", remove=True).guard(ANSWER, PASSAGES)[0] == text
+    # 1 of 3 citations failed: review budget 1/3; past 0.3 it is withheld, at 0.34 it is not
+    text, rep = Guard("lexical", action="block", block_above=0.3).guard(ANSWER, PASSAGES)
+    assert text == "" and rep.blocked and rep.review_budget == pytest.approx(1 / 3)
+    assert "1 of 3 citations" in rep.block_reason
+    text, rep = Guard("lexical", action="block", block_above=0.34).guard(ANSWER, PASSAGES)
+    assert text.startswith("Statins") and not rep.blocked
+    for bad in ({"action": "block"}, {"action": "block", "block_above": 1.0}, {"action": "ignore"},
+                {"block_above": 0.5}, {"action": "annotate", "remove": True}, {"on_error": "maybe"}):
+        with pytest.raises(GuardInputError):
+            Guard("lexical", **bad)
+
+
+def nan_scorer(claims, passages):
+    """No score for any claim about unicorns (a verifier that could not judge it)."""
+    s = np.array([np.nan if "Unicorns" in c else 0.9 for c in claims])
+    return s, ~np.isnan(s)
+
+
+def raising(claims, passages):
+    raise RuntimeError("model server down")
+
+
+@pytest.mark.parametrize("on_error,marker,budget", [("closed", "[2 UNVERIFIED]", 1 / 3), ("open", "[2]", 0.0)])
+def test_no_score_is_never_a_pass(on_error, marker, budget):
+    g = Guard(nan_scorer, threshold=0.5, reattributor=None, on_error=on_error)
+    text, rep = g.guard(ANSWER, PASSAGES)
+    assert f"Unicorns sing opera loudly {marker}." in text
+    assert (rep.verified, rep.unverified, rep.flagged) == (2, 1, 0) and rep.review_budget == pytest.approx(budget)
+    a = rep.audit[1]
+    assert a.action == "unverified" and a.score is None and "no score" in a.reason
+    # a verifier that raises for everything: all three unverified, none verified, with the reason
+    text, rep = Guard(raising, threshold=0.5, on_error=on_error).guard(ANSWER, PASSAGES)
+    assert rep.unverified == 3 and rep.verified == 0 and "model server down" in rep.audit[0].reason
+
+
+def test_the_cli_actions(tmp_path, capsys):
+    src = tmp_path / "a.jsonl"
+    src.write_text(json.dumps({"id": "x", "answer": ANSWER, "passages": PASSAGES}) + "\n"
+                   + examples.path().read_text().replace("\n", " ") + "\n")
+    assert main(["guard", "--input", str(src), "--verifier", "lexical", "--quiet", "--action", "block",
+                 "--block-above", "0.3"]) == 0
+    out = capsys.readouterr()
+    rows = [json.loads(x) for x in out.out.splitlines()]
+    assert rows[0]["guarded_answer"] is None and rows[0]["report"]["blocked"]
+    # the shipped example: 1 of its 4 citations invalid, budget 0.25, not past 0.3: it is not blocked
+    assert rows[1]["guarded_answer"] and not rows[1]["report"]["blocked"] and '"blocked": 1' in out.err
+    for args, msg in ((["--action", "block"], "--block-above"), (["--block-above", "0.5"], "only for --action block"),
+                      (["--remove", "--action", "block", "--block-above", "0.5"], "contradicts")):
+        assert main(["guard", "--input", str(src), "--verifier", "lexical", "--quiet", *args]) == 2
+        assert msg in capsys.readouterr().err

@@ -92,6 +92,7 @@ def test_an_upstream_failure_mid_stream_is_an_error_the_sdk_raises(end, message)
         assert e.value.body["code"] == "upstream_error"
 
 
+@pytest.mark.slow  # timing-based: in the slow tier, where nothing else shares its run
 def test_a_client_that_goes_away_stops_the_upstream_read():
     words = sentences_as_pieces(" ".join(["Statins lower LDL cholesterol [1]."] * 200))
     with FakeStreamingOpenAI(lambda body: Script(words, byte_cuts=list(range(100, 200_000, 100)), pause_s=0.01)) as up, \
@@ -107,6 +108,7 @@ def test_a_client_that_goes_away_stops_the_upstream_read():
         assert up.writes == writes and writes < 1000  # and nothing more was read
 
 
+@pytest.mark.slow  # the read timeout waits a second
 @pytest.mark.parametrize("limits,script,code", [
     (Limits(max_stream_held_chars=200), Script(["word "] * 100), "max_stream_held_chars"),
     (Limits(max_upstream_bytes=2000), Script(sentences_as_pieces(ANSWER * 10)), "max_upstream_bytes"),

@@ -112,6 +112,8 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
                               "invalid" if c.passage_index < 0 else "verified")
             if c.passage_index < 0:
                 a.reason = f"citation [{c.key}] points at no passage (have {len(passages)}, numbered from {base})"
+            elif not passages[c.passage_index].strip():  # fails closed: nothing to check the sentence against
+                a.action, a.reason = "unverified", f"passage [{c.key}] is empty: there is nothing to check it against"
             audit_of[(si, target)] = a
             audits.append(a)
     report.n_citations = len(audits)
@@ -205,6 +207,7 @@ def _reattribute(plans: list[_Plan], scorer: Any, tau: float | None, reattribute
         propose = reattribute.proposer(plan.passages)  # one index per answer, not per failed citation
         for a in failed:
             cited_here = {c.passage_index for c in plan.cites[a.sentence_index] if c.passage_index >= 0}
+            cited_here |= {i for i, p in enumerate(plan.passages) if not p.strip()}  # an empty one supports nothing
             props += [(plan, a, p) for p in propose(a.claim, cited_here)]
     j = _judge_units(scorer, [(plan, a.claim, p) for plan, a, p in props], tau)
     best: dict[int, tuple[CitationAudit, float, Evidence]] = {}

@@ -72,13 +72,15 @@ class GuardReport:
 
 
 def normalise_passages(passages: Any) -> list[str]:
-    """Accept a list of strings or of objects with ``text`` (and optional ``title``)."""
+    """Accept a list of strings or of objects with ``text`` (and optional ``title``). A passage that is
+    empty or blank is kept (a citation of it is 'unverified': there is nothing to check it against); one
+    with no text at all is an error."""
     if not isinstance(passages, list):
         raise GuardInputError("'passages' (or 'ctxs') must be a list")
     out = []
     for i, p in enumerate(passages):
         text = p.get("text") if isinstance(p, Mapping) else p
-        if not isinstance(text, str) or not text.strip():
-            raise GuardInputError(f"passage {i} has empty or missing text")
+        if not isinstance(text, str):
+            raise GuardInputError(f"passage {i} has missing text (expected a string or {{'text': '...'}})")
         out.append(text)
     return out

@@ -202,7 +202,7 @@ def test_a_lone_surrogate_fails_its_own_request_only():
 def test_a_batch_returns_one_result_or_one_error_per_answer():
     answers = [{"id": "ok", "answer": "Statins lower LDL cholesterol [2].", "passages": PASSAGES},
                {"id": "range", "answer": "Claim [1-5000].", "passages": PASSAGES},
-               {"id": "blank", "answer": "Claim [1].", "passages": ["  "]},
+               {"id": "blank", "answer": "Claim [1].", "passages": ["  "]},  # guarded: its citation unverified
                {"answer": "Aspirin inhibits cyclooxygenase [1].", "passages": PASSAGES}]
     with running(ServeConfig(verifier="lexical")) as url:
         r = httpx.post(f"{url}/v1/guard", json={"answers": answers}, timeout=30)
@@ -210,9 +210,12 @@ def test_a_batch_returns_one_result_or_one_error_per_answer():
     res = r.json()["results"]
     assert [x.get("id") for x in res] == ["ok", "range", "blank", None]
     assert res[0]["report"]["verified"] == 1 and res[3]["report"]["verified"] == 1
-    assert (res[1]["index"], res[1]["limit"]) == (1, "max_range") and "passage 0" in res[2]["error"]
+    assert (res[1]["index"], res[1]["limit"]) == (1, "max_range")
+    # a blank passage is nothing to check against: its citation fails closed, the answer is still guarded
+    assert res[2]["guarded_answer"] == "Claim [1 UNVERIFIED]." and res[2]["report"]["unverified"] == 1
+    assert "is empty" in res[2]["report"]["audit"][0]["reason"]
     c = r.json()["counts"]
-    assert (c["answers"], c["failed_answers"], c["n_citations"]) == (2, 2, 2)
+    assert (c["answers"], c["failed_answers"], c["n_citations"], c["unverified"]) == (3, 1, 3, 1)
 
 
 class Failing:

@@ -40,7 +40,8 @@ def test_the_tools_over_stdio_with_the_sdk_client():
                                    "citation_base": 0}),
         ("verify", "verify_citation", {"claim": "Aspirin irreversibly inhibits cyclooxygenase",
                                        "passage": passages[0]}),
-        ("no_passages", "guard_answer", {"answer": "x [1].", "passages": [" "]}),
+        ("no_passages", "guard_answer", {"answer": "x [1].", "passages": [{"title": "no text"}]}),
+        ("blank", "guard_answer", {"answer": "Aspirin works [1].", "passages": ["  "]}),
         ("bad_base", "guard_answer", {"answer": "x [1].", "passages": passages, "citation_base": 2}),
         ("empty_passage", "verify_citation", {"claim": "x", "passage": ""}),
         ("missing", "guard_answer", {"answer": "x [1]."}),
@@ -54,6 +55,8 @@ def test_the_tools_over_stdio_with_the_sdk_client():
     rep = {k: v for k, v in got["report"].items() if k != "guarantee_card"}
     assert rep == {k: v for k, v in json.loads(json.dumps(want.to_dict())).items() if k != "guarantee_card"}
     assert payload(out["base0"])["report"]["verified"] == 1
+    blank = payload(out["blank"])  # a blank passage: nothing to check against, so it fails closed
+    assert blank["guarded_answer"] == "Aspirin works [1 UNVERIFIED]." and blank["report"]["unverified"] == 1
     v = payload(out["verify"])
     assert v["verdict"] == "supported" and 0 < v["score"] <= 1
     ev = v["evidence"]

@@ -80,7 +80,7 @@ def test_score_endpoint_equals_the_library(lexical_url):
     ({"answer": "Aspirin lowers fever [1-1000000000].", "passages": ["Aspirin lowers fever."]}, 422, "max_range"),
     ({"answer": "No passages [1]."}, 422, "missing context is never a pass"),
     ({"answer": "x", "passages": ["y"], "answers": []}, 422, "not both"),
-    ({"answer": "x [1].", "passages": [""]}, 422, "empty or missing text"),
+    ({"answer": "x [1].", "passages": [{"title": "no text"}]}, 422, "text"),
     ({"answer": "x [1].", "passages": ["y"], "calibration": "nope"}, 422, "unknown calibration profile 'nope'"),
     ({"answer": "x [1].", "passages": ["y"], "bogus": 1}, 422, "bogus"),
 ])

@@ -93,6 +93,7 @@ class _Run:
         self.totals = {"answers": 0, "failed_answers": 0, "blocked": 0, **{k: 0 for k in COUNTS}}
         self.entries: list[Any] = []
         self.failed: list[tuple[str, str]] = []  # (answer id or line, why), for the audit page
+        self.verifier_errors, self.first_error = 0, ""
 
     def flush(self, chunk: list[tuple[int, Any, str, list[str], int | None]]) -> None:
         results = self._guard_groups(chunk)
@@ -103,6 +104,10 @@ class _Run:
             result = {"id": rec.get("id"), "guarded_answer": None if report.blocked else text,
                       "report": report.to_dict()}
             self.totals["blocked"] += report.blocked
+            for a in report.audit:  # the verifier could not run: the output fails closed, the command says so
+                if a.action == "unverified" and a.reason.startswith("the verifier failed"):
+                    self.verifier_errors += 1
+                    self.first_error = self.first_error or a.reason
             if self.args.echo_input:  # what citebound label needs to show each citation's passage
                 result.update(answer=answer, passages=passages, line=lineno,
                               citation_base=self.args.base if base is None else base)
@@ -231,4 +236,7 @@ def run(args: argparse.Namespace) -> int:
         bar.update(len(chunk))
     bar.close()
     state.close()
-    return 2 if state.totals["failed_answers"] else 0
+    if state.verifier_errors:
+        print(f"error: {state.verifier_errors} citations could not be checked (written as unverified, "
+              f"[N UNVERIFIED]): {state.first_error}", file=sys.stderr)
+    return 2 if state.totals["failed_answers"] or state.verifier_errors else 0

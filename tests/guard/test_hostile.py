@@ -410,7 +410,9 @@ def test_a_missing_api_key_and_an_unreachable_endpoint_are_named(tmp_path, monke
     r = subprocess.run([sys.executable, "-m", "citebound.cli.main", "guard", "--input", str(p), "--verifier", "llm_judge",
                         "--override", "base_url=http://127.0.0.1:9/v1", "--override", "max_retries=0"],
                        capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    # fails closed: the answer is written with its citation unverified, and the command says why and exits 2
     assert r.returncode == 2 and "127.0.0.1:9" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "could not be checked" in r.stderr and json.loads(r.stdout)["report"]["unverified"] == 1
 
 
 # ---------------------------------------------------------------- calibration files

@@ -134,6 +134,10 @@ def add_policy_args(p: Any) -> None:
                    help="a citation the verifier could not check (an error, a timeout, no score): closed (default) "
                         "marks it [N UNVERIFIED] and sends it to review; open leaves its marker as written. Either way "
                         "it is counted as unverified, never as verified")
+    p.add_argument("--on-void", choices=["annotate", "flag-all"], default="annotate",
+                   help="once returned labels reject the certified miss rate (the drift monitor's state is void): "
+                        "annotate (default) guards as before and the guarantee card says void; flag-all passes no "
+                        "citation until the guard is recalibrated")
 
 
 def policy_kwargs(args: Any) -> dict[str, Any]:
@@ -146,4 +150,4 @@ def policy_kwargs(args: Any) -> dict[str, Any]:
                        "is withheld")
     if action != "block" and args.block_above is not None:
         raise CLIError("--block-above is only for --action block")
-    return {"action": action, "block_above": args.block_above, "on_error": args.on_error}
+    return {"action": action, "block_above": args.block_above, "on_error": args.on_error, "on_void": args.on_void}

@@ -66,3 +66,20 @@ def test_the_cli_actions(tmp_path, capsys):
                       (["--remove", "--action", "block", "--block-above", "0.5"], "contradicts")):
         assert main(["guard", "--input", str(src), "--verifier", "lexical", "--quiet", *args]) == 2
         assert msg in capsys.readouterr().err
+
+
+def test_on_void_flag_all_from_the_cli():
+    """--on-void reaches the guard: with flag-all and a void monitor nothing passes (the void comes from
+    labels, which the CLI guard has none of, so here the guard's keeper is driven directly)."""
+    import argparse
+
+    from citebound.cli.common import add_policy_args, policy_kwargs
+
+    p = argparse.ArgumentParser()
+    add_policy_args(p)
+    kw = policy_kwargs(p.parse_args(["--on-void", "flag-all"]))
+    assert kw["on_void"] == "flag-all"
+    g = Guard("lexical", **kw)
+    assert g.keeper.labels(9, 10) == "void"  # 9 of 10 unsupported passed: P(Bin(10, 0.1) >= 9) ~ 9e-9
+    _, rep = g.guard("Statins lower LDL cholesterol [1].", PASSAGES)
+    assert (rep.verified, rep.flagged) == (0, 1)

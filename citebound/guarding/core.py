@@ -23,6 +23,7 @@ statistics), only citation parsing, re-attribution and the verifier windows.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,10 +141,15 @@ def plan_citations(answer: str, passages: Sequence[str], base: int = 1,
     return plan.sents, plan.audits
 
 
-def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | None) -> _Judged:
+def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | None,
+                 retries: list[int] | None = None) -> _Judged:
     """Judge (claim, passage index) units that may come from several answers, in one scorer call. When the
     call raises, the units are judged again in halves, so only the units that cause the error go without
-    a score (each of them 'unverified', failing closed)."""
+    a score (each of them 'unverified', failing closed). The halving makes at most 2 * ceil(log2 n) + 2
+    more calls (``retries``), enough to isolate one bad unit: a verifier that is down for every unit costs
+    a few more failed calls, not one per unit."""
+    if retries is None:
+        retries = [2 * math.ceil(math.log2(max(len(units), 1))) + 2]
     if not units:
         return _Judged(np.zeros(0), np.zeros(0, bool), [])
     texts = [plan.passages[i] for plan, _, i in units]
@@ -159,9 +165,10 @@ def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | 
     except deadline.Cancelled:  # the request gave up: nothing of it runs on
         raise
     except Exception as e:  # noqa: BLE001 - fails closed: no score is no pass (each citation is 'unverified')
-        if len(units) > 1 and not isinstance(scorer, Unavailable):
+        if len(units) > 1 and not isinstance(scorer, Unavailable) and retries[0] >= 2:
+            retries[0] -= 2
             half = len(units) // 2
-            return _judge_units(scorer, units[:half], tau) + _judge_units(scorer, units[half:], tau)
+            return _judge_units(scorer, units[:half], tau, retries) + _judge_units(scorer, units[half:], tau, retries)
         error = scorer.reason if isinstance(scorer, Unavailable) else f"the verifier failed: {type(e).__name__}: {str(e)[:300]}"
         s, v, best = np.full(len(units), np.nan), np.zeros(len(units), bool), None
     # a pair without a score (NaN) never passes, whatever its verdict says

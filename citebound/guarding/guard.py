@@ -99,6 +99,11 @@ class Guard:
         tau = float(keeper.cal["tau"]) if own else self.tau
         return keeper, fallback, (math.inf if keeper.flag_all else tau), guarantee_line(keeper.cal) if own else self.guarantee
 
+    def threshold(self, group: str | None = None) -> float | None:
+        """The threshold a citation of ``group`` must pass now (inf once its monitor is void under flag-all;
+        None: the verifier's verdict decides)."""
+        return self._for(group)[2]
+
     def _carded(self, results: list[Any], keeper: Any, group: str | None, fallback: str | None,
                 block: bool = True) -> list[Any]:
         """Feed the monitor this call's scores, then give every report the card as it stands after them;
@@ -204,10 +209,9 @@ class Guard:
 
         def step(seg: str, final: bool) -> str:
             ((text, rep),) = self.guard_many([(seg, texts, base)], group=group, open_end=not final, block=False)
-            sent_before = asm.sent
             out = asm.add(seg, text, rep)
-            if self.action == "block" and self.blocks(so_far := asm.report()):
-                raise _Blocked(so_far, sent_before)
+            if (stop := asm.blocked(self)) is not None:
+                raise _Blocked(stop)
             return out
 
         try:
@@ -218,7 +222,6 @@ class Guard:
             if out := step(asm.finish(), True):
                 yield out
         except _Blocked as b:
-            b.report.block_reason += f"; in a stream, block withholds only what is not yet sent ({b.sent} sentences were)"
             yield b.report
             return
         tail, rep = asm.end()
@@ -241,8 +244,8 @@ class Guard:
 
 
 class _Blocked(Exception):
-    def __init__(self, report: GuardReport, sent: int):
-        self.report, self.sent = report, sent
+    def __init__(self, report: GuardReport):
+        self.report = report
 
 
 def _policy(action: str | None, remove: bool, block_above: float | None, on_error: str) -> tuple[str, float, str]:

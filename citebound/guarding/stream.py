@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from citebound.guarding.report import GuardReport
 from citebound.text.citations import sentences
@@ -138,6 +139,10 @@ class Joiner:
         return out
 
 
+_ADDED = ("n_sentences", "n_cited_sentences", "n_citations", "verified", "reattributed", "flagged", "invalid",
+          "unverified", "removed_sentences", "hidden_regions")  # the report counts that add across segments
+
+
 def merge_reports(parts: Sequence[tuple[int, GuardReport]], fail_open: bool = False) -> GuardReport:
     """The report of a whole answer from its segments' ``(offset, report)``: counts added, each audit's
     sentence index and marker spans shifted to the whole answer."""
@@ -145,8 +150,7 @@ def merge_reports(parts: Sequence[tuple[int, GuardReport]], fail_open: bool = Fa
         return GuardReport()
     out = copy.deepcopy(parts[0][1])
     out.audit = []
-    for k in ("n_sentences", "n_cited_sentences", "n_citations", "verified", "reattributed", "flagged", "invalid",
-              "unverified", "removed_sentences", "hidden_regions"):
+    for k in _ADDED:
         setattr(out, k, 0)
     for offset, r in parts:
         for a in r.audit:
@@ -154,8 +158,7 @@ def merge_reports(parts: Sequence[tuple[int, GuardReport]], fail_open: bool = Fa
             a.sentence_index += out.n_sentences
             a.spans = [(lo + offset, hi + offset) for lo, hi in a.spans]
             out.audit.append(a)
-        for k in ("n_sentences", "n_cited_sentences", "n_citations", "verified", "reattributed", "flagged", "invalid",
-                  "unverified", "removed_sentences", "hidden_regions"):
+        for k in _ADDED:
             setattr(out, k, getattr(out, k) + getattr(r, k))
     review = out.flagged + out.invalid + (0 if fail_open else out.unverified)
     out.review_budget = review / out.n_citations if out.n_citations else 0.0
@@ -188,6 +191,15 @@ class StreamAssembler:
         self.offset += len(segment)
         self.sent += report.n_sentences
         return self.joiner.add(guarded)
+
+    def blocked(self, guard: Any) -> GuardReport | None:
+        """After :meth:`add`: the report so far, marked blocked, when ``guard``'s ``action="block"`` withholds
+        the answer now (its last segment and what follows are not to be sent); else None."""
+        if guard.action != "block" or not guard.blocks(so_far := self.report()):
+            return None
+        went_out = self.sent - self.parts[-1][1].n_sentences
+        so_far.block_reason += f"; in a stream, block withholds only what is not yet sent ({went_out} sentences were)"
+        return so_far
 
     def report(self) -> GuardReport:
         return merge_reports(self.parts, self.fail_open)

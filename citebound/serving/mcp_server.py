@@ -58,7 +58,7 @@ def verify_citation(guard: Guard, claim: Any, passage: Any) -> dict[str, Any]:
 
     check_text(claim, "'claim'")
     check_text(passage, "'passage'")
-    passed, ev, error = judge_pair(guard.scorer, claim, passage, guard.tau)
+    passed, ev, error = judge_pair(guard.scorer, claim, passage, guard.threshold())
     if ev.score is None:
         return {"score": None, "verdict": "unverified", "rule": guard.rule,
                 "reason": error or "the verifier gave no score", "evidence": None}

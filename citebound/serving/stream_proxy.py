@@ -125,7 +125,7 @@ class StreamRun:
         self.asm = StreamAssembler(state.cfg.limits, guard.on_error == "open")
         self.meta, self.shown = _Meta(model), shown
         self.original: list[str] = []
-        self.blocked = False
+        self.block_report: Any = None  # the report so far, once --action block withholds the rest
 
     async def _guard(self, seg: str, final: bool) -> str:
         try:
@@ -135,15 +135,9 @@ class StreamRun:
             text, rep = self.guard.unchecked(seg, self.passages, f"the guard ran past {self.state.cfg.request_timeout_s} s",
                                              base=self.base, group=self.group, open_end=not final)
             self.state.metrics.record(self.state.scorer.name, [(text, rep)])
-        sent_before = self.asm.sent
         out = self.asm.add(seg, text, rep)
-        if self.guard.action == "block" and self.guard.blocks(so_far := self.asm.report()):
-            self.blocked = True
-            self.block_report = so_far
-            so_far.block_reason += (f"; in a stream, block withholds only what is not yet sent ({sent_before} "
-                                    "sentences were)")
-            return ""
-        return out
+        self.block_report = self.asm.blocked(self.guard)
+        return "" if self.block_report is not None else out
 
     def _extra(self, report: Any) -> dict[str, Any]:
         return {"report": report.to_dict(), "original_content": "".join(self.original),
@@ -166,7 +160,7 @@ class StreamRun:
                     seg = self.asm.feed(content)
                     if seg and (out := await self._guard(seg, False)):
                         yield self.meta.chunk({"content": out})
-                    if self.blocked:
+                    if self.block_report is not None:
                         yield self.meta.chunk({}, "content_filter", self._extra(self.block_report))
                         yield b"data: [DONE]\n\n"
                         return
@@ -174,7 +168,7 @@ class StreamRun:
                 raise StreamFailure("the upstream's stream ended without [DONE] or a finish_reason (cut short?)")
             if out := await self._guard(self.asm.finish(), True):
                 yield self.meta.chunk({"content": out})
-            if self.blocked:
+            if self.block_report is not None:
                 yield self.meta.chunk({}, "content_filter", self._extra(self.block_report))
             else:
                 tail, report = self.asm.end()

@@ -83,3 +83,29 @@ def test_on_void_flag_all_from_the_cli():
     assert g.keeper.labels(9, 10) == "void"  # 9 of 10 unsupported passed: P(Bin(10, 0.1) >= 9) ~ 9e-9
     _, rep = g.guard("Statins lower LDL cholesterol [1].", PASSAGES)
     assert (rep.verified, rep.flagged) == (0, 1)
+
+
+def test_a_verifier_down_for_every_unit_costs_a_bounded_number_of_calls():
+    """Halving isolates one bad unit (2 calls a level); when every unit fails it stops after
+    2 * ceil(log2 n) + 2 more calls: 64 citations -> at most 1 + 14 calls, not 127."""
+    calls = []
+
+    def down(claims, passages):
+        calls.append(len(claims))
+        raise RuntimeError("connection refused")
+
+    answer = " ".join(f"Claim number {i} holds [{1 + i % 2}]." for i in range(64))
+    _, rep = Guard(down, threshold=0.5, reattributor=None).guard(answer, PASSAGES)
+    assert rep.unverified == 64 and rep.verified == 0
+    assert len(calls) <= 15 and calls[0] == 64
+
+    def one_bad(claims, passages):  # only claim 37 breaks the verifier: it alone goes unscored
+        calls.append(len(claims))
+        if any("number 37 " in c for c in claims):
+            raise RuntimeError("bad text")
+        return np.full(len(claims), 0.9), np.ones(len(claims), bool)
+
+    calls.clear()
+    _, rep = Guard(one_bad, threshold=0.5, reattributor=None).guard(answer, PASSAGES)
+    assert (rep.verified, rep.unverified) == (63, 1) and rep.audit[37].action == "unverified"
+    assert len(calls) == 1 + 2 * 6  # one level of halving per power of two

@@ -123,31 +123,37 @@ def labeller_default() -> str:
 def add_policy_args(p: Any) -> None:
     """--action, --block-above, --on-error: what the guard does with an answer whose citations fail, and with
     a citation it could not check."""
-    p.add_argument("--action", choices=["annotate", "remove", "block"], default=None,
-                   help="annotate (default): rewrite failed markers as [N UNVERIFIED] / [N INVALID]; remove: delete "
+    p.add_argument("--action", choices=["annotate", "remove", "block"], default="annotate",
+                   help="annotate: rewrite failed markers as [N UNVERIFIED] / [N INVALID]; remove: delete "
                         "the sentences whose citations failed; block: withhold an answer whose review budget passes "
                         "--block-above (its report is still given)")
     p.add_argument("--block-above", type=float, metavar="X",
                    help="with --action block: the review budget (share of citations failed or unchecked, 0..1) past "
                         "which an answer is withheld")
+    p.add_argument("--uncited", choices=["flag", "ignore"], default="flag",
+                   help="a sentence that cites nothing was not checked: flag counts it toward the review budget (and "
+                        "so --action block); ignore leaves it out. Either way the report counts it ('uncited')")
     p.add_argument("--on-error", choices=["closed", "open"], default="closed",
-                   help="a citation the verifier could not check (an error, a timeout, no score): closed (default) "
+                   help="a citation the verifier could not check (an error, a timeout, no score): closed "
                         "marks it [N UNVERIFIED] and sends it to review; open leaves its marker as written. Either way "
                         "it is counted as unverified, never as verified")
     p.add_argument("--on-void", choices=["annotate", "flag-all"], default="annotate",
                    help="once returned labels reject the certified miss rate (the drift monitor's state is void): "
-                        "annotate (default) guards as before and the guarantee card says void; flag-all passes no "
+                        "annotate guards as before and the guarantee card says void; flag-all passes no "
                         "citation until the guard is recalibrated")
 
 
 def policy_kwargs(args: Any) -> dict[str, Any]:
     """The Guard keyword arguments of --action/--remove, --block-above and --on-error."""
-    action = args.action or ("remove" if getattr(args, "remove", False) else "annotate")
-    if getattr(args, "remove", False) and action != "remove":
-        raise CLIError(f"--remove contradicts --action {action}")
+    action = args.action
+    if getattr(args, "remove", False):
+        if action not in ("annotate", "remove"):
+            raise CLIError(f"--remove contradicts --action {action}")
+        action = "remove"
     if action == "block" and args.block_above is None:
         raise CLIError("--action block needs --block-above X (0 <= X < 1): the review budget past which an answer "
                        "is withheld")
     if action != "block" and args.block_above is not None:
         raise CLIError("--block-above is only for --action block")
-    return {"action": action, "block_above": args.block_above, "on_error": args.on_error, "on_void": args.on_void}
+    return {"action": action, "block_above": args.block_above, "on_error": args.on_error, "on_void": args.on_void,
+            "uncited": args.uncited}

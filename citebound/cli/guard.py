@@ -26,7 +26,7 @@ from citebound.cli.common import (
 )
 from citebound.cli.inputs import check_out, close_out, iter_json_records, open_out, parse_answer
 
-COUNTS = ("n_citations", "verified", "reattributed", "flagged", "invalid", "unverified")
+COUNTS = ("n_citations", "verified", "reattributed", "flagged", "invalid", "unverified", "uncited")
 
 
 def add_parser(sub: Any) -> None:
@@ -172,8 +172,11 @@ class _Run:
                                               failed=self.failed))
             close_out(self.html)
         t = self.totals
-        review = t["flagged"] + t["invalid"] + (t["unverified"] if self.args.on_error == "closed" else 0)
-        t["review_budget"] = round(review / t["n_citations"], 4) if t["n_citations"] else 0.0
+        from citebound.guarding.report import GuardReport
+
+        whole = GuardReport(**{k: t[k] for k in COUNTS}, uncited_policy=self.args.uncited)
+        whole.set_review_budget(self.args.on_error == "open")
+        t["review_budget"] = round(whole.review_budget, 4)
         if self.batch:
             print("counts: " + json.dumps(t), file=sys.stderr)
 

@@ -24,6 +24,7 @@ statistics), only citation parsing, re-attribution and the verifier windows.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,11 +38,11 @@ from citebound.guarding.rewrite import by_marker as _by_marker
 from citebound.guarding.rewrite import rewrite as _rewrite
 from citebound.guarding.rewrite import target as _target
 from citebound.scoring import deadline
-from citebound.text.citations import Citation, sentence_citations, sentences, strip_markers
+from citebound.text.citations import SUSPECT_RE, Citation, sentence_citations, sentences, strip_markers
 
 # GuardInputError (bad input) and its subclass LimitExceeded: callers catch them from here too
 from citebound.text.limits import GuardInputError, LimitExceeded, Limits, check_text  # noqa: F401
-from citebound.text.visible import blank_hidden, drop_invisible, hidden_spans
+from citebound.text.visible import blank_hidden, drop_invisible, fold_markers, hidden_spans
 from citebound.verifiers import SCALES
 from citebound.verifiers.base import window_spans
 
@@ -65,13 +66,26 @@ class _Plan:
     """One answer on its way through the guard: its sentences, citations and audits."""
 
     answer: str
-    passages: list[str]
+    passages: list[str]  # as verified: hidden markup blanked, invisible characters dropped
     base: int
     sents: list[Any]
     cites: dict[int, list[Citation]]
     audit_of: dict[tuple[int, Any], CitationAudit]
     audits: list[CitationAudit]
     report: GuardReport
+    view: str = ""  # the answer as a reader sees it (hidden markup blanked, marker look-alikes folded)
+    odd: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # per sentence: brackets it cannot read
+    uncited: list[int] = field(default_factory=list)  # sentences with words and no citation
+
+
+UNCITED = ("flag", "ignore")  # whether sentences that cite nothing count toward the review budget and block
+_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def _uncited(sent_text: str) -> bool:
+    """A sentence a reader takes for a statement: it has a word of two or more letters (markup alone, a
+    number or a bullet does not)."""
+    return _WORD.search(sent_text) is not None
 
 
 def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, guarantee: str,
@@ -86,8 +100,12 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
     check_text(answer, "'answer'")  # before it can join a batch: a lone surrogate would fail the batch's call
     for i, p in enumerate(passages):
         check_text(p, f"passage {i}")
+    # a passage is read as a reader sees it too: hidden markup in it supports nothing
+    passages = [drop_invisible(blank_hidden(p)) for p in passages]
     hidden = hidden_spans(answer)
-    view = blank_hidden(answer)  # what a reader sees, at the same offsets: hidden markup is neither claim nor marker
+    # what a reader sees, at the same offsets: hidden markup is neither claim nor marker, and a full-width or
+    # dash-variant marker is the marker it looks like
+    view = fold_markers(blank_hidden(answer))
     sents = sentences(view)
     limits.check_sentences(len(sents))
     cites, total = {}, 0
@@ -96,10 +114,20 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
                                             max_citations=limits.max_citations_per_sentence)
         total += len(cites[s.index])
         limits.check_citations(len(cites[s.index]), total, s.index)
-    claims = {si: strip_markers(drop_invisible(sents[si].text)) for si, cs in cites.items() if cs}
+    odd = {}
+    for s in sents:  # brackets a reader takes for citations that the guard cannot read: never dropped
+        parsed = [(c.start, c.end) for c in cites[s.index]]
+        found = [(m.start(), m.end()) for m in SUSPECT_RE.finditer(view, s.start, s.end)
+                 if not any(lo < m.end() and m.start() < hi for lo, hi in parsed)]
+        if found:
+            odd[s.index] = found
+            total += len(found)
+            limits.check_citations(len(cites[s.index]) + len(found), total, s.index)
+    claims = {si: strip_markers(drop_invisible(sents[si].text)) for si, cs in cites.items() if cs or si in odd}
+    uncited = [s.index for s in sents if s.index not in claims and _uncited(drop_invisible(s.text))]
     report = GuardReport(n_sentences=len(sents), n_cited_sentences=len(claims), guarantee=guarantee,
                          rule=f"pass iff score > tau = {tau:.6g}" if tau is not None else "pass iff verifier verdict",
-                         hidden_regions=len(hidden))
+                         hidden_regions=len(hidden), uncited=len(uncited))
     # one audit per distinct target of a sentence; repeats ([1][1]) share it
     audits: list[CitationAudit] = []
     audit_of: dict[tuple[int, Any], CitationAudit] = {}
@@ -117,8 +145,13 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
                 a.action, a.reason = "unverified", f"passage [{c.key}] is empty: there is nothing to check it against"
             audit_of[(si, target)] = a
             audits.append(a)
+    for si, found in odd.items():
+        for lo, hi in found:
+            audits.append(CitationAudit(si, claims[si], -1, view[lo:hi], [(lo, hi)], None, "unverified",
+                                        reason=f"{view[lo:hi][:60]} looks like a citation but is not one the guard can "
+                                               "read ([N], [N, M], [N-M]): it was not checked"))
     report.n_citations = len(audits)
-    return _Plan(answer, passages, base, sents, cites, audit_of, audits, report)
+    return _Plan(answer, passages, base, sents, cites, audit_of, audits, report, view, odd, uncited)
 
 
 class Unavailable:
@@ -226,23 +259,34 @@ def _reattribute(plans: list[_Plan], scorer: Any, tau: float | None, reattribute
 
 
 def _finish(plan: _Plan, remove: bool, mark_reattributed: bool = True, fail_open: bool = False,
-            open_end: bool = False) -> tuple[str, GuardReport]:
+            open_end: bool = False, uncited: str = "flag") -> tuple[str, GuardReport]:
     """Counts and review budget; 3. rewrite markers, flag or remove. ``open_end``: the answer goes on after
-    this text (a stream's complete sentences), so a removed last sentence is not the answer's last."""
+    this text (a stream's complete sentences), so a removed last sentence is not the answer's last.
+
+    The review budget is the share of what the answer asserts that a person must check: failed, invalid and
+    (failing closed) unverified citations, and with ``uncited="flag"`` each sentence that cites nothing, over
+    the citations plus (with "flag") those sentences. ``remove`` drops a sentence only when none of its
+    citations stands (verified or re-attributed); an unreadable marker stands for nothing."""
     report, audits = plan.report, plan.audits
     report.audit = audits
+    report.uncited_policy = uncited
+    report.uncited_sentences = [[plan.sents[i].start, plan.sents[i].end] for i in plan.uncited]
     for a in audits:
         setattr(report, a.action, getattr(report, a.action) + 1)
     failed = ("flagged", "invalid") if fail_open else ("flagged", "invalid", "unverified")
-    review = sum(getattr(report, k) for k in failed)
-    report.review_budget = review / report.n_citations if report.n_citations else 0.0
-    drop = {a.sentence_index for a in audits if a.action in failed} if remove else set()
+    report.set_review_budget(fail_open)
+    stands = {a.sentence_index for a in audits if a.action in ("verified", "reattributed")
+              or (fail_open and a.action == "unverified" and a.cited >= 0)}
+    drop = {a.sentence_index for a in audits if a.action in failed and a.sentence_index not in stands} if remove else set()
     report.removed_sentences = len(drop)
     edits = {}
     for si, cs in plan.cites.items():
         for (start, end), group in _by_marker(cs).items():
-            edits[start] = (end, _rewrite(plan.answer[start:end], [plan.audit_of[(si, _target(c))] for c in group],
+            edits[start] = (end, _rewrite(plan.view[start:end], [plan.audit_of[(si, _target(c))] for c in group],
                                           [int(c.key) for c in group], mark_reattributed, fail_open))
+    for found in plan.odd.values():
+        for start, end in found:
+            edits[start] = (end, plan.view[start:end - 1] + " UNVERIFIED]")
     spans = [(s.start, s.end) for s in plan.sents if s.index in drop]
     if open_end:  # a sentinel stands for the text to come: a removed sentence takes the whitespace after it, as mid-answer
         return _apply(plan.answer + "\x00", edits, spans)[:-1], report
@@ -252,20 +296,20 @@ def _finish(plan: _Plan, remove: bool, mark_reattributed: bool = True, fail_open
 def guard_answers(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, *, tau: float | None = None,
                   reattribute: Reattributor | str | None = "bm25", proposals: int = 3, remove: bool = False,
                   guarantee: str = "", limits: Limits | None = None, mark_reattributed: bool = True,
-                  fail_open: bool = False, open_end: bool = False) -> list[tuple[str, GuardReport]]:
+                  fail_open: bool = False, open_end: bool = False, uncited: str = "flag") -> list[tuple[str, GuardReport]]:
     """Guard several ``(answer, passages, base)`` at once: every answer's verification units go to
     the verifier in one call, then every answer's re-attribution proposals in one more. Each answer's
     outcome is the one :func:`guard_answer` gives it alone."""
     return [r for r in guard_each(items, scorer, tau=tau, reattribute=reattribute, proposals=proposals, remove=remove,
                                   guarantee=guarantee, limits=limits, isolate=False, mark_reattributed=mark_reattributed,
-                                  fail_open=fail_open, open_end=open_end)]
+                                  fail_open=fail_open, open_end=open_end, uncited=uncited)]
 
 
 def guard_each(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, *, tau: float | None = None,
                reattribute: Reattributor | str | None = "bm25", proposals: int = 3, remove: bool = False,
                guarantee: str = "", limits: Limits | None = None, isolate: bool = True,
                mark_reattributed: bool = True, fail_open: bool = False,
-               open_end: bool = False) -> list[tuple[str, GuardReport] | GuardInputError]:
+               open_end: bool = False, uncited: str = "flag") -> list[tuple[str, GuardReport] | GuardInputError]:
     """:func:`guard_answers`, where with ``isolate`` an answer that is bad input or past a limit gets its
     error (a :class:`GuardInputError` or :class:`LimitExceeded`) in its place and the others are guarded."""
     if isinstance(reattribute, str):
@@ -288,13 +332,14 @@ def guard_each(items: Sequence[tuple[str, Sequence[str], int]], scorer: Scorer, 
     scale = SCALES.get(str(getattr(scorer, "cfg", {}).get("kind", "")), "")
     for s in plans:
         s.report.score_scale = scale
-    return [_finish(s, remove, mark_reattributed, fail_open, open_end) if isinstance(s, _Plan) else s for s in slots]
+    return [_finish(s, remove, mark_reattributed, fail_open, open_end, uncited) if isinstance(s, _Plan) else s
+            for s in slots]
 
 
 def guard_answer(answer: str, passages: Sequence[str], scorer: Scorer, *, tau: float | None = None,
                  base: int = 1, reattribute: Reattributor | str | None = "bm25", proposals: int = 3,
                  remove: bool = False, guarantee: str = "", limits: Limits | None = None,
-                 mark_reattributed: bool = True) -> tuple[str, GuardReport]:
+                 mark_reattributed: bool = True, uncited: str = "flag") -> tuple[str, GuardReport]:
     """Guard one answer; returns the guarded answer and its report.
 
     ``reattribute``: a :class:`Reattributor`, a re-attributor definition name
@@ -302,4 +347,4 @@ def guard_answer(answer: str, passages: Sequence[str], scorer: Scorer, *, tau: f
     """
     return guard_answers([(answer, passages, base)], scorer, tau=tau, reattribute=reattribute,
                          proposals=proposals, remove=remove, guarantee=guarantee, limits=limits,
-                         mark_reattributed=mark_reattributed)[0]
+                         mark_reattributed=mark_reattributed, uncited=uncited)[0]

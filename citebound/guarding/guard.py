@@ -49,7 +49,7 @@ class Guard:
                  model_path: str | None = None, cache_dir: str | None = None, limits: Limits | None = None,
                  default_calibration: bool = True, mark_reattributed: bool = True, monitor: bool = True,
                  on_void: str = "annotate", action: str | None = None, block_above: float | None = None,
-                 on_error: str = "closed"):
+                 on_error: str = "closed", uncited: str = "flag"):
         from citebound.calibration.files import CalibrationError, check_verifier, guarantee_line, read_calibration
         from citebound.guarding.card import Calibrations
 
@@ -58,6 +58,11 @@ class Guard:
         if base not in (0, 1):
             raise GuardInputError(f"citation base must be 0 or 1, got {base!r}")
         self.action, self.block_above, self.on_error = _policy(action, remove, block_above, on_error)
+        from citebound.guarding.core import UNCITED
+
+        if uncited not in UNCITED:
+            raise GuardInputError(f"uncited must be one of {list(UNCITED)}, got {uncited!r}")
+        self.uncited = uncited
         cal = read_calibration(calibration) if calibration is not None else None
         self.reattributor = (load_reattributor(reattributor, proposals) if isinstance(reattributor, str)
                              else reattributor)
@@ -124,9 +129,10 @@ class Guard:
         if self.action != "block" or not report.review_budget > self.block_above:
             return False
         report.blocked = True
+        uncited = f", and {report.uncited} sentences cite nothing" if report.uncited and self.uncited == "flag" else ""
         report.block_reason = (f"review budget {report.review_budget:.3g} is past --block-above {self.block_above:g}: "
                                f"{report.flagged + report.invalid + report.unverified} of {report.n_citations} "
-                               "citations failed or could not be checked")
+                               f"citations failed or could not be checked{uncited}")
         return True
 
     def _use_default_calibration(self) -> None:
@@ -165,7 +171,8 @@ class Guard:
         return self._carded(guard_answers(self._items(items, base, isolate=False), self.scorer, tau=tau,
                                           reattribute=self.reattributor, remove=self.remove, guarantee=guarantee,
                                           limits=self.limits, mark_reattributed=self.mark_reattributed,
-                                          fail_open=self.on_error == "open", open_end=open_end),
+                                          fail_open=self.on_error == "open", open_end=open_end,
+                                          uncited=self.uncited),
                             keeper, group, fallback, block)
 
     def guard_each(self, items: Sequence[tuple[str, Sequence[Any]] | tuple[str, Sequence[Any], int]],
@@ -178,7 +185,8 @@ class Guard:
         out: list[Any] = list(todo)
         done = guard_each([todo[i] for i in ok], self.scorer, tau=tau, reattribute=self.reattributor,
                           remove=self.remove, guarantee=guarantee, limits=self.limits,
-                          mark_reattributed=self.mark_reattributed, fail_open=self.on_error == "open")
+                          mark_reattributed=self.mark_reattributed, fail_open=self.on_error == "open",
+                          uncited=self.uncited)
         for i, r in zip(ok, done):
             out[i] = r
         return self._carded(out, keeper, group, fallback)
@@ -193,7 +201,8 @@ class Guard:
         return self._carded(guard_answers(self._items([(answer, passages)], base, isolate=False), Unavailable(reason),
                                           tau=tau, reattribute=None, remove=self.remove, guarantee=guarantee,
                                           limits=self.limits, mark_reattributed=self.mark_reattributed,
-                                          fail_open=self.on_error == "open", open_end=open_end),
+                                          fail_open=self.on_error == "open", open_end=open_end,
+                                          uncited=self.uncited),
                             keeper, group, fallback, block=False)[0]
 
     def stream(self, pieces: Iterable[str], passages: Sequence[Any], *, base: int | None = None,

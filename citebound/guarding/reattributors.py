@@ -47,7 +47,7 @@ class Reattributor:
 
     def proposer(self, passages: Sequence[str]) -> Callable[[str, set[int]], list[int]]:
         """:meth:`propose` for many claims against the same passages: the BM25 index is built once."""
-        if self.kind == "verifier":
+        if self.kind == "verifier" or not passages:  # no passages: nothing to propose (and no BM25 index)
             return lambda claim, exclude: [j for j in range(len(passages)) if j not in exclude]
         index = bm25_index(passages, k1=self.k1, b=self.b)
 

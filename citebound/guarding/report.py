@@ -56,7 +56,13 @@ class GuardReport:
     unverified: int = 0  # citations that could not be checked (verifier error or timeout, no score)
     removed_sentences: int = 0
     hidden_regions: int = 0  # hidden markup (comments, hidden elements) left out of every claim
-    # share of citations a person must review: flagged + invalid (+ unverified, failing closed)
+    # sentences with words that cite nothing: nothing checked them (with uncited_policy "flag" they count
+    # toward the review budget and --action block); their [start, end) in the answer
+    uncited: int = 0
+    uncited_policy: str = "flag"
+    uncited_sentences: list[list[int]] = field(default_factory=list)
+    # share of what the answer asserts that a person must review: flagged + invalid (+ unverified, failing
+    # closed) citations, + uncited sentences under uncited_policy "flag", over citations (+ those sentences)
     review_budget: float = 0.0
     blocked: bool = False  # --action block and the review budget passed --block-above: no content is given
     block_reason: str = ""
@@ -69,6 +75,14 @@ class GuardReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def set_review_budget(self, fail_open: bool = False) -> None:
+        """review_budget from the counts: (flagged + invalid [+ unverified, failing closed] [+ uncited, under
+        uncited_policy "flag"]) / (n_citations [+ uncited])."""
+        extra = self.uncited if self.uncited_policy == "flag" else 0
+        review = self.flagged + self.invalid + (0 if fail_open else self.unverified) + extra
+        total = self.n_citations + extra
+        self.review_budget = review / total if total else 0.0
 
 
 def normalise_passages(passages: Any) -> list[str]:

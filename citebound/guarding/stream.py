@@ -140,7 +140,7 @@ class Joiner:
 
 
 _ADDED = ("n_sentences", "n_cited_sentences", "n_citations", "verified", "reattributed", "flagged", "invalid",
-          "unverified", "removed_sentences", "hidden_regions")  # the report counts that add across segments
+          "unverified", "removed_sentences", "hidden_regions", "uncited")  # the report counts that add across segments
 
 
 def merge_reports(parts: Sequence[tuple[int, GuardReport]], fail_open: bool = False) -> GuardReport:
@@ -149,7 +149,7 @@ def merge_reports(parts: Sequence[tuple[int, GuardReport]], fail_open: bool = Fa
     if not parts:
         return GuardReport()
     out = copy.deepcopy(parts[0][1])
-    out.audit = []
+    out.audit, out.uncited_sentences = [], []
     for k in _ADDED:
         setattr(out, k, 0)
     for offset, r in parts:
@@ -158,10 +158,10 @@ def merge_reports(parts: Sequence[tuple[int, GuardReport]], fail_open: bool = Fa
             a.sentence_index += out.n_sentences
             a.spans = [(lo + offset, hi + offset) for lo, hi in a.spans]
             out.audit.append(a)
+        out.uncited_sentences += [[lo + offset, hi + offset] for lo, hi in r.uncited_sentences]
         for k in _ADDED:
             setattr(out, k, getattr(out, k) + getattr(r, k))
-    review = out.flagged + out.invalid + (0 if fail_open else out.unverified)
-    out.review_budget = review / out.n_citations if out.n_citations else 0.0
+    out.set_review_budget(fail_open)
     out.guarantee_card = parts[-1][1].guarantee_card
     if not out.rule:
         out.rule = next((r.rule for _, r in parts if r.rule), "")

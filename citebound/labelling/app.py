@@ -134,6 +134,10 @@ def allowed_hosts(host: str, port: int) -> set[str]:
     return {f"{n}:{port}" for n in names} | ({n for n in names} if port == 80 else set())
 
 
+NO_FRAMING = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'",
+              "X-Content-Type-Options": "nosniff"}
+
+
 def create_label_app(session: LabelSession, host: str = "127.0.0.1", port: int = 8766, token: str | None = None):
     import secrets
 
@@ -164,7 +168,10 @@ def create_label_app(session: LabelSession, host: str = "127.0.0.1", port: int =
             if size is None or not size.isdigit() or int(size) > MAX_BODY_BYTES:
                 return JSONResponse({"detail": f"a body of at most {MAX_BODY_BYTES} bytes, with its Content-Length"},
                                     status_code=413)
-        return await call_next(request)
+        response = await call_next(request)
+        # no other origin may frame the page (one click in a frame would write a label)
+        response.headers.update(NO_FRAMING)
+        return response
 
     @app.get("/", response_class=HTMLResponse)
     async def page() -> str:

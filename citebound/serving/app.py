@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import signal
 import threading
 import time
@@ -33,9 +34,80 @@ log = logging.getLogger("citebound.serving")
 ENDPOINTS = ("/v1/guard", "/v1/score", "/v1/chat/completions", "/v1/calibrations")
 
 
+_BAD = object()
+MAX_JSON_DEPTH = 64  # nesting a request body may have (a guard request needs 4)
+
+
+def json_problem(body: bytes) -> str | None:
+    """Why a JSON body is refused before any route sees it, or None: a non-finite number (``NaN``,
+    ``Infinity``, ``1e400``) names its field, and so does nesting past :data:`MAX_JSON_DEPTH`; a body that is
+    not JSON is left to the route (which names it).
+
+    >>> json_problem(b'{"answers": [{"answer": "a", "x": NaN}]}')
+    'answers[0].x: a non-finite number (NaN, Infinity or out of range) is not valid JSON here'
+    >>> json_problem(b'{"a": 1e400}')
+    'a: a non-finite number (NaN, Infinity or out of range) is not valid JSON here'
+    """
+    import math
+
+    def number(text: str) -> Any:
+        v = float(text)
+        return v if math.isfinite(v) else _BAD
+
+    depth = json_depth(body)
+    if depth > MAX_JSON_DEPTH:
+        return f"the JSON nests {depth} levels deep; the limit is {MAX_JSON_DEPTH}"
+    try:
+        data = json.loads(body, parse_constant=lambda _: _BAD, parse_float=number)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, v = stack.pop()
+        if v is _BAD:
+            return f"{path or 'body'}: a non-finite number (NaN, Infinity or out of range) is not valid JSON here"
+        if isinstance(v, dict):
+            stack += [(f"{path}.{k}" if path else str(k), x) for k, x in reversed(list(v.items()))]
+        elif isinstance(v, list):
+            stack += [(f"{path}[{i}]", x) for i, x in reversed(list(enumerate(v)))]
+    return None
+
+
+_STRUCTURE = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[{]|[\]}]', re.S)  # an open string runs to the end
+
+
+def json_depth(body: bytes) -> int:
+    """How deep a JSON text nests, strings skipped (a linear scan: json.loads recurses, so a deep body
+    would exhaust its stack before it could be refused).
+
+    >>> json_depth(b'{"a": [[1], "[[[["]}')
+    3
+    """
+    depth = cur = 0
+    for m in _STRUCTURE.finditer(body):
+        ch = m.group()
+        if ch in (b"[", b"{"):
+            cur += 1
+            depth = max(depth, cur)
+        elif ch in (b"]", b"}"):
+            cur -= 1
+    return depth
+
+
+def error_body(path: str, status: int, message: str, code: str, **extra: Any) -> dict[str, Any]:
+    """An error body in the shape the route's clients expect: OpenAI's ``{"error": {...}}`` on the
+    proxy (the openai SDK raises on it), ``{"detail": ...}`` elsewhere."""
+    if path == "/v1/chat/completions":
+        return {"error": {"message": message, "type": "invalid_request_error" if status < 500 else "citebound_error",
+                          "code": code, "param": extra.get("param")}} | ({"citebound": extra["citebound"]}
+                                                                         if "citebound" in extra else {})
+    return {"detail": message} | {k: v for k, v in extra.items() if k != "param"}
+
+
 class BodyLimit:
     """ASGI middleware: read a request's body up to ``limit`` bytes as it arrives (whatever its
-    Content-Length says, chunked or not) and answer 413 past it; the app gets the body replayed."""
+    Content-Length says, chunked or not) and answer 413 past it; the app gets the body replayed. A JSON
+    body with a non-finite number or nesting past :data:`MAX_JSON_DEPTH` is a 422 that names the field."""
 
     def __init__(self, app: Any, limit: int, on_refuse: Any = None):
         self.app, self.limit, self.on_refuse = app, limit, on_refuse
@@ -60,7 +132,12 @@ class BodyLimit:
             body.append(msg.get("body", b""))
             if not msg.get("more_body"):
                 break
-        replay = [{"type": "http.request", "body": b"".join(body), "more_body": False}]
+        whole = b"".join(body)
+        problem = json_problem(whole) if whole.lstrip()[:1] in (b"{", b"[") else None
+        if problem is not None:
+            await self._send(scope, send, 422, problem, "invalid_json")
+            return
+        replay = [{"type": "http.request", "body": whole, "more_body": False}]
 
         async def replayed() -> dict:
             return replay.pop() if replay else await receive()
@@ -68,11 +145,15 @@ class BodyLimit:
         await self.app(scope, replayed, send)
 
     async def _refuse(self, scope: dict, send: Any, what: str) -> None:
+        await self._send(scope, send, 413, f"{what}; the limit is {self.limit} (max_request_bytes)", "max_request_bytes",
+                         limit="max_request_bytes")
+
+    async def _send(self, scope: dict, send: Any, status: int, message: str, code: str, **extra: Any) -> None:
+        path = scope.get("path", "")
         if self.on_refuse:
-            self.on_refuse(scope.get("path", ""))
-        payload = json.dumps({"detail": f"{what}; the limit is {self.limit} (max_request_bytes)",
-                              "limit": "max_request_bytes"}).encode()
-        await send({"type": "http.response.start", "status": 413,
+            self.on_refuse(path, status)
+        payload = json.dumps(error_body(path, status, message, code, **extra)).encode()
+        await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
         await send({"type": "http.response.body", "body": payload})
 
@@ -104,6 +185,23 @@ async def _start(state: ServiceState, scorer: Any, drain: Any) -> None:
         import httpx
         state.http = httpx.AsyncClient(timeout=cfg.request_timeout_s)
     state.ready = True
+
+
+def install_error_handlers(app: Any) -> None:
+    """A request that fails validation is a 422 that names the field; in OpenAI's error shape on the proxy."""
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        errs = exc.errors()
+        first = errs[0] if errs else {}
+        where = ".".join(str(x) for x in first.get("loc", ()) if x != "body") or "body"
+        message = f"{where}: {first.get('msg', 'invalid')}"
+        if request.url.path != "/v1/chat/completions":
+            return JSONResponse({"detail": json.loads(json.dumps(errs, default=str))}, status_code=422)
+        return JSONResponse(error_body(request.url.path, 422, message, "invalid_request", param=where),
+                            status_code=422)
 
 
 def create_app(cfg: ServeConfig, scorer: Any = None):
@@ -151,6 +249,9 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
         t0 = time.perf_counter()
         try:
             response = await call_next(request)
+        except Exception:  # a bug: counted as the 500 it becomes, then raised for the server to log
+            state.metrics.requests.labels(endpoint, "500").inc()
+            raise
         finally:
             state.in_flight -= 1
             state.metrics.in_flight.set(state.in_flight)
@@ -160,7 +261,9 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
         return response
 
     app.add_middleware(BodyLimit, limit=cfg.limits.max_request_bytes,
-                       on_refuse=lambda path: state.metrics.requests.labels(_endpoint(path), "413").inc())
+                       on_refuse=lambda path, status: state.metrics.requests.labels(_endpoint(path), str(status)).inc())
+
+    install_error_handlers(app)
     for routes in (guard_routes, score_routes, monitor_routes):
         app.include_router(routes.router(state))
     if cfg.upstream:

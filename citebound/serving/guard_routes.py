@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from citebound.serving.models import AnswerError, AnswerIn, GuardBatchResult, GuardRequest, GuardResult
 from citebound.serving.state import GuardInputError, LimitExceeded, ServiceState, blocked, refuse, texts, timed_out
 
-COUNTS = ("n_citations", "verified", "reattributed", "flagged", "invalid", "unverified")
+COUNTS = ("n_citations", "verified", "reattributed", "flagged", "invalid", "unverified", "uncited")
 
 
 def _answers(req: GuardRequest) -> list[AnswerIn]:
@@ -20,8 +20,10 @@ def _answers(req: GuardRequest) -> list[AnswerIn]:
 def _counts(out: list[GuardResult | AnswerError]) -> dict[str, float]:
     done = [o for o in out if isinstance(o, GuardResult)]
     totals = {k: float(sum(getattr(o.report, k) for o in done)) for k in COUNTS}
-    review = sum(o.report.review_budget * o.report.n_citations for o in done)  # each report's own rule (on_error)
-    totals["review_budget"] = review / totals["n_citations"] if totals["n_citations"] else 0.0
+    # each report's own rule (on_error, uncited): its budget times its denominator
+    weight = [o.report.n_citations + (o.report.uncited if o.report.uncited_policy == "flag" else 0) for o in done]
+    review = sum(o.report.review_budget * w for o, w in zip(done, weight))
+    totals["review_budget"] = review / sum(weight) if sum(weight) else 0.0
     totals["blocked"] = float(sum(o.report.blocked for o in done))
     totals["answers"], totals["failed_answers"] = float(len(done)), float(len(out) - len(done))
     return totals
@@ -64,8 +66,10 @@ def router(state: ServiceState) -> APIRouter:
                                   o.report.to_dict()) for i, (a, o) in enumerate(zip(ins, out)) if isinstance(o, GuardResult)]
             failed = [(str(o.id if o.id is not None else o.index + 1), o.error) for o in out if isinstance(o, AnswerError)]
             from fastapi.responses import HTMLResponse
+
+            from citebound.labelling.app import NO_FRAMING
             return HTMLResponse(render_audit_page(entries, verifier=state.scorer.name, rule=guard.rule,
-                                                  guarantee=guard.guarantee, failed=failed))
+                                                  guarantee=guard.guarantee, failed=failed), headers=NO_FRAMING)
         if req.answers is None:
             if isinstance(out[0], GuardResult) and out[0].report.blocked:
                 return blocked(out[0].report)

@@ -21,6 +21,8 @@ class Metrics:
                                  buckets=(.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30))
         self.citations = Counter("citebound_citations", "guarded citations by outcome", ["outcome"],
                                  registry=self.registry)
+        self.uncited = Counter("citebound_uncited_sentences", "guarded sentences with words that cite nothing "
+                               "(unchecked)", registry=self.registry)
         self.batch_units = Histogram("citebound_batch_units", "(claim, passage) units per verifier call",
                                      registry=self.registry, buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
         self.batch_requests = Histogram("citebound_batch_requests", "requests' verifier calls merged per batch",
@@ -49,6 +51,7 @@ class Metrics:
         """Citation outcomes into the counters (always) and into the current span (when tracing)."""
         span = current_span()
         for _, r in results:
+            self.uncited.inc(r.uncited)
             for a in r.audit:
                 self.citations.labels(a.action).inc()
                 if span is not None:

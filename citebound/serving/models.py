@@ -13,11 +13,28 @@ class Passage(BaseModel):
     title: str | None = None
 
 
+def _one_of_passages_ctxs(m: Any) -> Any:
+    """``ctxs`` (OpenScholar's name, which the CLI reads too) is ``passages`` by another name: one of them."""
+    if m.passages is not None and m.ctxs is not None:
+        raise ValueError("give 'passages' or 'ctxs', not both")
+    if m.ctxs is not None:
+        m.passages, m.ctxs = m.ctxs, None
+    return m
+
+
 class AnswerIn(BaseModel):
     id: str | int | None = None
     answer: str
-    passages: list[str | Passage] = Field(description="the passages the answer's [N] markers point at")
+    passages: list[str | Passage] | None = Field(None, description="the passages the answer's [N] markers point at")
+    ctxs: list[str | Passage] | None = Field(None, description="another name for 'passages' (OpenScholar's)")
     citation_base: Literal[0, 1] | None = Field(None, description="1: [1] is the first passage (default)")
+
+    @model_validator(mode="after")
+    def passages_or_ctxs(self) -> AnswerIn:
+        _one_of_passages_ctxs(self)
+        if self.passages is None:
+            raise ValueError("'passages' (or 'ctxs') is required: missing context is never a pass")
+        return self
 
 
 class GuardRequest(BaseModel):
@@ -27,6 +44,7 @@ class GuardRequest(BaseModel):
     id: str | int | None = None
     answer: str | None = None
     passages: list[str | Passage] | None = None
+    ctxs: list[str | Passage] | None = Field(None, description="another name for 'passages' (OpenScholar's)")
     citation_base: Literal[0, 1] | None = None
     answers: list[AnswerIn] | None = None
     calibration: str | None = Field(None, description="a calibration profile's name (GET /v1/calibrations)")
@@ -35,6 +53,7 @@ class GuardRequest(BaseModel):
 
     @model_validator(mode="after")
     def one_or_batch(self) -> GuardRequest:
+        _one_of_passages_ctxs(self)
         if (self.answers is None) == (self.answer is None):
             raise ValueError("give either 'answer' with 'passages', or 'answers' (a batch), not both or neither")
         if self.answer is not None and self.passages is None:
@@ -86,6 +105,9 @@ class ScoreResponse(BaseModel):
 
 class CiteboundExtra(BaseModel):
     passages: list[str | Passage] | None = None
+    return_original: bool = Field(False, description="also return the upstream's unguarded text "
+                                                     "(citebound.original_content); off by default, so that withheld or "
+                                                     "unchecked text never leaves unless asked for")
     citation_base: Literal[0, 1] | None = None
     calibration: str | None = None
     group: str | None = Field(None, max_length=200)

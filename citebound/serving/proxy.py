@@ -6,7 +6,11 @@ guarded against the passages in the request's ``citebound.passages``
 before the upstream is called; a request without them is a 400, never a silent pass. The upstream
 sees the passages only if the caller put them in its messages, or if the service runs with
 ``--passages-prompt`` (a template whose ``{passages}`` becomes the numbered passages, sent as a first
-system message). The upstream's
+system message). One choice is guarded per request: ``n`` other than 1 is a 400, and an upstream that answers
+with more than one choice a 502, so no choice passes unchecked. Tool calls pass through unchanged and are
+counted as unchecked (``citebound.unchecked_tool_calls``, ``X-Citebound-Unchecked-Tool-Calls``). Every error
+is in OpenAI's shape (``{"error": {...}}``). The unguarded text comes back (``citebound.original_content``)
+only when the request asks for it with ``citebound.return_original: true``. The upstream's
 body is read up to ``max_upstream_bytes`` and the whole call runs under the request timeout: past
 either, or on a transport error or malformed JSON, the answer is a 502 or 504 that says why. With
 ``--action block``, an answer past ``--block-above`` is a 403 in OpenAI's error shape, with the report.
@@ -23,7 +27,7 @@ from fastapi.responses import JSONResponse
 
 from citebound.scoring.llm_backends import redact_url  # noqa: F401 (one redaction for every face)
 from citebound.serving.models import ChatRequest
-from citebound.serving.state import GuardInputError, ServiceState, blocked, refuse, texts, timed_out
+from citebound.serving.state import GuardInputError, ServiceState, blocked, texts
 
 
 class UpstreamError(Exception):
@@ -49,21 +53,40 @@ async def _call_upstream(state: ServiceState, url: str, body: dict[str, Any], he
         raise UpstreamError(f"answered {r.status_code}", body=raw[:2000].decode("utf-8", "replace"))
     try:
         data = json.loads(raw)
-        content = data["choices"][0]["message"].get("content") or ""
+        choices = data["choices"]
+        content = choices[0]["message"].get("content") or ""
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         raise UpstreamError("answered with malformed JSON (no choices[0].message)") from None
+    if not isinstance(choices, list) or len(choices) != 1:
+        raise UpstreamError(f"answered with {len(choices)} choices; the guard checks exactly one, and passes none "
+                            "unchecked")
     if not isinstance(content, str):
         raise UpstreamError("answered with a non-string message content")
     return data
 
 
+def proxy_error(status: int, message: str, code: str, **citebound: Any) -> JSONResponse:
+    """An error in OpenAI's shape (the openai SDK raises on it), credentials in any URL redacted."""
+    body: dict[str, Any] = {"error": {"message": redact_url(message), "code": code, "param": None,
+                                      "type": "invalid_request_error" if status < 500 else "upstream_error"}}
+    if citebound:
+        body["citebound"] = citebound
+    return JSONResponse(body, status_code=status)
+
+
 def _upstream_error(shown: str, e: Exception, timeout_s: float) -> JSONResponse:
     if isinstance(e, TimeoutError):
-        return JSONResponse({"detail": f"upstream {shown} did not answer within {timeout_s} s"}, status_code=504)
+        return proxy_error(504, f"upstream {shown} did not answer within {timeout_s} s", "upstream_timeout")
     if isinstance(e, UpstreamError):
-        out = {"detail": f"upstream {shown} {e}"} | ({"upstream": redact_url(e.body)} if e.body else {})
-        return JSONResponse(out, status_code=e.status)
-    return JSONResponse({"detail": redact_url(f"upstream {shown} failed: {type(e).__name__}: {e}")}, status_code=502)
+        extra = {"upstream": redact_url(e.body)} if e.body else {}
+        return proxy_error(e.status, f"upstream {shown} {e}", "upstream_error", **extra)
+    return proxy_error(502, f"upstream {shown} failed: {type(e).__name__}: {e}", "upstream_error")
+
+
+def tool_calls(message: Any) -> int:
+    """How many tool calls a message (or a stream delta) carries: passed through unchanged, and unchecked."""
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    return len(calls) if isinstance(calls, list) else 0
 
 
 def router(state: ServiceState) -> APIRouter:
@@ -79,18 +102,22 @@ def router(state: ServiceState) -> APIRouter:
     async def chat(req: ChatRequest, request: Request):
         extra = req.citebound
         if extra is None or not extra.passages:
-            return JSONResponse({"detail": "no passages: send them in the request's 'citebound' field, e.g. "
-                                           "extra_body={'citebound': {'passages': [...]}}; an answer without "
-                                           "its passages cannot be checked and is never passed"}, status_code=400)
+            return proxy_error(400, "no passages: send them in the request's 'citebound' field, e.g. "
+                                    "extra_body={'citebound': {'passages': [...]}}; an answer without "
+                                    "its passages cannot be checked and is never passed", "no_passages")
+        n = (req.model_extra or {}).get("n")
+        if n is not None and n != 1:
+            return proxy_error(400, f"n={n!r}: the guarding proxy checks one choice per request; ask for n=1 (or "
+                                    "send n requests), so that no choice passes unchecked", "n_not_supported")
         try:
             guard = state.guard_for(extra.calibration)
             passages = texts(extra.passages)
             cfg.limits.check_passages(passages)
             guard.calibrations.resolve(extra.group)
         except GuardInputError as e:
-            return refuse(e)
+            return proxy_error(422, str(e), getattr(e, "limit", None) or "bad_input")
         except ValueError as e:  # an unknown group
-            return refuse(GuardInputError(str(e)))
+            return proxy_error(422, str(e), "unknown_group")
         body = req.model_dump(exclude={"citebound"}, exclude_none=True)
         if cfg.passages_prompt:  # the passages, numbered in the request's base, as the first (system) message
             base = 1 if extra.citation_base is None else extra.citation_base
@@ -106,27 +133,35 @@ def router(state: ServiceState) -> APIRouter:
                 resp = await asyncio.wait_for(open_upstream(state, url, body, headers), cfg.request_timeout_s)
             except Exception as e:  # noqa: BLE001 - before the stream starts, an upstream failure is a status
                 return _upstream_error(shown, e, cfg.request_timeout_s)
-            run = StreamRun(state, guard, passages, extra.citation_base, extra.group, req.model, shown)
+            run = StreamRun(state, guard, passages, extra.citation_base, extra.group, req.model, shown,
+                            bool(extra.return_original))
             return await stream_response(state, run, resp)
         try:
             data = await asyncio.wait_for(_call_upstream(state, url, body, headers), cfg.request_timeout_s)
         except Exception as e:  # noqa: BLE001 - any transport failure is the upstream's
             return _upstream_error(shown, e, cfg.request_timeout_s)
-        content = data["choices"][0]["message"].get("content") or ""
+        message = data["choices"][0]["message"]
+        content = message.get("content") or ""
         try:
             ((text, report),) = await state.run_guard(guard, [(content, passages, extra.citation_base)], extra.group)
         except GuardInputError as e:
-            return refuse(e)
+            return proxy_error(422, str(e), getattr(e, "limit", None) or "bad_input")
         except TimeoutError:
-            return timed_out(cfg.request_timeout_s)
+            return proxy_error(504, f"the request took longer than {cfg.request_timeout_s} s", "timeout")
         if report.blocked:
             return blocked(report, error_shape=True)
-        data["choices"][0]["message"]["content"] = text
-        data["citebound"] = {"original_content": content, "report": report.to_dict(), "verifier": state.scorer.name}
+        if message.get("content") is not None:
+            message["content"] = text
+        calls = tool_calls(message)
+        data["citebound"] = {"report": report.to_dict(), "verifier": state.scorer.name,
+                             "unchecked_tool_calls": calls} | ({"original_content": content} if extra.return_original
+                                                                else {})
         hdrs = {"X-Citebound-Citations": str(report.n_citations), "X-Citebound-Flagged": str(report.flagged),
                 "X-Citebound-Invalid": str(report.invalid), "X-Citebound-Unverified": str(report.unverified),
+                "X-Citebound-Uncited": str(report.uncited),
                 "X-Citebound-Reattributed": str(report.reattributed),
-                "X-Citebound-Review-Budget": f"{report.review_budget:.4f}"}
+                "X-Citebound-Review-Budget": f"{report.review_budget:.4f}",
+                "X-Citebound-Unchecked-Tool-Calls": str(calls)}
         return JSONResponse(json.loads(json.dumps(data)), headers=hdrs)
 
     return r

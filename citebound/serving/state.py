@@ -36,6 +36,7 @@ class ServeConfig:
     block_above: float | None = None
     on_error: str = "closed"
     on_void: str = "annotate"
+    uncited: str = "flag"
 
 
 DEFAULT_PASSAGES_PROMPT = ("Answer from these passages only, and cite each claim with the number of the passage that "
@@ -54,7 +55,8 @@ class ServiceState:
         self.scorer: Any = None
         self.batcher: Any = None
         self.registry = CalibrationRegistry(cfg.calibrations, cfg.limits, {"action": cfg.action, "block_above": cfg.block_above,
-                                                                           "on_error": cfg.on_error, "on_void": cfg.on_void})
+                                                                           "on_error": cfg.on_error, "on_void": cfg.on_void,
+                                                                           "uncited": cfg.uncited})
         self.http: Any = None
         self.tokens: set[WorkToken] = set()  # the work tokens of requests being guarded
 

@@ -96,8 +96,9 @@ class _Meta:
         return _sse(body | ({"citebound": extra} if extra else {}))
 
 
-def _delta(ev: Any) -> tuple[str, str | None]:
-    """(content, finish_reason) of one chunk event; StreamFailure for an error event or a malformed one."""
+def _delta(ev: Any) -> tuple[str, str | None, Any]:
+    """(content, finish_reason, tool-call deltas or None) of one chunk event; StreamFailure for an error event,
+    a malformed one, or a choice other than the first (the guard checks one choice; none passes unchecked)."""
     if not isinstance(ev, dict):
         raise StreamFailure("the upstream sent an event that is not a JSON object")
     if ev.get("error"):
@@ -106,25 +107,30 @@ def _delta(ev: Any) -> tuple[str, str | None]:
         raise StreamFailure(f"the upstream sent an error event: {str(msg)[:500]}")
     choices = ev.get("choices") or []
     if not choices:  # e.g. a usage-only chunk
-        return "", None
-    if not isinstance(choices, list) or not isinstance(choices[0], dict):
+        return "", None, None
+    if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
         raise StreamFailure("the upstream sent a chunk with malformed choices")
+    if len(choices) > 1 or choices[0].get("index", 0) not in (0, None):
+        raise StreamFailure("the upstream streamed more than one choice; the guard checks exactly one")
     delta = choices[0].get("delta") or {}
     content = delta.get("content") if isinstance(delta, dict) else None
     if content is not None and not isinstance(content, str):
         raise StreamFailure("the upstream sent a non-string delta content")
-    return content or "", choices[0].get("finish_reason")
+    calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+    return content or "", choices[0].get("finish_reason"), calls if isinstance(calls, list) and calls else None
 
 
 class StreamRun:
     """One streamed request: guards segments as they complete and yields the events to send."""
 
     def __init__(self, state: ServiceState, guard: Any, passages: list[str], base: int | None, group: str | None,
-                 model: str, shown: str):
+                 model: str, shown: str, return_original: bool = False):
         self.state, self.guard, self.passages, self.base, self.group = state, guard, passages, base, group
         self.asm = StreamAssembler(state.cfg.limits, guard.on_error == "open")
         self.meta, self.shown = _Meta(model), shown
         self.original: list[str] = []
+        self.return_original = return_original  # the unguarded text goes back only when the caller asked
+        self.tool_calls = 0  # tool-call deltas passed through unchanged (unchecked)
         self.block_report: Any = None  # the report so far, once --action block withholds the rest
 
     async def _guard(self, seg: str, final: bool) -> str:
@@ -140,8 +146,8 @@ class StreamRun:
         return "" if self.block_report is not None else out
 
     def _extra(self, report: Any) -> dict[str, Any]:
-        return {"report": report.to_dict(), "original_content": "".join(self.original),
-                "verifier": self.state.scorer.name}
+        out = {"report": report.to_dict(), "verifier": self.state.scorer.name, "unchecked_tool_calls": self.tool_calls}
+        return out | ({"original_content": "".join(self.original)} if self.return_original else {})
 
     async def events(self, resp: Any) -> AsyncIterator[bytes]:
         limits = self.state.cfg.limits
@@ -153,8 +159,11 @@ class StreamRun:
                     done = True
                     break
                 self.meta.take(ev)
-                content, fin = _delta(ev)
+                content, fin, calls = _delta(ev)
                 finish = fin or finish
+                if calls is not None:  # passed through as they come: tool calls are not text the guard checks
+                    self.tool_calls += sum(1 for c in calls if isinstance(c, dict) and c.get("id"))
+                    yield self.meta.chunk({"tool_calls": calls})
                 if content:
                     self.original.append(content)
                     seg = self.asm.feed(content)
@@ -187,7 +196,7 @@ class StreamRun:
 
     def _error(self, e: StreamFailure) -> bytes:
         held = len(self.asm.hold.held)
-        msg = f"upstream {self.shown}: {e}" if e.code == "upstream_error" else str(e)
+        msg = redact_url(f"upstream {self.shown}: {e}" if e.code == "upstream_error" else str(e))
         if held:
             msg += f"; {held} characters of an unfinished sentence were not sent (they cannot be checked)"
         return _sse({"error": {"message": msg, "type": "citebound_stream_error", "code": e.code},

@@ -32,14 +32,21 @@ CLAIM_CAP = 600
 # [[1]](url) -- markdown-link citations; must be matched before plain brackets. The URL is bounded so
 # that a run of unclosed "[[1](" costs linear time, not quadratic.
 _LINK = r"\[\[(?P<link>\d+)\]\]\([^)\s]{0,2048}\)"
-# [1], [1, 2], [1-3], [1,3-5]
-_NUMERIC = r"\[(?P<num>\d+(?:\s*[-\u2013,]\s*\d+)*)\]"
+# [1], [1, 2], [1-3], [1,3-5], [1; 2], [ 1 ] (the guard folds full-width and dash look-alikes first: visible.py)
+_NUMERIC = r"\[\s*(?P<num>\d+(?:\s*[-\u2013,;]\s*\d+)*)\s*\]"
 # any other bracketed id with no nested brackets, e.g. [2611 | Chan et al. | 2023 | Citations: 0]
 _BRACKET_ID = r"\[(?P<bid>[^\[\]\n]{1,200}\|[^\[\]\n]{0,200})\]"
 # parenthesised author-year ids: (Rego et al., 2022) or (1, Mir et al., 2021); ';'-grouped too
 _AUTHOR_YEAR = r"\((?P<ay>[^()\n]{0,200}?(?:19|20)\d\d[a-z]?)\)"
 
 MARKER_RE = re.compile("|".join([_LINK, _NUMERIC, _BRACKET_ID, _AUTHOR_YEAR]))
+
+# Square brackets with a digit in them, not a markdown link's text: what a reader may take for a citation. One
+# that MARKER_RE does not parse ([1-3-5], [1a], [ref. 2]) is 'unverified' in the guard, never dropped.
+SUSPECT_RE = re.compile(r"\[[^\[\]\n]{0,80}?\d[^\[\]\n]{0,80}\](?!\()")
+
+class MalformedMarker(ValueError):
+    """A numeric marker the guard cannot read exactly (``[1-3-5]``): its sentence is unverified."""
 
 # Sentence boundary: end punctuation followed by whitespace (and not inside
 # a marker), or a blank line / bullet.
@@ -212,8 +219,10 @@ def expand_numeric(body: str, max_range: int | None = None, budget: int | None =
     """
     bounded = max_range is not None or budget is not None
     ids: list[int] = []
-    for part in re.split(r"\s*,\s*", body.strip()):
+    for part in re.split(r"\s*[,;]\s*", body.strip()):
         rng = re.split(r"\s*[-\u2013]\s*", part)
+        if len(rng) > 2:
+            raise MalformedMarker(f"[{body[:40]}] is not a citation the guard can read (a range has two ends)")
         if bounded and any(len(x) > 18 for x in rng):
             raise LimitExceeded(f"citation number {part[:24]}... has more than 18 digits", "max_range", max_range or 0)
         if len(rng) == 2:
@@ -310,6 +319,8 @@ def sentence_citations(text: str, sentence: Sentence, n_passages: int, *, base: 
         try:
             targets = resolve_marker(m, n_passages, base=base, id_table=id_table, string_ids=string_ids,
                                      max_range=max_range, budget=left)
+        except MalformedMarker:
+            continue  # no citation; the guard's SUSPECT_RE scan finds the bracket and fails its sentence closed
         except LimitExceeded as e:
             if e.limit != "max_citations_per_sentence":
                 raise

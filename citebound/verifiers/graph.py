@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from citebound.models import SHIPPED, GraphMissing, graph_dir, shipped_graph
+from citebound.models import SHIPPED, GraphMissing, GraphTampered, graph_dir, shipped_graph
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,8 @@ def ensure_graph() -> None:
     """A source checkout without the graph builds it once, when torch is here (the [torch] extra)."""
     try:
         shipped_graph()
+    except GraphTampered:  # a file is here but not the pinned one: refused, never silently rebuilt over
+        raise
     except GraphMissing as missing:
         try:
             import torch  # noqa: F401

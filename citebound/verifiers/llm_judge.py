@@ -52,18 +52,29 @@ class ResponseStore:
 
 
 def parse_verdict(text: str, positive: str, negative: str) -> bool | None:
-    """First of the two answer words in ``text`` decides; None if neither occurs.
+    """The judge's verdict, read strictly: True when the reply says ``positive`` and nothing negative, False
+    when it says ``negative`` or a negated ``positive`` ("not supported", "is not fully supported",
+    "un-supported") and nothing positive, None (unparsed: the citation is 'unverified') when it says neither
+    or both. Markdown emphasis is ignored.
 
     >>> parse_verdict("UNSUPPORTED.", "SUPPORTED", "UNSUPPORTED")
     False
+    >>> parse_verdict("**NOT SUPPORTED**", "SUPPORTED", "UNSUPPORTED")
+    False
+    >>> parse_verdict("Supported? No: UNSUPPORTED", "SUPPORTED", "UNSUPPORTED") is None
+    True
     >>> parse_verdict("Yes, it does", "Yes", "No")
     True
     """
-    pat = re.compile(rf"\b({re.escape(negative)}|{re.escape(positive)})\b", re.IGNORECASE)
-    m = pat.search(text or "")
-    if not m:
+    t = " ".join(re.sub(r"[*_`#>]", " ", text or "").split()).lower()
+    p, n = re.escape(positive.lower()), re.escape(negative.lower())
+    negated = re.compile(rf"\b(?:not|never|no|hardly|cannot|isn't|aren't|wasn't|doesn't)\s+(?:[\w'-]+\s+){{0,2}}?{p}\b"
+                         rf"|\b(?:un|non|not)-{p}\b")
+    said_negative = re.search(rf"\b{n}\b", t) is not None or negated.search(t) is not None
+    said_positive = re.search(rf"\b{p}\b", negated.sub(" ", t)) is not None
+    if said_positive == said_negative:
         return None
-    return m.group(1).lower() == positive.lower()
+    return said_positive
 
 
 def call_with_retries(fn: Callable[[], str], max_retries: int, backoff: float) -> str:

@@ -176,7 +176,8 @@ def test_convert_nora_then_guard_batch(tmp_path, mirror):
                          capture_output=True, text=True)
     counts = json.loads(res.stderr.split("counts: ", 1)[1])
     assert res.returncode == 0 and counts["answers"] == 100 and counts["n_citations"] > 3000
-    assert counts["verified"] + counts["reattributed"] + counts["flagged"] + counts["invalid"] == counts["n_citations"]
+    assert (counts["verified"] + counts["reattributed"] + counts["flagged"] + counts["invalid"] + counts["unverified"]
+            == counts["n_citations"])
 
 
 def test_model_verifier_through_cli_override(tiny_t5, tmp_path, capsys, monkeypatch):

@@ -105,9 +105,10 @@ def reference(base, passages, sents):
             else:
                 outcomes.append((i, x, "flagged" if t[0] == "p" else "invalid", None))
     counts = {a: sum(1 for o in outcomes if o[2] == a) for a in ("verified", "reattributed", "flagged", "invalid")}
-    total = len(outcomes)
-    budget = (counts["flagged"] + counts["invalid"]) / total if total else 0.0
     cited_sentences = sum(1 for _, groups in sents if any(numbers(k, v) for k, v in groups))
+    uncited = len(sents) - cited_sentences  # every sentence has words; one that cites nothing counts (flag)
+    total = len(outcomes) + uncited
+    budget = (counts["flagged"] + counts["invalid"] + uncited) / total if total else 0.0
     return outcomes, counts, budget, cited_sentences
 
 
@@ -123,6 +124,7 @@ def test_report_equals_the_reference_on_generated_answers(spec):
     assert r.n_citations == len(outcomes)
     assert r.review_budget == pytest.approx(budget)
     assert r.n_sentences == len(sents) and r.n_cited_sentences == cited_sentences
+    assert r.uncited == len(sents) - cited_sentences
     # every verified citation's evidence is its own passage; a re-attributed one's is the new passage
     for a in r.audit:
         if a.action == "verified":

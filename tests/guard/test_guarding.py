@@ -187,7 +187,10 @@ def test_full_report_by_hand():
     assert plain == "A [1]. B [3]. No cite here. C [9 INVALID]."
     assert (rep.n_sentences, rep.n_cited_sentences, rep.n_citations) == (4, 3, 3)
     assert (rep.verified, rep.reattributed, rep.flagged, rep.invalid) == (1, 1, 0, 1)
-    assert rep.review_budget == pytest.approx(1 / 3)
+    # "No cite here." cites nothing: by default (uncited flag) it counts, (1 invalid + 1 uncited) / (3 + 1)
+    assert (rep.uncited, rep.uncited_sentences, rep.review_budget) == (1, [[14, 27]], 0.5)
+    _, ignored = guard_answer("A [1]. B [2]. No cite here. C [9].", P, scorer, reattribute="verifier", uncited="ignore")
+    assert (ignored.uncited, ignored.review_budget) == (1, pytest.approx(1 / 3))
     assert rep.guarantee == "catches >= 90%" and rep.rule == "pass iff verifier verdict"
     a, b, c = rep.audit
     assert (a.sentence_index, a.claim, a.cited, a.marker, a.score, a.reason) == (0, "A.", 1, "[1]", 0.9, "")
@@ -199,7 +202,8 @@ def test_full_report_by_hand():
     _, rep = guard_answer("A [1].", P, scorer, tau=0.123456789)
     assert rep.rule == "pass iff score > tau = 0.123457"
     _, rep = guard_answer("Nothing cited.", P, scorer)
-    assert (rep.n_citations, rep.review_budget, rep.n_sentences, rep.n_cited_sentences) == (0, 0.0, 1, 0)
+    # an answer that cites nothing was checked against nothing: its one sentence is the whole review budget
+    assert (rep.n_citations, rep.review_budget, rep.n_sentences, rep.n_cited_sentences, rep.uncited) == (0, 1.0, 1, 0, 1)
 
 
 def test_reattribution_uses_tau_too_and_ties_keep_the_first_proposal():

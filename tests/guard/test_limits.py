@@ -143,8 +143,13 @@ def test_guard_on_random_answers_keeps_its_invariants(answer, passages):
         text, r = guard_answer(answer, passages, lexical, reattribute=None, limits=Limits(max_range=50))
     except LimitExceeded:
         return
-    assert r.verified + r.reattributed + r.flagged + r.invalid == r.n_citations == len(r.audit)
-    assert r.review_budget == ((r.flagged + r.invalid) / r.n_citations if r.n_citations else 0.0)
-    # the scorer accepts everything: a citation is verified iff it points at a passage (1..n, base 1)
+    assert r.verified + r.reattributed + r.flagged + r.invalid + r.unverified == r.n_citations == len(r.audit)
+    total = r.n_citations + r.uncited
+    assert r.review_budget == ((r.flagged + r.invalid + r.unverified + r.uncited) / total if total else 0.0)
+    # the scorer accepts everything: a citation is verified iff it points at a passage (1..n, base 1); a
+    # bracket the guard cannot read (cited -1) is unverified, never dropped
     for a in r.audit:
-        assert a.action == ("verified" if 1 <= a.cited <= len(passages) else "invalid")
+        if a.cited == -1:
+            assert a.action == "unverified" and a.marker.startswith("[")
+        else:
+            assert a.action == ("verified" if 1 <= a.cited <= len(passages) else "invalid")

@@ -60,8 +60,9 @@ def test_batch_guard_counts_and_order(lexical_url):
     assert [x["id"] for x in r["results"]] == ["a", "b", "c"]
     reports = [x["report"] for x in r["results"]]
     assert r["counts"]["n_citations"] == sum(x["n_citations"] for x in reports)
-    flagged = sum(x["flagged"] + x["invalid"] for x in reports)
-    assert r["counts"]["review_budget"] == pytest.approx(flagged / r["counts"]["n_citations"])
+    flagged = sum(x["flagged"] + x["invalid"] + x["unverified"] + x["uncited"] for x in reports)
+    assert reports[1]["uncited"] == 1 and r["counts"]["uncited"] == sum(x["uncited"] for x in reports)
+    assert r["counts"]["review_budget"] == pytest.approx(flagged / (r["counts"]["n_citations"] + r["counts"]["uncited"]))
     # base 0: [4] of four markers now points at passage index 4, still out of range; [1] is passage 2
     assert reports[2]["audit"][0]["cited"] == 1
 
@@ -213,7 +214,7 @@ def test_proxy_returns_the_guarded_answer_to_the_openai_sdk():
         passages = [p["text"] for p in EXAMPLE["passages"]]
         raw = client.chat.completions.with_raw_response.create(
             model="fake", messages=[{"role": "user", "content": "Aspirin?"}],
-            extra_body={"citebound": {"passages": passages}})
+            extra_body={"citebound": {"passages": passages, "return_original": True}})
         resp = raw.parse()
         assert resp.choices[0].message.content == CITED.replace("[2]", "[3 (was 2)]")  # re-attributed to the trial
         extra = resp.model_extra["citebound"]

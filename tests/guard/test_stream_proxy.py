@@ -18,7 +18,7 @@ from stream_cases import PASSAGES, answer, code_point_pieces, pieces  # noqa: E4
 from citebound.serving.state import ServeConfig  # noqa: E402
 from citebound.text.limits import Limits  # noqa: E402
 
-PASS = {"citebound": {"passages": PASSAGES}}
+PASS = {"citebound": {"passages": PASSAGES, "return_original": True}}
 
 
 def client(url: str):

@@ -94,7 +94,7 @@ def test_guarding_proxy_in_front_of_the_real_model_with_the_openai_sdk(smollm2, 
         client = openai.OpenAI(base_url=f"{url}/v1", api_key="local", max_retries=0)
         raw = client.chat.completions.with_raw_response.create(
             model=ep.model, messages=[{"role": "user", "content": prompt}], max_tokens=48, temperature=0,
-            extra_body={"citebound": {"passages": passages}})
+            extra_body={"citebound": {"passages": passages, "return_original": True}})
         resp = raw.parse()
         extra = resp.model_extra["citebound"]
         direct = openai.OpenAI(base_url=ep.base_url, api_key="local").chat.completions.create(
@@ -132,7 +132,7 @@ def test_streaming_through_the_guarding_proxy_in_front_of_the_real_model(smollm2
     prompt = (f"Passages:\n{format_passages(task['passages'][:5])}\n\nQuestion: {task['question']}\n"
               "Answer in three sentences and cite passages as [1], [2].")
     ask = {"model": ep.model, "messages": [{"role": "user", "content": prompt}], "max_tokens": 64, "temperature": 0,
-           "extra_body": {"citebound": {"passages": passages}}}
+           "extra_body": {"citebound": {"passages": passages, "return_original": True}}}
     for action in ("annotate", "remove"):
         with running(ServeConfig(verifier="lexical", upstream=ep.base_url, action=action)) as url:
             client = openai.OpenAI(base_url=f"{url}/v1", api_key="local", max_retries=0)

@@ -70,7 +70,7 @@ def guarding_proxy_check(backend, task: dict) -> None:
         t0 = time.time()
         raw = client.chat.completions.with_raw_response.create(
             model=ep.model, messages=[{"role": "user", "content": prompt}], max_tokens=48, temperature=0,
-            extra_body={"citebound": {"passages": passages}})
+            extra_body={"citebound": {"passages": passages, "return_original": True}})
         resp = raw.parse()
         extra = resp.model_extra["citebound"]
         assert extra["original_content"].strip(), extra
@@ -84,7 +84,7 @@ def guarding_proxy_check(backend, task: dict) -> None:
         streamed, last = [], None
         for chunk in client.chat.completions.create(model=ep.model, messages=[{"role": "user", "content": prompt}],
                                                     max_tokens=48, temperature=0, stream=True,
-                                                    extra_body={"citebound": {"passages": passages}}):
+                                                    extra_body={"citebound": {"passages": passages, "return_original": True}}):
             if chunk.choices:
                 streamed.append(chunk.choices[0].delta.content or "")
             last = (chunk.model_extra or {}).get("citebound") or last

@@ -142,4 +142,8 @@ def calibration_summary(scores: Sequence[float], labels: Sequence[int], alpha: f
         # every labelled citation's score, sorted: the reference the drift monitor compares deployed scores
         # with (citebound.calibration.monitor), in the mixture of supported and unsupported that deployment sees
         "monitor_scores": [round(float(x), 6) for x in np.sort(scores)],
+        # the same scores by class: the label-shift robust alarm (citebound.calibration.eprocess) compares deployed
+        # scores with every mixture of these two, whatever the deployment's supported share
+        "monitor_scores_unsupported": [round(float(x), 6) for x in np.sort(scores[labels == 0])],
+        "monitor_scores_supported": [round(float(x), 6) for x in np.sort(scores[labels == 1])],
     }

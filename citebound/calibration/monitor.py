@@ -16,9 +16,17 @@ functions ``eps * p ** (eps - 1)`` over eps in (0, 1), averaged on a fixed grid 
 martingales is a martingale), kept in log space. The state becomes ``suspect`` when the martingale first
 reaches 1/delta, and stays so.
 
-**Labels.** When labelled deployed citations come back (a ``citebound label`` sample), the certified miss
-rate alpha is tested: with ``k`` of ``n`` unsupported citations passed, the p-value P(Binomial(n, alpha)
->= k) below delta rejects it, and the state becomes ``void``.
+With a calibration that carries its scores by class (``monitor_scores_unsupported`` and
+``monitor_scores_supported``, since citebound 0.3.1) the alarm is instead the label-shift robust one of
+:class:`citebound.calibration.eprocess.ShiftRobustAlarm`: it does not fire when only the share of supported
+citations differs from the calibration's, and its memory does not grow with the stream. The mixture
+martingale above stays for older calibration files (the card says which alarm runs).
+
+**Labels.** When labelled deployed citations come back (a ``citebound label`` sample), the miss rate the
+calibration promises (alpha) is tested with the anytime-valid betting e-process of
+:class:`citebound.calibration.eprocess.MissRateTest`: valid however the labels are batched and however often
+the state is looked at. Past 1/delta the state becomes ``void``. (:func:`miss_rate_p`, the fixed-n binomial
+p-value, is kept for reference: re-run after every post, it is not valid at every look.)
 """
 from __future__ import annotations
 
@@ -65,6 +73,7 @@ class DriftMonitor:
     delta: float = 0.1
     alpha: float = 0.1
     seed: int = 0
+    by_class: tuple[Sequence[float], Sequence[float]] | None = None  # (unsupported, supported) scores
     state: str = "ok"
     log_m: float = 0.0
     n_seen: int = 0
@@ -79,18 +88,30 @@ class DriftMonitor:
         scores = [float(s) for s in self.calibration_scores if s is not None and math.isfinite(float(s))]
         if not scores:
             raise ValueError("the drift monitor needs the calibration's scores (none are finite)")
+        from citebound.calibration.eprocess import MissRateTest, ShiftRobustAlarm
+
         self._seen = sorted(scores)
         self._rng = np.random.default_rng(self.seed)
         self._log_parts = np.zeros(len(EPS_GRID))  # log of each power martingale
+        self.robust = (ShiftRobustAlarm(self.by_class[0], self.by_class[1], self.delta, self.seed)
+                       if self.by_class is not None and len(self.by_class[0]) and len(self.by_class[1]) else None)
+        self.label_test = MissRateTest(self.alpha, self.delta)
 
     @property
     def value(self) -> float:
-        """The mixture martingale's current value."""
+        """The alarm's statistic: the robust alarm's smallest martingale, else the mixture martingale."""
+        if self.robust is not None:
+            return self.robust.value
         return float(math.exp(self.log_m)) if self.log_m < 700 else math.inf
 
     def update(self, scores: Iterable[float], thetas: Iterable[float] | None = None) -> str:
         """Feed deployed citations' scores (NaN, i.e. not scored, is skipped: it carries no evidence).
         ``thetas``: the tie-breaking uniforms, one per score (default: the monitor's seeded draws)."""
+        if self.robust is not None:
+            if self.robust.update(scores, thetas) and self.state == "ok":
+                self.state, self.alarm_at = "suspect", self.robust.alarm_at
+            self.n_seen = self.robust.n_seen
+            return self.state
         given = iter(thetas) if thetas is not None else None
         for s in scores:
             theta = float(next(given)) if given is not None else float(self._rng.uniform())
@@ -108,18 +129,34 @@ class DriftMonitor:
 
     def labels(self, missed: int, n_unsupported: int) -> str:
         """Labelled deployed citations: ``missed`` of ``n_unsupported`` unsupported ones passed the guard."""
-        if not 0 <= missed <= n_unsupported:
-            raise ValueError(f"missed ({missed}) must be between 0 and n_unsupported ({n_unsupported})")
-        k, n = self.labels_seen[0] + missed, self.labels_seen[1] + n_unsupported
-        self.labels_seen = (k, n)
-        self.label_p = miss_rate_p(k, n, self.alpha)
-        if self.label_p < self.delta:
+        self.label_test.add(missed, n_unsupported)  # ValueError for a bad count, before anything changes
+        t = self.label_test
+        self.labels_seen = (t.missed, t.n)
+        self.label_p = miss_rate_p(t.missed, t.n, self.alpha)
+        if t.void:
             self.state = "void"
         return self.state
 
     def card(self) -> dict:
         """What a guarantee card says of the monitor."""
-        return {"state": self.state, "martingale": round(self.value, 6), "alarm_at": 1.0 / self.delta,
+        t = self.label_test
+        return {"state": self.state, "meaning": MEANING[self.state],
+                "alarm": ("label-shift robust (any supported share)" if self.robust is not None else
+                          "mixture martingale: fires when the supported share changes too; recalibrate with "
+                          "citebound 0.3.1+ for the label-shift robust alarm"),
+                "martingale": round(self.value, 6), "alarm_at": 1.0 / self.delta,
                 "deployed_scores": self.n_seen, "first_alarm_after": self.alarm_at,
                 "labels": {"missed": self.labels_seen[0], "unsupported": self.labels_seen[1],
+                           "e_value": float(f"{t.value:.6g}"), "void_at": 1.0 / self.delta,
+                           "void_after": t.void_after,
                            "p_value": None if self.label_p is None else float(f"{self.label_p:.6g}")}}
+
+
+# what each state means for a person, and what to do (the card, the audit page, the proxy's header)
+MEANING = {
+    "ok": "no sign that deployed unsupported citations score differently from the calibration's",
+    "suspect": ("deployed scores no longer look like any mix of the calibration's supported and unsupported ones: "
+                "the catch rate may not hold. Label a sample (citebound label --from-reports) and post the labels"),
+    "void": ("returned labels reject the promised catch rate (anytime-valid test at delta): recalibrate on labels "
+             "from this deployment (citebound calibrate --labels)"),
+}

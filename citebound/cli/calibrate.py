@@ -175,14 +175,22 @@ def _sample_summary(summary: dict[str, Any], r: _Read, src: str) -> None:
                                    "ones, the catch rate can fall short of the guarantee")
 
 
+MAX_GRID = 10_001  # thresholds --grid may test
+
+
 def _grid(args: argparse.Namespace, scores: Any) -> np.ndarray:
     from citebound.calibration.ltt import default_grid
 
     try:
-        lo, hi, n = args.grid.split(",")
-        grid = default_grid(float(lo), float(hi), int(n))
+        lo_s, hi_s, n_s = args.grid.split(",")
+        lo, hi, n = float(lo_s), float(hi_s), int(n_s)
     except ValueError:
-        raise CLIError(f"--grid expects LO,HI,N, got {args.grid!r}") from None
+        raise CLIError(f"--grid expects LO,HI,N (two numbers and a count), got {args.grid!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise CLIError(f"--grid {args.grid}: LO and HI must be finite numbers with LO < HI")
+    if not 2 <= n <= MAX_GRID:
+        raise CLIError(f"--grid {args.grid}: N must be 2..{MAX_GRID} thresholds (each is a test; more only costs time)")
+    grid = default_grid(lo, hi, n)
     s = np.asarray(scores, float)
     if s.min() < grid[0] or s.max() > grid[-1]:
         raise CLIError(f"scores range {s.min():.4g}..{s.max():.4g}, outside the grid {grid[0]:g}..{grid[-1]:g}: "

@@ -120,7 +120,30 @@ def iter_json_records(path: str, max_bytes: int | None = None) -> Iterator[tuple
         raise CLIError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
     except (RecursionError, ValueError):
         data = _loads(text, path)  # raises the one-line error
-    yield from enumerate(data if isinstance(data, list) else [data], 1)
+    if isinstance(data, list):
+        raise CLIError(f"{path}: a .json input holds one object, not a list of {len(data)}; for many records write "
+                       "JSONL (one object per line, a .jsonl file)")
+    yield 1, data
+
+
+def strict_records(path: str) -> Iterator[tuple[int, Any]]:
+    """(line, record) of a JSON or JSONL file, the first bad line a CLIError naming file and line."""
+    for n, rec in iter_json_records(path):
+        if isinstance(rec, CLIError):
+            raise rec
+        yield n, rec
+
+
+def is_label(value: Any) -> bool:
+    """A label is the integer 0 or 1 (not true/false, not 0.0): what every reader of labels accepts."""
+    return type(value) is int and value in (0, 1)
+
+
+def is_score(value: Any) -> bool:
+    """A score is a finite JSON number (not a string, not true/false)."""
+    import math
+
+    return type(value) in (int, float) and math.isfinite(value)
 
 
 def parse_answer(rec: Any, where: str) -> tuple[str, list[str], int | None]:
@@ -160,7 +183,7 @@ def labelled_pairs(path: str, with_source: bool) -> list[dict[str, Any]]:
         where = f"{path}:{lineno}"
         if not isinstance(rec, dict) or not isinstance(rec.get("claim"), str) or not isinstance(rec.get("passage"), str):
             raise CLIError(f"{where}: expected 'claim' and 'passage' strings")
-        if isinstance(rec.get("label"), (bool, float)) or rec.get("label") not in (0, 1):
+        if not is_label(rec.get("label")):
             raise CLIError(f"{where}: expected 'label' 0 (unsupported) or 1 (supported), got {rec.get('label')!r}")
         src = rec.get("source") if with_source else None
         if src is not None and not isinstance(src, str):

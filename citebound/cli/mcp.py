@@ -42,7 +42,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from citebound.serving.mcp_server import build_server
+        from citebound.serving.mcp_server import build_server, serve_stdio
     except ImportError as e:
         raise CLIError(f"citebound mcp needs the [mcp] extra (pip install 'citebound[mcp]'): {e}") from None
     from citebound.guarding.guard import Guard
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CLIError(str(e)) from None
     try:
-        build_server(guard).run("stdio")
+        serve_stdio(build_server(guard))
     except ImportError as e:
         raise CLIError(f"citebound mcp needs the [mcp] extra (pip install 'citebound[mcp]'): {e}") from None
     return 0

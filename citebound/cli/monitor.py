@@ -58,31 +58,25 @@ def _calibration(args: argparse.Namespace) -> dict[str, Any]:
     return cal
 
 
-def _lines(path: str):
-    try:
-        fh = open(path, encoding="utf-8")
-    except OSError as e:
-        raise CLIError(f"{path}: cannot read ({e.strerror or e})") from None
-    with fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    yield n, json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise CLIError(f"{path}:{n}: not JSON ({e.msg})") from None
-
-
 def _records(path: str):
-    """The guarded records of a file: one JSON document (an object, or a list of them: `citebound guard`'s
-    output for one .json input) or JSONL."""
-    try:
-        whole = json.loads(open(path, encoding="utf-8").read())
-    except OSError as e:
-        raise CLIError(f"{path}: cannot read ({e.strerror or e})") from None
-    except json.JSONDecodeError:
-        yield from (rec for _, rec in _lines(path))
-        return
-    yield from (whole if isinstance(whole, list) else [whole])
+    """(line, record) of the guarded records of a file: one JSON object or JSONL (``citebound guard``'s output),
+    read as strictly as every other reader (UTF-8, bounded, the first bad line an error naming it)."""
+    from citebound.cli.inputs import strict_records
+
+    yield from strict_records(path)
+
+
+def _scores(path: str, n: int, audit: list[Any]) -> list[float]:
+    from citebound.cli.inputs import is_score
+
+    out = []
+    for a in audit:
+        if not isinstance(a, dict) or a.get("score") is None:
+            continue
+        if not is_score(a["score"]):
+            raise CLIError(f"{path}:{n}: a citation's score must be a finite number, got {str(a['score'])[:40]!r}")
+        out.append(float(a["score"]))
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(f"group {args.group!r}'s calibration carries no monitor_scores: recalibrate")
     mon, target = keeper.monitor, keeper.cal.get("group") or "pooled"
     reports = skipped = other = 0
-    for rec in _records(args.reports):
+    for n, rec in _records(args.reports):
         report = (rec.get("report") or {}) if isinstance(rec, dict) else {}
         audit = report.get("audit") if isinstance(report, dict) else None
         if not isinstance(audit, list):  # an answer the guard refused (its error line) has no report
@@ -108,12 +102,14 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(card, dict) and card.get("calibrated_on", target) != target:
             other += 1
             continue
-        mon.update([a["score"] for a in audit if isinstance(a, dict) and a.get("score") is not None])
+        mon.update(_scores(args.reports, n, audit))
         reports += 1
     if args.labels:
         missed = unsupported = 0
-        for n, rec in _lines(args.labels):
-            if not isinstance(rec, dict) or rec.get("label") not in (0, 1) or not isinstance(rec.get("passed"), bool):
+        from citebound.cli.inputs import is_label
+
+        for n, rec in _records(args.labels):
+            if not isinstance(rec, dict) or not is_label(rec.get("label")) or not isinstance(rec.get("passed"), bool):
                 raise CLIError(f'{args.labels}:{n}: expected {{"label": 0|1, "passed": true|false}}')
             if rec["label"] == 0:
                 unsupported += 1

@@ -49,6 +49,9 @@ def add_parser(sub: Any) -> None:
     sv.add_argument("--max-wait-ms", type=float, default=5.0,
                     help="how long the batcher waits for more requests before scoring (ms)")
     sv.add_argument("--request-timeout", type=float, default=60.0, help="seconds per request before a 504")
+    sv.add_argument("--admin-token-file", metavar="FILE",
+                    help="a file holding the admin token that POST /v1/monitor/labels needs (Authorization: Bearer "
+                         "<token>); without it the service takes no labels")
     sv.add_argument("--reattributor", default="bm25", metavar="NAME", help="bm25 or verifier")
     sv.add_argument("--no-reattribute", action="store_true",
                     help="flag failed citations without looking for a better passage")
@@ -68,6 +71,20 @@ def passages_prompt(args: argparse.Namespace) -> str | None:
     if "{passages}" not in args.passages_prompt:
         raise CLIError("--passages-prompt: the template must contain {passages}")
     return args.passages_prompt
+
+
+def admin_token(path: str | None) -> str | None:
+    """The admin token in ``path`` (its first line, stripped); refused when missing, empty or short."""
+    if path is None:
+        return None
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip().splitlines()[0].strip() if Path(path).is_file() else ""
+    except (OSError, UnicodeDecodeError, IndexError) as e:
+        raise CLIError(f"--admin-token-file {path}: cannot read a token ({e})") from None
+    if len(token) < 16:
+        raise CLIError(f"--admin-token-file {path}: needs a token of at least 16 characters on its first line "
+                       "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))' > FILE)")
+    return token
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
                       model_path=args.model, reattributor=None if args.no_reattribute else args.reattributor,
                       calibrations=args.calibrations, upstream=args.upstream, max_batch_units=args.max_batch_units,
                       max_wait_ms=args.max_wait_ms, request_timeout_s=args.request_timeout,
-                      limits=parse_limits(args.limit), passages_prompt=passages_prompt(args), **policy_kwargs(args))
+                      limits=parse_limits(args.limit), passages_prompt=passages_prompt(args),
+                      admin_token=admin_token(args.admin_token_file), **policy_kwargs(args))
     serve(cfg, host=args.host, port=args.port, workers=args.workers)
     return 0

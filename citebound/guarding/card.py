@@ -46,8 +46,10 @@ class GuaranteeKeeper:
         self.monitor_off = "monitor turned off" if not monitor else ""
         if cal is not None and monitor:
             if cal.get("monitor_scores"):
+                by_class = ((cal["monitor_scores_unsupported"], cal["monitor_scores_supported"])
+                            if cal.get("monitor_scores_unsupported") and cal.get("monitor_scores_supported") else None)
                 self.monitor = DriftMonitor(cal["monitor_scores"], delta=calibration_delta(cal), alpha=float(cal["alpha"]),
-                                            seed=seed)
+                                            seed=seed, by_class=by_class)
             else:
                 self.monitor_off = "the calibration carries no monitor_scores (made before citebound 0.3): recalibrate"
         self._lock = threading.Lock()

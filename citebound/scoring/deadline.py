@@ -92,6 +92,22 @@ class AllOf(_Activatable):
 
 
 
+class AnyOf(_Activatable):
+    """The token of a merged batch: cancelled as soon as one of its jobs' tokens is, so a request that gave up
+    stops holding the verifier at the next check; the batcher then scores the others again without it."""
+
+    def __init__(self, tokens: list[Any]):
+        self.tokens = tokens
+
+    @property
+    def cancelled(self) -> bool:
+        return any(t is not None and t.cancelled for t in self.tokens)
+
+    def check(self) -> None:
+        if self.cancelled:
+            raise Cancelled("a request of this batch was cancelled")
+
+
 CURRENT: contextvars.ContextVar[Any] = contextvars.ContextVar("citebound_work_token", default=None)
 
 

@@ -4,7 +4,9 @@ One worker thread takes the first waiting job, collects more for up to ``max_wai
 ``max_units`` units, scores them in one call and hands each job its slice, as inference servers
 batch. A failure is isolated: when a merged call raises, each of its jobs is scored again alone, so
 only the job whose units cause the error gets it. A job whose caller has given up (its future
-cancelled) is dropped before it is scored.
+cancelled) is dropped before it is scored; one that gives up while its batch is being scored stops the
+call at the verifier's next check, and the batch's other jobs are scored again without it, so a request
+that timed out never holds the verifier for the others.
 """
 from __future__ import annotations
 
@@ -78,10 +80,18 @@ class UnitBatcher:
         """Score the jobs in one call and hand each its slice; if that call raises, score each job alone,
         so only a job whose own units fail gets an exception."""
         try:
-            with deadline.AllOf([j.token for j in jobs]).active():  # stops once every job's request gave up
+            with deadline.AnyOf([j.token for j in jobs]).active():  # stops as soon as one job's request gave up
                 ps = self.scorer.score([c for j in jobs for c in j.claims], [p for j in jobs for p in j.passages])
         except BaseException as e:  # noqa: BLE001 - handed to the jobs that cause it
-            if len(jobs) == 1 or isinstance(e, deadline.Cancelled):
+            if isinstance(e, deadline.Cancelled):  # the requests that gave up leave; the others are scored again
+                gone = [j for j in jobs if j.token is not None and j.token.cancelled]
+                live = [j for j in jobs if j not in gone]
+                for j in gone or jobs:
+                    _settle(j.future, exception=e)
+                if gone and live:
+                    self._score(live)
+                return
+            if len(jobs) == 1:
                 for j in jobs:
                     _settle(j.future, exception=e)
                 return

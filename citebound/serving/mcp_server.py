@@ -86,6 +86,8 @@ def build_server(guard: Guard) -> Any:
             return guard_answer(guard, answer, passages, citation_base, group)
         except GuardInputError as e:
             raise ToolError(str(e)) from None
+        except Exception as e:  # noqa: BLE001 - a bug: still one clear line for the agent, never a silent pass
+            raise ToolError(f"citebound could not guard this answer: {type(e).__name__}: {str(e)[:300]}") from None
 
     @server.tool(name="verify_citation", description=(
         "Score one claim against one passage with the guard's verifier: the score, the verdict under the guard's "
@@ -95,5 +97,106 @@ def build_server(guard: Guard) -> Any:
             return verify_citation(guard, claim, passage)
         except GuardInputError as e:
             raise ToolError(str(e)) from None
+        except Exception as e:  # noqa: BLE001 - as above
+            raise ToolError(f"citebound could not check this citation: {type(e).__name__}: {str(e)[:300]}") from None
 
     return server
+
+
+def rpc_problem(line: str) -> tuple[Any, int, str] | None:
+    """(id, JSON-RPC error code, message) for a line that must be answered with an error before the SDK
+    sees it, or None: not JSON (-32700), not a request object (-32600), ``params`` that is not an object or
+    text that is not well-formed unicode (a lone surrogate escape; -32602). The SDK would drop such a line
+    without a reply, and the host would wait for ever.
+
+    >>> rpc_problem('{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": [1]}')
+    (3, -32602, "'params' must be an object")
+    >>> rpc_problem('{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"a": "\\\\ud800"}}')[1:]
+    (-32602, 'params.a is not well-formed unicode (a lone surrogate)')
+    """
+    import json
+
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError) as e:
+        return None, -32700, f"parse error: {str(e)[:200]}"
+    if not isinstance(msg, dict):
+        return None, -32600, "a JSON-RPC message must be an object"
+    rid = msg.get("id") if isinstance(msg.get("id"), (str, int)) and not isinstance(msg.get("id"), bool) else None
+    if "params" in msg and not isinstance(msg["params"], dict):
+        return rid, -32602, "'params' must be an object"
+    stack: list[tuple[str, Any]] = [("params", msg.get("params")), ("method", msg.get("method"))]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return rid, -32602, f"{path} is not well-formed unicode (a lone surrogate)"
+        elif isinstance(v, dict):
+            stack += [(f"{path}.{k}", x) for k, x in v.items()]
+        elif isinstance(v, list):
+            stack += [(f"{path}[{i}]", x) for i, x in enumerate(v)]
+    return None
+
+
+class _CheckedLines:
+    """stdin's lines for the SDK, less those :func:`rpc_problem` refuses, which are answered here."""
+
+    def __init__(self, stdin: Any, stdout: Any):
+        self.stdin, self.stdout = stdin, stdout
+
+    def __aiter__(self) -> Any:
+        return self._lines()
+
+    async def _lines(self) -> Any:
+        import json
+
+        async for line in self.stdin:
+            if not line.strip():
+                continue
+            problem = rpc_problem(line)
+            if problem is None:
+                yield line
+                continue
+            rid, code, message = problem
+            if rid is None and code == -32602:
+                continue  # a notification: it gets no reply
+            await self.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}})
+                                    + "\n")
+            await self.stdout.flush()
+
+
+class _LockedLines:
+    """stdout for two writers (the SDK and :class:`_CheckedLines`): each line is written whole."""
+
+    def __init__(self, out: Any):
+        import anyio
+
+        self.out, self.lock = out, anyio.Lock()
+
+    async def write(self, text: str) -> None:
+        async with self.lock:
+            await self.out.write(text)
+
+    async def flush(self) -> None:
+        async with self.lock:
+            await self.out.flush()
+
+
+def serve_stdio(server: Any) -> None:
+    """Run the MCP server on stdin/stdout, every request answered (a malformed one with its JSON-RPC error)."""
+    import sys
+    from io import TextIOWrapper
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def main() -> None:
+        out = _LockedLines(anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8", write_through=True)))
+        lines = _CheckedLines(anyio.wrap_file(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")), out)
+        async with stdio_server(stdin=lines, stdout=out) as (read_stream, write_stream):
+            low = server._lowlevel_server
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+
+    anyio.run(main)

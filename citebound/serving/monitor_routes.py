@@ -1,11 +1,19 @@
 """The drift monitors of the served calibration profiles: ``GET /v1/monitor`` (each profile's guarantee
 card), ``POST /v1/monitor/labels`` (labels of deployed citations: how many unsupported ones passed), and
-``GET /metrics`` (Prometheus, the monitors' gauges set at each scrape)."""
+``GET /metrics`` (Prometheus, the monitors' gauges set at each scrape).
+
+Posting labels changes what every client gets (``--on-void flag-all`` stops every citation passing), so it
+needs the admin token: ``citebound serve --admin-token-file FILE``, sent as ``Authorization: Bearer <token>``.
+Without the header, or with another token, the answer is 401; a service started without a token file refuses
+every label post (403) and says how to enable it. Guarding stays open."""
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+import secrets
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from citebound.serving.state import GuardInputError, ServiceState, refuse
@@ -15,7 +23,7 @@ class LabelsIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     profile: str | None = Field(None, description="the calibration profile (null: the default guard)")
     missed: int = Field(..., ge=0, description="labelled unsupported citations the guard passed")
-    unsupported: int = Field(..., ge=1, le=10_000_000, description="labelled unsupported citations in the sample")
+    unsupported: int = Field(..., ge=1, le=1_000_000, description="labelled unsupported citations in the sample")
     group: str | None = Field(None, max_length=200, description="the calibration group they belong to (null: pooled)")
 
 
@@ -42,8 +50,12 @@ def router(state: ServiceState) -> APIRouter:
     async def monitor():
         return {name or "default": _cards(g) for name, g in state.registry.guards.items()}
 
-    @r.post("/v1/monitor/labels", responses={422: {"description": "bad input, or a profile without a monitor"}})
-    async def labels(req: LabelsIn):
+    @r.post("/v1/monitor/labels", responses={401: {"description": "no or wrong admin token"},
+                                             403: {"description": "the service has no admin token"},
+                                             422: {"description": "bad input, or a profile without a monitor"}})
+    async def labels(req: LabelsIn, request: Request):
+        if (denied := admin_denied(state, request)) is not None:
+            return denied
         try:
             guard = state.registry.guard_for(req.profile)
             keeper, fallback = guard.calibrations.resolve(req.group)
@@ -55,3 +67,19 @@ def router(state: ServiceState) -> APIRouter:
         return keeper.card(req.group)
 
     return r
+
+
+def admin_denied(state: ServiceState, request: Request) -> JSONResponse | None:
+    """None when the request carries the service's admin token (``Authorization: Bearer <token>``); else the
+    401 (or, with no token configured, 403) to answer."""
+    token = state.cfg.admin_token
+    if not token:
+        return JSONResponse({"detail": "this service has no admin token, so it takes no labels: start it with "
+                                       "--admin-token-file FILE"}, status_code=403)
+    given = request.headers.get("authorization", "")
+    scheme, _, value = given.partition(" ")
+    if scheme.lower() != "bearer" or not secrets.compare_digest(value.strip().encode(), token.encode()):
+        return JSONResponse({"detail": "posting labels needs the admin token: Authorization: Bearer <token> "
+                                       "(the file given to --admin-token-file)"}, status_code=401,
+                            headers={"WWW-Authenticate": "Bearer"})
+    return None

@@ -37,6 +37,8 @@ class ServeConfig:
     on_error: str = "closed"
     on_void: str = "annotate"
     uncited: str = "flag"
+    # the token that state-changing monitor routes need (Authorization: Bearer ...); None: they refuse
+    admin_token: str | None = None
 
 
 DEFAULT_PASSAGES_PROMPT = ("Answer from these passages only, and cite each claim with the number of the passage that "

@@ -41,15 +41,19 @@ class StreamFailure(Exception):
         self.code = code
 
 
-async def sse_events(resp: Any, cap: int) -> AsyncIterator[Any]:
+async def sse_events(resp: Any, cap: int, seconds: float | None = None) -> AsyncIterator[Any]:
     """The JSON data of each server-sent event (or :data:`DONE` for ``[DONE]``), reading at most ``cap``
-    bytes; StreamFailure on bad UTF-8, malformed JSON or more bytes than ``cap``."""
+    bytes for at most ``seconds`` in all (each read is bounded by the client's read timeout besides);
+    StreamFailure on bad UTF-8, malformed JSON, more bytes than ``cap`` or a stream past ``seconds``."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     buf, data, n = "", [], 0
+    end = None if seconds is None else time.monotonic() + seconds
     async for chunk in resp.aiter_raw():
         n += len(chunk)
         if n > cap:
             raise StreamFailure(f"the upstream's stream is over {cap} bytes (max_upstream_bytes)", "limit")
+        if end is not None and time.monotonic() > end:
+            raise StreamFailure(f"the upstream's stream took longer than {seconds:g} s in all (max_stream_s)", "limit")
         try:
             buf += decoder.decode(chunk)
         except UnicodeDecodeError:
@@ -154,7 +158,7 @@ class StreamRun:
         finish, done = None, False
         yield self.meta.chunk({"role": "assistant", "content": ""})
         try:
-            async for ev in sse_events(resp, limits.max_upstream_bytes):
+            async for ev in sse_events(resp, limits.max_upstream_bytes, limits.max_stream_s):
                 if ev is DONE:
                     done = True
                     break

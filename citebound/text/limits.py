@@ -64,13 +64,15 @@ class Limits:
     max_upstream_bytes: int = 8 * 1024 * 1024  # the guarding proxy's read of its upstream's answer (or stream)
     max_stream_held_chars: int = 100_000  # streamed text held waiting for its sentence to end
     upstream_read_timeout_s: int = 60  # seconds the proxy waits for the upstream's next bytes
+    max_stream_s: int = 600  # seconds a streamed answer may take in all (a trickling upstream is cut there)
 
     # hard ceilings: no setting may pass these (so one flag cannot bring a memory or CPU bomb back)
     CEILINGS: ClassVar[dict[str, int]] = {
         "max_range": 10_000, "max_citations_per_sentence": 2_000, "max_citations_per_answer": 50_000,
         "max_sentences": 100_000, "max_passages": 10_000, "max_passage_chars": 10_000_000,
         "max_answer_chars": 5_000_000, "max_request_bytes": 256 * 1024 * 1024, "max_answers_per_request": 10_000,
-        "max_upstream_bytes": 64 * 1024 * 1024, "max_stream_held_chars": 1_000_000, "upstream_read_timeout_s": 3600}
+        "max_upstream_bytes": 64 * 1024 * 1024, "max_stream_held_chars": 1_000_000, "upstream_read_timeout_s": 3600,
+        "max_stream_s": 86_400}
 
     def __post_init__(self) -> None:
         for f in fields(self):

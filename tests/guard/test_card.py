@@ -51,8 +51,26 @@ def test_no_calibration_or_an_old_one_says_the_monitor_is_off():
     assert r.guarantee_card["monitor"]["state"] == "off" and "recalibrate" in r.guarantee_card["monitor"]["reason"]
 
 
-def test_the_card_and_the_state_over_http():
+ADMIN = "a-test-admin-token-0123456789"
+
+
+def test_labels_need_the_admin_token():
+    with running(ServeConfig(verifier="lexical", admin_token=ADMIN)) as url, httpx.Client(timeout=30) as c:
+        body = {"missed": 9, "unsupported": 10}
+        assert c.post(f"{url}/v1/monitor/labels", json=body).status_code == 401
+        wrong = c.post(f"{url}/v1/monitor/labels", json=body, headers={"Authorization": f"Bearer {ADMIN}x"})
+        assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
+        assert c.get(f"{url}/v1/monitor").json()["default"]["monitor"]["state"] != "void"  # nothing changed
+        ok = c.post(f"{url}/v1/monitor/labels", json=body, headers={"Authorization": f"Bearer {ADMIN}"})
+        assert ok.status_code == 200 and ok.json()["monitor"]["state"] == "void"
     with running(ServeConfig(verifier="lexical")) as url, httpx.Client(timeout=30) as c:
+        none = c.post(f"{url}/v1/monitor/labels", json=body, headers={"Authorization": f"Bearer {ADMIN}"})
+        assert none.status_code == 403 and "--admin-token-file" in none.text
+
+
+def test_the_card_and_the_state_over_http():
+    with running(ServeConfig(verifier="lexical", admin_token=ADMIN)) as url, \
+            httpx.Client(timeout=30, headers={"Authorization": f"Bearer {ADMIN}"}) as c:
         r = c.post(f"{url}/v1/guard", json={"answer": EXAMPLE["answer"], "passages": EXAMPLE["passages"]}).json()
         card = r["results"][0]["report"]["guarantee_card"] if "results" in r else r["report"]["guarantee_card"]
         assert card["monitor"]["state"] in ("ok", "suspect") and card["monitor"]["deployed_scores"] == 3
@@ -67,8 +85,12 @@ def test_the_card_and_the_state_over_http():
         assert 'citebound_monitor_state{group="pooled",profile="default",state="ok"} 0.0' in metrics
         r = c.post(f"{url}/v1/guard", json={"answer": EXAMPLE["answer"], "passages": EXAMPLE["passages"]}).json()
         card = r["results"][0]["report"]["guarantee_card"] if "results" in r else r["report"]["guarantee_card"]
+        # the betting e-process by hand: 20 bets lam = f / alpha, f = (j + .5) / 20 * .98; 9 misses and 1 catch of 10
+        fs = [(j + 0.5) / 20 * 0.98 for j in range(20)]
+        e_value = sum((1 + 9 * f) ** 9 * (1 - f) for f in fs) / 20
         assert card["monitor"]["state"] == "void" and card["monitor"]["labels"] == {
-            "missed": 9, "unsupported": 10, "p_value": pytest.approx(9.1e-9, rel=0.01)}
+            "missed": 9, "unsupported": 10, "p_value": pytest.approx(9.1e-9, rel=0.01),
+            "e_value": pytest.approx(e_value, rel=1e-5), "void_at": 10.0, "void_after": 10}
 
 
 def test_citebound_monitor_reads_guarded_reports_offline(tmp_path, capsys):

@@ -155,7 +155,9 @@ def test_the_service_guards_and_monitors_per_group(cal_path, tmp_path):
     folder.mkdir()
     assert main(["calibrate", "--scores", str(src), "--verifier", "lexical", "--out", str(folder / "lab.json")]) == 0
     body = {"answer": ANSWER, "passages": ["Cells make ATP.", "Mitochondria divide."], "calibration": "lab"}
-    with running(ServeConfig(verifier="lexical", calibrations=str(folder))) as url, httpx.Client(timeout=30) as c:
+    token = "a-test-admin-token-0123456789"
+    with running(ServeConfig(verifier="lexical", calibrations=str(folder), admin_token=token)) as url, \
+            httpx.Client(timeout=30, headers={"Authorization": f"Bearer {token}"}) as c:
         card = c.post(f"{url}/v1/guard", json=body | {"group": "big"}).json()["report"]["guarantee_card"]
         assert (card["group"], card["tau"], card["monitor"]["deployed_scores"]) == ("big", 0.21, 2)
         card = c.post(f"{url}/v1/guard", json=body | {"group": "small"}).json()["report"]["guarantee_card"]

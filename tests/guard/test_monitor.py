@@ -69,9 +69,17 @@ def test_the_label_test_against_scipy_and_void():
     assert miss_rate_p(5, 10, 0.1) == pytest.approx(stats.binom.sf(4, 10, 0.1), rel=1e-12)
     assert miss_rate_p(0, 10, 0.1) == 1.0
     m = DriftMonitor([0.2, 0.4], delta=0.1, alpha=0.1)
-    assert m.labels(1, 10) == "ok"   # P(Bin(10, .1) >= 1) = 0.651
-    assert m.labels(4, 10) == "void"  # 5 of 20: P(Bin(20, .1) >= 5) = 0.043 < 0.1
+    fs = [(j + 0.5) / 20 * 0.98 for j in range(20)]  # the betting e-process by hand: bets lam = f / alpha
+
+    def e(k, n):
+        return sum((1 + 9 * f) ** k * (1 - f) ** (n - k) for f in fs) / 20
+
+    assert m.labels(1, 10) == "ok" and m.label_test.value == pytest.approx(e(1, 10), rel=1e-9)
+    # 5 of 20: a fixed-n binomial test would reject (P(Bin(20, .1) >= 5) = 0.043 < 0.1), but it is not valid
+    # at every look; the e-process, valid at every look, is not yet past 1/delta
+    assert m.labels(4, 10) == "ok" and e(5, 20) < 10 and stats.binom.sf(4, 20, 0.1) < 0.1
     assert m.label_p == pytest.approx(stats.binom.sf(4, 20, 0.1), rel=1e-12)
+    assert m.labels(5, 10) == "void" and e(10, 30) >= 10 and m.label_test.void_after == 30
     with pytest.raises(ValueError):
         m.labels(3, 2)
     with pytest.raises(ValueError, match="finite"):

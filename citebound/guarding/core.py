@@ -23,6 +23,7 @@ statistics), only citation parsing, re-attribution and the verifier windows.
 """
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -114,15 +115,17 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
                                             max_citations=limits.max_citations_per_sentence)
         total += len(cites[s.index])
         limits.check_citations(len(cites[s.index]), total, s.index)
-    odd = {}
-    for s in sents:  # brackets a reader takes for citations that the guard cannot read: never dropped
-        parsed = [(c.start, c.end) for c in cites[s.index]]
-        found = [(m.start(), m.end()) for m in SUSPECT_RE.finditer(view, s.start, s.end)
-                 if not any(lo < m.end() and m.start() < hi for lo, hi in parsed)]
-        if found:
-            odd[s.index] = found
-            total += len(found)
-            limits.check_citations(len(cites[s.index]) + len(found), total, s.index)
+    odd: dict[int, list[tuple[int, int]]] = {}
+    parsed = sorted((c.start, c.end) for cs in cites.values() for c in cs)
+    starts = [s.start for s in sents]
+    for m in SUSPECT_RE.finditer(view):  # brackets a reader takes for citations that the guard cannot read
+        k = bisect.bisect_left(parsed, (m.end(), -1))
+        if k and parsed[k - 1][1] > m.start() or not sents:
+            continue  # overlaps a parsed marker
+        si = sents[max(bisect.bisect_right(starts, m.start()) - 1, 0)].index
+        odd.setdefault(si, []).append((m.start(), m.end()))
+        total += 1
+        limits.check_citations(len(cites[si]) + len(odd[si]), total, si)
     claims = {si: strip_markers(drop_invisible(sents[si].text)) for si, cs in cites.items() if cs or si in odd}
     uncited = [s.index for s in sents if s.index not in claims and _uncited(drop_invisible(s.text))]
     report = GuardReport(n_sentences=len(sents), n_cited_sentences=len(claims), guarantee=guarantee,

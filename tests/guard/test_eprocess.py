@@ -1,0 +1,108 @@
+"""The anytime-valid label test and the label-shift robust alarm, by simulation: many draws, the realised
+rate, and its Clopper-Pearson bound against delta; a planted shortcut (a fixed-n binomial test re-run after
+every look) must fail the same simulation."""
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from citebound.calibration.eprocess import KAPPA, EPS, MissRateTest, ShiftRobustAlarm, log_bets, log_wealth
+
+ALPHA, DELTA = 0.1, 0.1
+
+
+def cp_upper(k, n, level=0.95):
+    return 1.0 if k == n else float(stats.beta.ppf(level, k + 1, n - k))
+
+
+def ever_void(paths, batch):
+    """Whether each path of 0/1 misses turns void when labels are posted ``batch`` at a time."""
+    k = np.cumsum(paths, axis=1)[:, batch - 1::batch]
+    n = np.arange(batch, paths.shape[1] + 1, batch)
+    lw = k[..., None] * np.log1p(np.asarray(np.arange(20) + 0.5) / 20 * 0.98 / ALPHA * (1 - ALPHA))[None, None, :] \
+        + (n[None, :, None] - k[..., None]) * np.log1p(-(np.arange(20) + 0.5) / 20 * 0.98)[None, None, :]
+    e = np.exp(lw).mean(axis=2)
+    return (e >= 1 / DELTA).any(axis=1)
+
+
+def test_the_betting_formula_matches_the_class():
+    t = MissRateTest(ALPHA, DELTA)
+    t.add(3, 7)
+    t.add(0, 5)
+    fs = [(j + 0.5) / 20 * 0.98 for j in range(20)]
+    assert t.value == pytest.approx(sum((1 + 9 * f) ** 3 * (1 - f) ** 9 for f in fs) / 20, rel=1e-12)
+    assert np.exp(log_wealth(3, 12, ALPHA)).mean() == pytest.approx(t.value, rel=1e-12)
+    with pytest.raises(ValueError):
+        t.add(2, 1)
+    with pytest.raises(ValueError):
+        t.add(0, MissRateTest.MAX_POST + 1)
+
+
+@pytest.mark.parametrize("batch", [1000, 100, 10, 1])
+def test_false_void_stays_under_delta_however_labels_are_batched(batch):
+    rng = np.random.default_rng(batch)
+    paths = (rng.random((2000, 1000)) < ALPHA).astype(int)  # the true miss rate is exactly alpha
+    voids = int(ever_void(paths, batch).sum())
+    assert cp_upper(voids, 2000) <= DELTA, (batch, voids)
+    # the class agrees with the vectorised formula on the first paths
+    for p in paths[:20]:
+        t = MissRateTest(ALPHA, DELTA)
+        for i in range(0, 1000, batch):
+            t.add(int(p[i:i + batch].sum()), batch)
+        assert t.void == bool(ever_void(p[None], batch)[0])
+
+
+def test_a_fixed_n_binomial_test_at_every_look_fails_the_same_simulation():
+    rng = np.random.default_rng(7)
+    paths = (rng.random((2000, 1000)) < ALPHA).astype(int)
+    k = np.cumsum(paths, axis=1)[:, 9::10]
+    n = np.arange(10, 1001, 10)
+    p = stats.binom.sf(k - 1, n[None, :], ALPHA)
+    naive = int((p < DELTA).any(axis=1).sum())
+    assert naive / 2000 > 2 * DELTA  # the shortcut voids valid calibrations far more often than delta
+
+
+def test_power_at_twice_alpha():
+    rng = np.random.default_rng(3)
+    paths = (rng.random((500, 1000)) < 2 * ALPHA).astype(int)
+    assert ever_void(paths, 1).mean() > 0.95  # nearly always void within 1,000 labels
+
+
+def test_every_betting_function_integrates_to_one():
+    for j in range(2 * len(EPS) + len(KAPPA)):
+        val, _ = integrate.quad(lambda p: float(np.exp(log_bets(np.array(p))[j])), 0, 1, limit=200)
+        assert val == pytest.approx(1.0, abs=1e-3), j
+
+
+def _stream(rng, n, pi, neg=(2, 8)):
+    sup = rng.random(n) < pi
+    return np.where(sup, rng.beta(8, 2, n), rng.beta(*neg, n))
+
+
+@pytest.mark.parametrize("pi", [0.1, 0.5, 0.95])
+def test_the_alarm_ignores_a_change_of_the_supported_share(pi):
+    """Calibrated at a supported share of 0.2; deployed at another share, the unsupported class unchanged."""
+    rng = np.random.default_rng(int(pi * 100))
+    alarms = 0
+    for r in range(40):
+        a = ShiftRobustAlarm(_stream(rng, 1000, 0.0), _stream(rng, 250, 1.0), DELTA, seed=r)
+        alarms += a.update(_stream(rng, 500, pi))
+    assert cp_upper(alarms, 40) <= 0.2  # 40 draws: the CI's upper end (<= delta needs the DAG's 200 x 1000)
+    assert alarms <= 4
+
+
+def test_the_alarm_fires_when_unsupported_citations_score_between_the_classes():
+    rng = np.random.default_rng(11)
+    fired = 0
+    for r in range(20):
+        a = ShiftRobustAlarm(_stream(rng, 1000, 0.0), _stream(rng, 250, 1.0), DELTA, seed=r)
+        fired += a.update(_stream(rng, 2000, 0.5, neg=(5, 5)))
+    assert fired >= 10
+
+
+def test_the_alarm_costs_the_same_per_update_however_long_the_stream():
+    a = ShiftRobustAlarm([0.1, 0.2], [0.8, 0.9], DELTA)
+    size = a._log.nbytes
+    a.update(np.linspace(0, 1, 5000))
+    assert a._log.nbytes == size and a.n_seen == 5000 and math.isfinite(math.log(max(a.value, 1e-300)))

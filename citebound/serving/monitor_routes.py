@@ -8,9 +8,8 @@ Without the header, or with another token, the answer is 401; a service started 
 every label post (403) and says how to enable it. Guarding stays open."""
 from __future__ import annotations
 
-from typing import Any
-
 import secrets
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse

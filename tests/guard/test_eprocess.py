@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from citebound.calibration.eprocess import KAPPA, EPS, MissRateTest, ShiftRobustAlarm, log_bets, log_wealth
+from citebound.calibration.eprocess import EPS, KAPPA, MissRateTest, ShiftRobustAlarm, log_bets, log_wealth
 
 ALPHA, DELTA = 0.1, 0.1
 
@@ -71,7 +71,7 @@ def test_power_at_twice_alpha():
 
 def test_every_betting_function_integrates_to_one():
     for j in range(2 * len(EPS) + len(KAPPA)):
-        val, _ = integrate.quad(lambda p: float(np.exp(log_bets(np.array(p))[j])), 0, 1, limit=200)
+        val, _ = integrate.quad(lambda p, j=j: float(np.exp(log_bets(np.array(p))[j])), 0, 1, limit=200)
         assert val == pytest.approx(1.0, abs=1e-3), j
 
 

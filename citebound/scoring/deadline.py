@@ -79,33 +79,25 @@ class WorkToken(_Activatable):
 class AllOf(_Activatable):
     """The token of a merged batch: cancelled only when every one of its jobs' tokens is."""
 
+    combine = staticmethod(all)
+
     def __init__(self, tokens: list[Any]):
         self.tokens = tokens
 
     @property
     def cancelled(self) -> bool:
-        return all(t is not None and t.cancelled for t in self.tokens)
+        return self.combine(t is not None and t.cancelled for t in self.tokens)
 
     def check(self) -> None:
         if self.cancelled:
-            raise Cancelled("every request of this batch was cancelled")
+            raise Cancelled(f"{'every' if self.combine is all else 'a'} request of this batch was cancelled")
 
 
-
-class AnyOf(_Activatable):
+class AnyOf(AllOf):
     """The token of a merged batch: cancelled as soon as one of its jobs' tokens is, so a request that gave up
     stops holding the verifier at the next check; the batcher then scores the others again without it."""
 
-    def __init__(self, tokens: list[Any]):
-        self.tokens = tokens
-
-    @property
-    def cancelled(self) -> bool:
-        return any(t is not None and t.cancelled for t in self.tokens)
-
-    def check(self) -> None:
-        if self.cancelled:
-            raise Cancelled("a request of this batch was cancelled")
+    combine = staticmethod(any)
 
 
 CURRENT: contextvars.ContextVar[Any] = contextvars.ContextVar("citebound_work_token", default=None)

@@ -80,6 +80,7 @@ class DriftMonitor:
     alarm_at: int | None = None
     labels_seen: tuple[int, int] = (0, 0)
     label_p: float | None = None
+    history: list = field(default_factory=list)  # resets: who and when
     _seen: list[float] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -137,6 +138,40 @@ class DriftMonitor:
             self.state = "void"
         return self.state
 
+    def dump(self) -> dict:
+        """The monitor's state as a JSON object of fixed size (for :mod:`citebound.calibration.state`)."""
+        t = self.label_test
+        out = {"state": self.state, "n_seen": self.n_seen, "alarm_at": self.alarm_at,
+               "labels": [t.missed, t.n, t.void_after], "history": self.history[-50:]}
+        if self.robust is not None:
+            out["robust"] = self.robust._log.round(12).tolist()
+        else:  # the mixture martingale (its growing reference of deployed scores stays in this process)
+            out["mixture"] = [self.log_m, self._log_parts.round(12).tolist()]
+        return out
+
+    def load(self, st: dict | None) -> DriftMonitor:
+        """Take the state :meth:`dump` gave (None: the state of a fresh monitor)."""
+        from citebound.calibration.eprocess import MissRateTest
+
+        if st is None:
+            st = {"state": "ok", "n_seen": 0, "alarm_at": None, "labels": [0, 0, None], "history": []}
+        self.state, self.n_seen, self.alarm_at = st["state"], int(st["n_seen"]), st["alarm_at"]
+        self.history = list(st.get("history") or [])
+        missed, n, void_after = st["labels"]
+        self.label_test = MissRateTest(self.alpha, self.delta, missed=int(missed), n=int(n),
+                                       void=void_after is not None, void_after=void_after)
+        self.labels_seen = (int(missed), int(n))
+        self.label_p = miss_rate_p(int(missed), int(n), self.alpha) if n else None
+        if self.robust is not None:
+            r = self.robust
+            r._log = np.array(st["robust"], float) if "robust" in st else np.zeros_like(r._log)
+            r.n_seen, r.suspect, r.alarm_at = self.n_seen, self.alarm_at is not None, self.alarm_at
+        elif "mixture" in st:
+            self.log_m, self._log_parts = float(st["mixture"][0]), np.array(st["mixture"][1], float)
+        else:
+            self.log_m, self._log_parts = 0.0, np.zeros(len(EPS_GRID))
+        return self
+
     def card(self) -> dict:
         """What a guarantee card says of the monitor."""
         t = self.label_test
@@ -145,7 +180,7 @@ class DriftMonitor:
                           "mixture martingale: fires when the supported share changes too; recalibrate with "
                           "citebound 0.3.1+ for the label-shift robust alarm"),
                 "martingale": round(self.value, 6), "alarm_at": 1.0 / self.delta,
-                "deployed_scores": self.n_seen, "first_alarm_after": self.alarm_at,
+                "deployed_scores": self.n_seen, "first_alarm_after": self.alarm_at, "history": self.history[-10:],
                 "labels": {"missed": self.labels_seen[0], "unsupported": self.labels_seen[1],
                            "e_value": float(f"{t.value:.6g}"), "void_at": 1.0 / self.delta,
                            "void_after": t.void_after,

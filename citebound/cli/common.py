@@ -130,6 +130,11 @@ def add_policy_args(p: Any) -> None:
     p.add_argument("--block-above", type=float, metavar="X",
                    help="with --action block: the review budget (share of citations failed or unchecked, 0..1) past "
                         "which an answer is withheld")
+    p.add_argument("--state", metavar="URL",
+                   help="where the drift monitors keep their state: a SQLite file (PATH or sqlite:///PATH; every "
+                        "process on this node that names it shares one monitor, and it survives restarts) or "
+                        "redis://HOST:PORT/DB (replicas on several nodes; needs the [redis] extra); default: this "
+                        "process's memory")
     p.add_argument("--uncited", choices=["flag", "ignore"], default="flag",
                    help="a sentence that cites nothing was not checked: flag counts it toward the review budget (and "
                         "so --action block); ignore leaves it out. Either way the report counts it ('uncited')")
@@ -156,4 +161,4 @@ def policy_kwargs(args: Any) -> dict[str, Any]:
     if action != "block" and args.block_above is not None:
         raise CLIError("--block-above is only for --action block")
     return {"action": action, "block_above": args.block_above, "on_error": args.on_error, "on_void": args.on_void,
-            "uncited": args.uncited}
+            "uncited": args.uncited, "state": args.state}

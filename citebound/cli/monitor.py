@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(card, dict) and card.get("calibrated_on", target) != target:
             other += 1
             continue
-        mon.update(_scores(args.reports, n, audit))
+        keeper.observe_scores(_scores(args.reports, n, audit))
         reports += 1
     if args.labels:
         missed = unsupported = 0

@@ -104,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
     for name in ("workers", "max_batch_units"):
         if getattr(args, name) < 1:
             raise CLIError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.workers > 1 and args.state is None:
+        raise CLIError(f"--workers {args.workers} needs --state PATH (a SQLite file the workers share, so they keep one "
+                       "drift monitor) or --state redis://HOST:PORT/DB")
     if not args.request_timeout > 0 or args.max_wait_ms < 0:
         raise CLIError("--request-timeout must be > 0 and --max-wait-ms >= 0")
     cfg = ServeConfig(verifier=args.verifier, runtime=runtime_args(args), overrides=parse_overrides(args.override),

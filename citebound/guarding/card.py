@@ -36,12 +36,24 @@ def calibration_delta(cal: Mapping[str, Any]) -> float:
 
 
 class GuaranteeKeeper:
+    """One calibration's card and drift monitor. ``store`` (:mod:`citebound.calibration.state`): where the
+    monitor's state lives, under ``key`` (the calibration's hash and group), so that every worker and replica
+    sharing the store shares one monitor; each update is one atomic transaction of the store."""
+
     def __init__(self, cal: Mapping[str, Any] | None, *, monitor: bool = True, on_void: str = "annotate",
-                 seed: int = 0):
+                 seed: int = 0, store: Any = None, group: str | None = None):
+        from citebound.calibration.state import MemoryStore
+
         if on_void not in ON_VOID:
             raise ValueError(f"on_void must be one of {list(ON_VOID)}, got {on_void!r}")
         self.cal, self.on_void = cal, on_void
         self.hash = calibration_hash(cal) if cal is not None else None
+        self.store = store if store is not None else MemoryStore()
+        self.key = f"{self.hash}:{group or (cal or {}).get('group') or 'pooled'}"
+        if self.store.shared:  # each process draws its own tie-breaking uniforms (shared seeds would correlate them)
+            import os
+
+            seed = int.from_bytes(os.urandom(8), "little")
         self.monitor: DriftMonitor | None = None
         self.monitor_off = "monitor turned off" if not monitor else ""
         if cal is not None and monitor:
@@ -52,11 +64,33 @@ class GuaranteeKeeper:
                                             seed=seed, by_class=by_class)
             else:
                 self.monitor_off = "the calibration carries no monitor_scores (made before citebound 0.3): recalibrate"
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+
+    def _refresh(self) -> None:
+        """The monitor as the store has it now (another worker may have changed it)."""
+        if self.monitor is not None and self.store.shared:
+            self.monitor.load(self.store.get(self.key))
+
+    def _apply(self, change: Any) -> Any:
+        """Apply ``change(monitor)`` to the stored state in one transaction; returns what it returned."""
+        out = []
+
+        def fn(st: Any) -> Any:
+            self.monitor.load(st)
+            out.append(change(self.monitor))
+            return self.monitor.dump()
+
+        with self._lock:
+            self.store.update(self.key, fn)
+        return out[0]
 
     @property
     def state(self) -> str:
-        return self.monitor.state if self.monitor is not None else "off"
+        if self.monitor is None:
+            return "off"
+        with self._lock:
+            self._refresh()
+            return self.monitor.state
 
     @property
     def flag_all(self) -> bool:
@@ -67,16 +101,36 @@ class GuaranteeKeeper:
         """Feed the monitor the scores of the citations these reports verified (an invalid pointer has none)."""
         if self.monitor is None:
             return
-        scores = [a.score for r in reports for a in r.audit if a.score is not None]  # an invalid pointer has none
-        with self._lock:
-            self.monitor.update(scores)
+        self.observe_scores([a.score for r in reports for a in r.audit if a.score is not None])  # invalid: none
+
+    def observe_scores(self, scores: list[float]) -> None:
+        """Feed the monitor deployed citations' scores, in one transaction of the store."""
+        if self.monitor is not None and scores:
+            self._apply(lambda m: m.update(scores))
 
     def labels(self, missed: int, n_unsupported: int) -> str:
         """Returned labels of deployed citations: ``missed`` of ``n_unsupported`` unsupported ones passed."""
         if self.monitor is None:
             raise ValueError(f"no drift monitor on this guard ({self.monitor_off or 'no calibration'})")
-        with self._lock:
-            return self.monitor.labels(missed, n_unsupported)
+        return self._apply(lambda m: m.labels(missed, n_unsupported))
+
+    def reset(self, by: str) -> str:
+        """Start the monitor afresh (after a recalibration was deployed, say); the card's history keeps who
+        reset it and when."""
+        import datetime
+
+        if self.monitor is None:
+            raise ValueError(f"no drift monitor on this guard ({self.monitor_off or 'no calibration'})")
+        at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+
+        def fresh(m: Any) -> str:
+            history = m.history + [{"reset_at": at, "by": by[:200], "was": m.state, "deployed_scores": m.n_seen,
+                                    "labels": list(m.labels_seen)}]
+            m.load(None)
+            m.history = history
+            return m.state
+
+        return self._apply(fresh)
 
     def card(self, group: str | None = None, fallback: str | None = None) -> dict[str, Any]:
         """The card of a request; ``group`` is the group it named and ``fallback`` why that group uses
@@ -86,6 +140,7 @@ class GuaranteeKeeper:
                     "monitor": {"state": "off", "reason": "no calibration"}}
         cal = self.cal
         with self._lock:
+            self._refresh()
             monitor = self.monitor.card() if self.monitor is not None else {"state": "off", "reason": self.monitor_off}
         if self.flag_all:
             monitor["action"] = "flag-all: every citation goes to review until the guard is recalibrated"
@@ -117,7 +172,7 @@ class Calibrations:
             sub = read_calibration(entry)
             if verifier is not None and hasattr(verifier, "hash"):
                 check_verifier(sub, verifier.name, verifier.hash, f"calibration group {name!r}")
-            self.groups[str(name)] = GuaranteeKeeper(sub, **keeper)
+            self.groups[str(name)] = GuaranteeKeeper(sub, group=str(name), **keeper)
 
     def names(self) -> list[str]:
         return sorted(set(self.groups) | set(self.fallback))

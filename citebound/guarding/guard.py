@@ -35,6 +35,9 @@ class Guard:
     means the verifier's own verdict decides. ``runtime``, ``overrides``, ``model_path`` and
     ``cache_dir`` go to :func:`citebound.scoring.loader.load_scorer`. ``limits``: the input bounds
     (:class:`~citebound.text.limits.Limits`; safe defaults), enforced before any expansion or scoring.
+    ``state``: where the drift monitors keep their state (``memory://``, the default; ``sqlite:///PATH``;
+    ``redis://HOST:PORT/DB``; or a :class:`~citebound.calibration.state.StateStore`): guards that share it
+    share one monitor per calibration and group.
 
     >>> g = Guard("lexical")
     >>> text, report = g.guard("Mitochondria produce ATP [1].", ["Mitochondria produce ATP in cells."])
@@ -49,7 +52,7 @@ class Guard:
                  model_path: str | None = None, cache_dir: str | None = None, limits: Limits | None = None,
                  default_calibration: bool = True, mark_reattributed: bool = True, monitor: bool = True,
                  on_void: str = "annotate", action: str | None = None, block_above: float | None = None,
-                 on_error: str = "closed", uncited: str = "flag"):
+                 on_error: str = "closed", uncited: str = "flag", state: Any = None):
         from citebound.calibration.files import CalibrationError, check_verifier, guarantee_line, read_calibration
         from citebound.guarding.card import Calibrations
 
@@ -84,7 +87,11 @@ class Guard:
         self.base, self.remove, self.mark_reattributed = base, self.action == "remove", mark_reattributed
         self.limits = limits or Limits()
         try:
-            self.calibrations = Calibrations(self.calibration, self.scorer, monitor=monitor, on_void=on_void)
+            from citebound.calibration.state import StateStore, open_store
+
+            store = state if isinstance(state, StateStore) else open_store(state)
+            self.calibrations = Calibrations(self.calibration, self.scorer, monitor=monitor, on_void=on_void,
+                                             store=store)
         except CalibrationError:
             raise
         except ValueError as e:

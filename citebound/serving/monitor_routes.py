@@ -2,10 +2,11 @@
 card), ``POST /v1/monitor/labels`` (labels of deployed citations: how many unsupported ones passed), and
 ``GET /metrics`` (Prometheus, the monitors' gauges set at each scrape).
 
-Posting labels changes what every client gets (``--on-void flag-all`` stops every citation passing), so it
-needs the admin token: ``citebound serve --admin-token-file FILE``, sent as ``Authorization: Bearer <token>``.
-Without the header, or with another token, the answer is 401; a service started without a token file refuses
-every label post (403) and says how to enable it. Guarding stays open."""
+Posting labels (and ``POST /v1/monitor/reset``) changes what every client gets (``--on-void flag-all``
+stops every citation passing), so it needs the admin token: ``citebound serve --admin-token-file FILE``,
+sent as ``Authorization: Bearer <token>``. Without the header, or with another token, the answer is 401;
+a service started without a token file refuses every label post (403) and says how to enable it.
+Guarding stays open."""
 from __future__ import annotations
 
 import secrets
@@ -24,6 +25,13 @@ class LabelsIn(BaseModel):
     missed: int = Field(..., ge=0, description="labelled unsupported citations the guard passed")
     unsupported: int = Field(..., ge=1, le=1_000_000, description="labelled unsupported citations in the sample")
     group: str | None = Field(None, max_length=200, description="the calibration group they belong to (null: pooled)")
+
+
+class ResetIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    profile: str | None = Field(None, description="the calibration profile (null: the default guard)")
+    group: str | None = Field(None, max_length=200, description="the calibration group (null: pooled)")
+    by: str = Field("admin", max_length=200, description="who resets (kept in the card's history)")
 
 
 def _cards(guard: Any) -> dict[str, Any]:
@@ -64,6 +72,20 @@ def router(state: ServiceState) -> APIRouter:
         except (GuardInputError, ValueError) as e:
             return refuse(e)
         return keeper.card(req.group)
+
+    @r.post("/v1/monitor/reset", responses={401: {"description": "no or wrong admin token"},
+                                            403: {"description": "the service has no admin token"}})
+    async def reset(req: ResetIn, request: Request):
+        """Start a monitor afresh (after a recalibration, say); the card's history records who and when."""
+        if (denied := admin_denied(state, request)) is not None:
+            return denied
+        try:
+            guard = state.registry.guard_for(req.profile)
+            keeper, fallback = guard.calibrations.resolve(req.group)
+            keeper.reset(f"{req.by} ({request.client.host if request.client else 'unknown'})")
+        except (GuardInputError, ValueError) as e:
+            return refuse(e)
+        return keeper.card(None if fallback else req.group)
 
     return r
 

@@ -39,6 +39,9 @@ class ServeConfig:
     uncited: str = "flag"
     # the token that state-changing monitor routes need (Authorization: Bearer ...); None: they refuse
     admin_token: str | None = None
+    # where the drift monitors' state lives: memory:// (this process), sqlite:///PATH (every worker on this
+    # node), redis://HOST:PORT/DB (every replica)
+    state: str | None = None
 
 
 DEFAULT_PASSAGES_PROMPT = ("Answer from these passages only, and cite each claim with the number of the passage that "
@@ -56,9 +59,12 @@ class ServiceState:
         self.metrics = Metrics()
         self.scorer: Any = None
         self.batcher: Any = None
+        from citebound.calibration.state import open_store
+
+        self.store = open_store(cfg.state)
         self.registry = CalibrationRegistry(cfg.calibrations, cfg.limits, {"action": cfg.action, "block_above": cfg.block_above,
                                                                            "on_error": cfg.on_error, "on_void": cfg.on_void,
-                                                                           "uncited": cfg.uncited})
+                                                                           "uncited": cfg.uncited, "state": self.store})
         self.http: Any = None
         self.tokens: set[WorkToken] = set()  # the work tokens of requests being guarded
 

@@ -79,11 +79,36 @@ def check_verifier(cal: Mapping[str, Any], verifier_name: str, verifier_hash: st
         f"or recalibrate: citebound calibrate --labels LABELS.jsonl --verifier {verifier_name}")
 
 
+def in_force(cal: Mapping[str, Any]) -> tuple[str, float, str]:
+    """(which guarantee, the threshold the guard deploys, what it promises) of a calibration:
+
+    - ``two-sided``: Learn-then-Test certified both rates (``--beta``); its certified tau;
+    - ``pac``: enough unsupported labels for the PAC threshold: with probability >= 1 - delta over the
+      calibration draw, *this* calibration's miss rate is <= alpha (what returned labels can test);
+    - ``marginal``: too few for that; the conformal tau, whose promise holds only on average over
+      calibration draws (a given calibration misses more than alpha about half the time).
+
+    >>> in_force({"alpha": 0.1, "tau": 0.5, "pac": {"tau": 0.6, "delta": 0.1, "guarantee": "g"}})[:2]
+    ('pac', 0.6)
+    >>> in_force({"alpha": 0.1, "tau": 0.5, "pac": {"tau": None, "delta": 0.1}})[:2]
+    ('marginal', 0.5)
+    """
+    if cal.get("beta") is not None and cal.get("tau") is not None:
+        return "two-sided", float(cal["tau"]), str(cal.get("marginal_guarantee"))
+    pac = cal.get("pac") or {}
+    if pac.get("tau") is not None:
+        return "pac", float(pac["tau"]), str(pac.get("guarantee") or f"PAC at delta {pac.get('delta')}")
+    return "marginal", float(cal["tau"]), (f"{cal.get('marginal_guarantee', 'conformal flag rule')} (marginal only: on "
+                                           "average over calibration draws; too few unsupported labels for the PAC "
+                                           f"threshold at delta {pac.get('delta', 0.1)})")
+
+
 def guarantee_line(cal: Mapping[str, Any]) -> str:
     """The calibration's promise, in one line, for reports and the audit page (with where it was made,
     for the shipped defaults)."""
-    line = (f"{cal.get('marginal_guarantee', 'conformal flag rule')} (alpha={cal['alpha']}, tau={float(cal['tau']):.6g}, "
-            f"n_unsupported={cal.get('n_unsupported')}); assumes {cal.get('assumption', 'exchangeability')}")
+    kind, tau, promise = in_force(cal)
+    line = (f"{promise} (alpha={cal['alpha']}, tau={tau:.6g}, {kind}, n_unsupported={cal.get('n_unsupported')}); "
+            f"assumes {cal.get('assumption', 'exchangeability')}")
     prov = cal.get("provenance")
     if isinstance(prov, Mapping) and prov.get("calibrated_on"):
         line += f"; calibrated on {prov['calibrated_on']}; holds only for {prov.get('holds_for', 'similar answers')}"

@@ -210,7 +210,9 @@ def two_sided(summary: dict[str, Any], scores: Any, labels: Any, args: argparse.
     summary["beta"] = args.beta
     summary["marginal_guarantee"] = (f"with probability >= {1 - args.delta:.3g} over the calibration draw, the miss rate "
                                      f"on unsupported citations is <= {args.alpha:g} and the false-flag rate on "
-                                     f"supported ones <= {args.beta:g}")
+                                     f"supported ones <= {args.beta:g}" if res.tau is not None else
+                                     f"none: no threshold certifies alpha {args.alpha:g} and beta {args.beta:g} at "
+                                     f"delta {args.delta:g}")
     summary["no_tau_reason"] = None if res.tau is not None else res.rule
 
 

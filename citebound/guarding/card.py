@@ -147,10 +147,18 @@ class GuaranteeKeeper:
         out = {"group": group or cal.get("group") or "pooled", "calibrated_on": cal.get("group") or "pooled"}
         if fallback:
             out["fallback"] = fallback
-        return out | {"alpha": cal["alpha"], "beta": cal.get("beta"),
-                "delta": calibration_delta(cal),
-                "n_unsupported": cal.get("n_unsupported"), "n_supported": cal.get("n_supported"),
-                "tau": cal["tau"], "calibration_hash": self.hash, "monitor": monitor}
+        from citebound.calibration.files import in_force
+
+        kind, tau, promise = in_force(cal)
+        prov = cal.get("provenance") if isinstance(cal.get("provenance"), Mapping) else {}
+        return out | {"in_force": kind, "promise": promise, "alpha": cal["alpha"], "beta": cal.get("beta"),
+                      "delta": calibration_delta(cal),
+                      "n_unsupported": cal.get("n_unsupported"), "n_supported": cal.get("n_supported"),
+                      "tau": tau, "conformal_tau": cal["tau"],
+                      "calibration_data": prov.get("calibrated_on") or "the labelled citations given to citebound "
+                                                                         "calibrate (no provenance recorded)",
+                      "scope": prov.get("holds_for") or "citations exchangeable with the calibration's",
+                      "calibration_hash": self.hash, "monitor": monitor}
 
 
 class Calibrations:

@@ -53,7 +53,7 @@ class Guard:
                  default_calibration: bool = True, mark_reattributed: bool = True, monitor: bool = True,
                  on_void: str = "annotate", action: str | None = None, block_above: float | None = None,
                  on_error: str = "closed", uncited: str = "flag", state: Any = None):
-        from citebound.calibration.files import CalibrationError, check_verifier, guarantee_line, read_calibration
+        from citebound.calibration.files import CalibrationError, check_verifier, guarantee_line, in_force, read_calibration
         from citebound.guarding.card import Calibrations
 
         if calibration is not None and threshold is not None:
@@ -81,7 +81,7 @@ class Guard:
             if hasattr(self.scorer, "hash"):
                 check_verifier(cal, self.scorer.name, self.scorer.hash,
                                calibration if isinstance(calibration, str) else "calibration")
-            self.tau, self.guarantee = float(cal["tau"]), guarantee_line(cal)
+            self.tau, self.guarantee = in_force(cal)[1], guarantee_line(cal)
         elif threshold is None and default_calibration:
             self._use_default_calibration()
         self.base, self.remove, self.mark_reattributed = base, self.action == "remove", mark_reattributed
@@ -101,14 +101,14 @@ class Guard:
     def _for(self, group: str | None) -> tuple[Any, str | None, float | None, str]:
         """(keeper, fallback, tau, guarantee line) of a request's group. No citation passes once its
         monitor's state is void and ``on_void`` is flag-all."""
-        from citebound.calibration.files import guarantee_line
+        from citebound.calibration.files import guarantee_line, in_force
 
         try:
             keeper, fallback = self.calibrations.resolve(group)
         except ValueError as e:
             raise GuardInputError(str(e)) from None
         own = keeper is not self.keeper
-        tau = float(keeper.cal["tau"]) if own else self.tau
+        tau = in_force(keeper.cal)[1] if own else self.tau
         return keeper, fallback, (math.inf if keeper.flag_all else tau), guarantee_line(keeper.cal) if own else self.guarantee
 
     def threshold(self, group: str | None = None) -> float | None:
@@ -145,12 +145,12 @@ class Guard:
     def _use_default_calibration(self) -> None:
         """The shipped calibration of this verifier (``citebound/calibrations/<name>.json``, made on the expert
         attribution gold), when the verifier runs exactly as it was calibrated; else the verdict rule."""
-        from citebound.calibration.files import guarantee_line
+        from citebound.calibration.files import guarantee_line, in_force
         from citebound.calibrations import shipped
 
         cal = shipped(getattr(self.scorer, "name", ""))
         if cal is not None and cal["verifier_hash"] == getattr(self.scorer, "hash", None):
-            self.calibration, self.tau, self.guarantee = cal, float(cal["tau"]), guarantee_line(cal)
+            self.calibration, self.tau, self.guarantee = cal, in_force(cal)[1], guarantee_line(cal)
 
     @property
     def verifier_name(self) -> str:

@@ -21,7 +21,11 @@ def test_every_report_carries_the_card_of_its_calibration():
     card, cal = r.guarantee_card, shipped("lexical")
     want_hash = hashlib.sha256(json.dumps(cal, sort_keys=True).encode()).hexdigest()[:16]
     assert (card["group"], card["alpha"], card["beta"], card["delta"]) == ("pooled", 0.1, None, 0.1)
-    assert (card["n_unsupported"], card["n_supported"], card["tau"]) == (2309, 567, cal["tau"])
+    # 2309 unsupported labels: the PAC threshold is deployed (with probability >= 0.9, this calibration misses
+    # <= 10%), the conformal one is shown beside it
+    assert (card["n_unsupported"], card["n_supported"], card["tau"]) == (2309, 567, cal["pac"]["tau"])
+    assert (card["in_force"], card["conformal_tau"]) == ("pac", cal["tau"]) and cal["pac"]["tau"] >= cal["tau"]
+    assert "attribution_gold" in card["calibration_data"] and "recalibrate" in card["scope"]
     assert card["calibration_hash"] == want_hash
     # 4 citations, one of them [4] INVALID (no passage, no score): the monitor saw the other 3
     assert r.n_citations == 4 and r.invalid == 1 and card["monitor"]["deployed_scores"] == 3

@@ -107,14 +107,15 @@ def test_calibration_round_trip_and_foreign_verifier_refused(tmp_path, capsys, m
     neg = np.sort([x["score"] for x in lines if x["label"] == 0])
     assert rc == 0 and c["k"] == 90 and c["tau"] == pytest.approx(neg[89]) and c["n_unsupported"] == 99
     assert c["pac"]["k"] >= c["k"] and 0 < c["expected_flag_rate"]["estimate"] < 1
-    # guard uses tau: a citation whose lexical score is <= tau is flagged even if the verdict says supported
-    c["tau"] = 0.99
+    # guard uses tau (here the PAC one, 99 unsupported labels being enough): a citation whose lexical score is
+    # <= tau is flagged even if the verdict says supported
+    c["pac"]["tau"] = 0.99
     cal.write_text(json.dumps(c))
     (tmp_path / "a.json").write_text(json.dumps({"answer": ANSWER, "passages": [{"text": p} for p in PASSAGES[:3]]}))
     rc, out, _ = run_cli(["guard", "--input", str(tmp_path / "a.json"), "--verifier", "lexical", "--calibration",
                           str(cal), "--no-reattribute"], None, capsys, monkeypatch)
     rep = json.loads(out)["report"]
-    assert rc == 0 and rep["flagged"] == 2 and "tau=0.99" in rep["guarantee"]
+    assert rc == 0 and rep["flagged"] == 2 and "tau=0.99, pac" in rep["guarantee"]
     rc, _, err = run_cli(["guard", "--input", str(tmp_path / "a.json"), "--verifier", "embedding",
                           "--calibration", str(cal)], None, capsys, monkeypatch)
     assert rc == 2 and "calibrated for verifier 'lexical'" in err
@@ -197,7 +198,8 @@ def test_library_api_with_calibration_dict_and_name():
            "marginal_guarantee": "g"}
     text, rep = citebound.guard(ANSWER, [{"text": p} for p in PASSAGES[:3]], verifier=scorer, threshold=cal,
                                 reattributor=None)
-    assert rep.flagged == 2 and rep.guarantee.startswith("g (alpha=") and text.count("UNVERIFIED") == 2
+    assert rep.flagged == 2 and rep.guarantee.startswith("g (marginal only") and text.count("UNVERIFIED") == 2
+    assert "tau=0.99, marginal" in rep.guarantee
     with pytest.raises(ValueError, match="calibrated for verifier 'lexical'"):
         citebound.guard(ANSWER, PASSAGES[:3], verifier=scorer, threshold=dict(cal, verifier_hash="x"))
 

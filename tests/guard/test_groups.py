@@ -5,9 +5,11 @@ Hand computation for the fixture (alpha = 0.1, delta = 0.1):
 - the PAC threshold exists iff P(Bin(n, 0.9) <= n - 1) >= 0.9, i.e. 1 - 0.9**n >= 0.9: n >= 22
   (0.9**21 = 0.109, 0.9**22 = 0.098). Group "big" has 22 unsupported citations (its own calibration),
   group "small" 21 (it falls back to the pooled one).
-- big's conformal rank k = ceil(23 * 0.9) = 21: tau = its 21st smallest unsupported score, 0.21.
+- big's conformal rank k = ceil(23 * 0.9) = 21: tau = its 21st smallest unsupported score, 0.21; its PAC
+  rank is 22 (all of them), so the deployed tau (the PAC one: this calibration's own miss rate is bounded,
+  which returned labels can test) is its 22nd score, 0.22.
 - pooled: 43 unsupported (big's 0.01..0.22 and small's 0.31..0.51), k = ceil(44 * 0.9) = 40: the 40th
-  smallest, i.e. small's 18th, 0.48.
+  smallest, i.e. small's 18th, 0.48; deployed, its PAC rank 42: small's 20th, 0.50.
 """
 import json
 import sys
@@ -60,7 +62,7 @@ def test_each_group_gets_its_own_calibration_or_falls_back(cal_path):
 
 
 def scorer(claims, passages):
-    """0.3 for every pair: above big's tau (0.21), below the pooled tau (0.48)."""
+    """0.3 for every pair: above big's tau (0.22), below the pooled tau (0.48 and up)."""
     return np.full(len(claims), 0.3), np.ones(len(claims), bool)
 
 
@@ -74,9 +76,11 @@ def test_a_request_is_guarded_under_its_groups_threshold(cal_path):
     assert (big.verified, big.flagged) == (2, 0)
     assert (small.verified, small.flagged) == (0, 2)  # the pooled threshold
     assert big.guarantee_card["group"] == "big" and big.guarantee_card["calibrated_on"] == "big"
-    assert big.guarantee_card["tau"] == 0.21 and big.guarantee_card["n_unsupported"] == 22
+    assert big.guarantee_card["tau"] == 0.22 and big.guarantee_card["n_unsupported"] == 22
+    assert (big.guarantee_card["in_force"], big.guarantee_card["conformal_tau"]) == ("pac", 0.21)
     s = small.guarantee_card
-    assert (s["group"], s["calibrated_on"], s["tau"]) == ("small", "pooled", pytest.approx(0.48))
+    # the pooled PAC rank: the smallest k with P(Bin(43, 0.9) <= k - 1) >= 0.9 is 42 (scipy), so small's 20th, 0.50
+    assert (s["group"], s["calibrated_on"], s["tau"]) == ("small", "pooled", pytest.approx(0.50))
     assert "pooled" in s["fallback"] and "too few" in s["fallback"]
     assert pooled.guarantee_card["group"] == "pooled" and "fallback" not in pooled.guarantee_card
     # one monitor per calibration: big's saw its 2 scores; the pooled one saw pooled's 2 and small's 2
@@ -119,7 +123,7 @@ def test_the_cli_guards_each_record_under_its_group(cal_path, tmp_path, capsys):
     assert main(["guard", "--input", str(answers), "--calibration", str(cal), "--quiet", "--verifier", "lexical"]) == 0
     got = {r["id"]: r["report"]["guarantee_card"] for r in map(json.loads, capsys.readouterr().out.splitlines())}
     assert (got["p"]["group"], got["b"]["group"], got["s"]["group"]) == ("pooled", "big", "small")
-    assert (got["b"]["tau"], got["s"]["calibrated_on"]) == (0.21, "pooled")
+    assert (got["b"]["tau"], got["s"]["calibrated_on"]) == (0.22, "pooled")
     # offline, the monitor of one group's calibration reads only the reports guarded under it
     guarded = tmp_path / "guarded.jsonl"
     assert main(["guard", "--input", str(answers), "--calibration", str(cal), "--quiet", "--verifier", "lexical",
@@ -159,7 +163,7 @@ def test_the_service_guards_and_monitors_per_group(cal_path, tmp_path):
     with running(ServeConfig(verifier="lexical", calibrations=str(folder), admin_token=token)) as url, \
             httpx.Client(timeout=30, headers={"Authorization": f"Bearer {token}"}) as c:
         card = c.post(f"{url}/v1/guard", json=body | {"group": "big"}).json()["report"]["guarantee_card"]
-        assert (card["group"], card["tau"], card["monitor"]["deployed_scores"]) == ("big", 0.21, 2)
+        assert (card["group"], card["tau"], card["monitor"]["deployed_scores"]) == ("big", 0.22, 2)
         card = c.post(f"{url}/v1/guard", json=body | {"group": "small"}).json()["report"]["guarantee_card"]
         assert (card["group"], card["calibrated_on"]) == ("small", "pooled")
         bad = c.post(f"{url}/v1/guard", json=body | {"group": "nope"})

@@ -27,7 +27,8 @@ h1{font-size:21px;margin:0 0 6px} h2{font-size:17px;margin:0 0 8px}
 .counts{display:flex;gap:10px;flex-wrap:wrap;margin:10px 0 4px}
 .count{border-radius:6px;padding:4px 10px;color:#fff;font-weight:600}
 .count.total{background:#57606a}.budget{font-size:16px;font-weight:700;margin-top:6px}
-.guarantee{margin-top:6px;color:#57606a}.rule{color:#57606a;font-size:13px}
+.guarantee{margin-top:6px;color:#57606a}.monitor{margin-top:4px;color:#57606a}
+.sent.uncited{text-decoration:underline dotted #9a6700}.rule{color:#57606a;font-size:13px}
 main{padding:18px 28px;max-width:1100px}
 section.answer{background:#fff;border:1px solid #d0d7de;border-radius:8px;padding:16px 20px;margin-bottom:18px}
 .answer-counts{font-size:13px;color:#57606a;margin-bottom:8px}
@@ -63,7 +64,7 @@ def _style() -> str:
 
 def _tip(a: Mapping[str, Any]) -> str:
     score = "n/a" if a.get("score") is None else f"{a['score']:.3f}"
-    lines = [f"<b>[{a['cited']}] {LABELS[a['action']]}</b> &middot; score {score}"]
+    lines = [f"<b>[{_label(a)}] {LABELS[a['action']]}</b> &middot; score {score}"]
     if a["action"] == "reattributed":
         lines.append(f"moved to [{a['new_pointer']}] (score {a['new_score']:.3f})")
     if a.get("reason"):
@@ -75,6 +76,11 @@ def _tip(a: Mapping[str, Any]) -> str:
     return "<br>".join(lines)
 
 
+def _label(a: Mapping[str, Any]) -> str:
+    """A citation as the page shows it: its number, or (a bracket the guard could not read) its text."""
+    return str(a["cited"]) if a["cited"] >= 0 else escape(str(a.get("marker", "?")).strip("[]"))
+
+
 def _answer_html(i: int, e: AuditEntry) -> str:
     audit = list(e.report.get("audit", []))
     chips: dict[int, tuple[int, list[int]]] = {}  # marker start -> (end, audit indices)
@@ -82,6 +88,7 @@ def _answer_html(i: int, e: AuditEntry) -> str:
         for start, end in a["spans"]:
             chips.setdefault(start, (end, []))[1].append(j)
     review = {a["sentence_index"] for a in audit if a["action"] in ("flagged", "invalid", "unverified")}
+    uncited = {int(lo) for lo, _ in e.report.get("uncited_sentences", [])}  # sentences nothing checked
     sent_of = {}
     for s in sentences(e.answer):
         sent_of[s.start] = (s.end, s.index)
@@ -97,15 +104,16 @@ def _answer_html(i: int, e: AuditEntry) -> str:
             if open_sent_end is not None:
                 out.append("</span>")
             end, si = sent_of[start]
-            cls = "sent review" if si in review else "sent"
-            out.append(f'<span class="{cls}" data-sentence="{si}">')
+            cls = "sent review" if si in review else "sent uncited" if start in uncited else "sent"
+            tip = ' title="cites nothing: not checked"' if start in uncited else ""
+            out.append(f'<span class="{cls}" data-sentence="{si}"{tip}>')
             open_sent_end = end
         if start in chips:
             end, js = chips[start]
             inner = ", ".join(
                 f'<a class="cite {audit[j]["action"]}" href="#a{i}-c{j}" data-citation="a{i}-c{j}" '
                 f'data-outcome="{audit[j]["action"]}" data-cited="{audit[j]["cited"]}" tabindex="0">'
-                f'{audit[j]["cited"]}<span class="tip">{_tip(audit[j])}</span></a>' for j in js)
+                f'{_label(audit[j])}<span class="tip">{_tip(audit[j])}</span></a>' for j in js)
             out.append(f"[{inner}]")
             pos = end
     out.append(escape(e.answer[pos:]))
@@ -121,7 +129,7 @@ def _answer_html(i: int, e: AuditEntry) -> str:
             score += f" &rarr; {a['new_score']:.3f}"
         rows.append(
             f'<tr id="a{i}-c{j}" data-outcome="{a["action"]}"><td><span class="cite {a["action"]}">'
-            f'{LABELS[a["action"]]}</span></td><td>[{a["cited"]}]{moved}</td><td>{score}</td>'
+            f'{LABELS[a["action"]]}</span></td><td>[{_label(a)}]{moved}</td><td>{score}</td>'
             f'<td>{escape(a["claim"])}</td><td>{where}<div class="evidence">'
             f'{escape(ev["text"]) if ev else escape(a.get("reason", ""))}</div></td></tr>')
     r = e.report
@@ -142,17 +150,28 @@ def render_audit_page(entries: Sequence[AuditEntry], *, verifier: str = "", rule
                       failed: Sequence[tuple[str, str]] = ()) -> str:
     """The whole page as one HTML string; ``failed``: (answer id, why) of answers that could not be
     guarded, listed on the page so that none is left out unseen."""
-    totals = {k: sum(int(e.report.get(k, 0)) for e in entries) for k in (*ACTIONS, "n_citations")}
+    totals = {k: sum(int(e.report.get(k, 0)) for e in entries) for k in (*ACTIONS, "n_citations", "uncited")}
     n = totals["n_citations"]
-    budget = (totals["flagged"] + totals["invalid"]) / n if n else 0.0
-    count_html = f'<span class="count total">{n} citations in {len(entries)} answers</span>' + "".join(
-        f'<span class="count {k}" data-count="{k}">{totals[k]} {LABELS[k]}</span>' for k in ACTIONS)
+    # each report's own rule (on_error, uncited): its budget weighted by its denominator
+    weights = [int(e.report.get("n_citations", 0)) + (int(e.report.get("uncited", 0))
+               if e.report.get("uncited_policy", "flag") == "flag" else 0) for e in entries]
+    budget = (sum(float(e.report.get("review_budget", 0)) * w for e, w in zip(entries, weights)) / sum(weights)
+              if sum(weights) else 0.0)
+    count_html = (f'<span class="count total">{n} citation{"s" * (n != 1)} in {len(entries)} '
+                  f'answer{"s" * (len(entries) != 1)}</span>' + "".join(
+                      f'<span class="count {k}" data-count="{k}">{totals[k]} {LABELS[k]}</span>' for k in ACTIONS)
+                  + f'<span class="count uncited" data-count="uncited">{totals["uncited"]} uncited sentences '
+                    "(not checked)</span>")
+    card = (entries[-1].report.get("guarantee_card") or {}) if entries else {}
+    mon = card.get("monitor") or {}
     head = (f"<header><h1>{escape(title)}</h1>"
             f'<div class="rule">verifier {escape(verifier)} &middot; {escape(rule)}</div>'
             f'<div class="counts">{count_html}</div>'
-            f'<div class="budget" data-review-budget="{budget:.6f}">Review budget: {100 * budget:.1f}% of citations '
-            f"need a person (flagged or invalid)</div>"
+            f'<div class="budget" data-review-budget="{budget:.6f}">Review budget: {100 * budget:.1f}% need a person '
+            f"(citations flagged, invalid or unchecked, and sentences that cite nothing)</div>"
             + (f'<div class="guarantee">Guarantee: {escape(guarantee)}</div>' if guarantee else "")
+            + (f'<div class="monitor" data-monitor="{escape(str(mon["state"]))}">Monitor: {escape(str(mon["state"]))}'
+               f'{" &mdash; " + escape(str(mon["meaning"])) if mon.get("meaning") else ""}</div>' if mon.get("state") else "")
             + _failed_html(failed) + "</header>")
     body = "".join(_answer_html(i, e) for i, e in enumerate(entries))
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'

@@ -39,7 +39,12 @@ def guard_answer(guard: Guard, answer: Any, passages: Any, citation_base: Any = 
     except GuardInputError as e:
         raise GuardInputError(f"'passages': {e}") from None
     text, report = guard.guard(answer, texts, base=citation_base, group=group)
-    return {"guarded_answer": None if report.blocked else text, "report": report.to_dict()}
+    card = report.guarantee_card or {}
+    mon = card.get("monitor") or {}
+    return {"guarded_answer": None if report.blocked else text,
+            "guarantee": {"in_force": card.get("in_force"), "monitor": mon.get("state", "off"),
+                          "meaning": mon.get("meaning", mon.get("reason", ""))},
+            "report": report.to_dict()}
 
 
 def verify_citation(guard: Guard, claim: Any, passage: Any) -> dict[str, Any]:

@@ -161,7 +161,8 @@ def router(state: ServiceState) -> APIRouter:
                 "X-Citebound-Uncited": str(report.uncited),
                 "X-Citebound-Reattributed": str(report.reattributed),
                 "X-Citebound-Review-Budget": f"{report.review_budget:.4f}",
-                "X-Citebound-Unchecked-Tool-Calls": str(calls)}
+                "X-Citebound-Unchecked-Tool-Calls": str(calls),
+                "X-Citebound-Guarantee": str((report.guarantee_card.get("monitor") or {}).get("state", "off"))}
         return JSONResponse(json.loads(json.dumps(data)), headers=hdrs)
 
     return r

@@ -241,5 +241,7 @@ async def stream_response(state: ServiceState, run: StreamRun, resp: Any) -> Any
         finally:  # done, failed, or the client went away: stop reading the upstream
             await resp.aclose()
 
+    keeper = run.guard.calibrations.resolve(run.group)[0]
     return StreamingResponse(body(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Citebound-Stream": "sentence-held"})
+                             headers={"Cache-Control": "no-cache", "X-Citebound-Stream": "sentence-held",
+                                      "X-Citebound-Guarantee": keeper.state})

@@ -69,7 +69,7 @@ def test_page_holds_every_citation_with_its_outcome(page):
     # [7][7] is one citation shown at both of its places
     assert sorted(p.chips) == sorted([("q1", "1", "verified"), ("q1", "3", "reattributed"),
                                       ("q2", "2", "flagged"), ("q2", "7", "invalid"), ("q2", "7", "invalid")])
-    assert p.counts == {"verified": 1, "reattributed": 1, "flagged": 1, "invalid": 1, "unverified": 0}
+    assert p.counts == {"verified": 1, "reattributed": 1, "flagged": 1, "invalid": 1, "unverified": 0, "uncited": 0}
     assert p.budget == pytest.approx(0.5)
     assert "<b>stay</b>" not in html and "&lt;b&gt;stay&lt;/b&gt;" in html  # answer text is escaped
     assert "http://" not in html and "https://" not in html and "<script" not in html  # self-contained

@@ -225,6 +225,7 @@ def test_the_proxy_refuses_n_and_extra_choices_and_passes_tool_calls_unchecked()
     assert extra["unchecked_tool_calls"] == 1 and raw.headers["x-citebound-unchecked-tool-calls"] == "1"
     assert "original_content" not in extra  # the unguarded text only on request
     assert raw.headers["x-citebound-uncited"] == "0"
+    assert raw.headers["x-citebound-guarantee"] == extra["report"]["guarantee_card"]["monitor"]["state"]
     two = {"choices": [{"index": 0, "message": {"content": "Aspirin reduces heart attacks [1]."}},
                        {"index": 1, "message": {"content": "The moon is made of cheese [1]."}}]}
     up = Upstream(json.dumps(two).encode())

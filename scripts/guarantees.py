@@ -21,6 +21,11 @@ alarms.to_csv(sm.output.monitor, index=False)
 groups = G.group_vs_pooled(cal, cfg["group_col"], g["alpha"], g["group_beta"], g["delta"], g["group_splits"], seed,
                            g["min_group"])
 groups.to_csv(sm.output.groups, index=False)
-figures.save(figures.guarantees_figure(viol, alarms, groups), sm.output.png)
-log.info("violations\n%s\ncertified\n%s\nmonitor\n%s\ngroups\n%s", viol.round(3).to_string(), cert.round(3).to_string(),
-         alarms.round(3).to_string(), groups.round(3).to_string())
+shift = G.shift_alarm(cal, hard, g["delta"], g["shares"], g["alarm_streams"], g["alarm_length"], seed)
+shift.to_csv(sm.output.alarm, index=False)
+labels = G.label_test(g["alpha"], g["delta"], [(1, 1000), (10, 100), (100, 10), (1000, 1)], g["label_draws"], seed)
+labels.to_csv(sm.output.labels, index=False)
+figures.save(figures.guarantees_figure(viol, alarms, groups, shift, labels), sm.output.png)
+log.info("violations\n%s\ncertified\n%s\nmonitor\n%s\ngroups\n%s\nalarm\n%s\nlabels\n%s", viol.round(3).to_string(),
+         cert.round(3).to_string(), alarms.round(3).to_string(), groups.round(3).to_string(), shift.round(3).to_string(),
+         labels.round(3).to_string())

@@ -43,8 +43,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from citebound.calibration.monitor import conformal_p
-
 # bets lam * alpha in (0, 1): 20 evenly spaced fractions of the largest bet 1/alpha (never all-in)
 LAMBDA_FRACTIONS = (np.arange(20) + 0.5) / 20 * 0.98
 PI_GRID = np.round(np.linspace(0.0, 1.0, 51), 4)  # the supported shares the alarm's null ranges over
@@ -76,7 +74,8 @@ def log_wealth(missed: int, n: int, alpha: float, fractions: Sequence[float] = L
     15.125
     """
     lam = np.asarray(fractions, float) / alpha
-    return missed * np.log1p(lam * (1 - alpha)) + (n - missed) * np.log1p(-lam * alpha)
+    k, m = np.asarray(missed, float)[..., None], np.asarray(n, float)[..., None]  # broadcast over paths too
+    return k * np.log1p(lam * (1 - alpha)) + (m - k) * np.log1p(-lam * alpha)
 
 
 @dataclass
@@ -124,6 +123,41 @@ class MissRateTest:
         return self.void
 
 
+def smoothed_p(reference_sorted: np.ndarray, s: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """:func:`~citebound.calibration.monitor.conformal_p` for many scores at once (higher = stranger).
+
+    >>> smoothed_p(np.array([0.1, 0.5, 0.5, 0.9]), np.array([0.5, 0.95]), np.array([0.5, 0.5]))
+    array([0.5, 0.1])
+    """
+    lo = np.searchsorted(reference_sorted, s, "left")
+    hi = np.searchsorted(reference_sorted, s, "right")
+    n = len(reference_sorted)
+    return ((n - hi) + theta * (hi - lo + 1)) / (n + 1)
+
+
+def mixture_p(s0: np.ndarray, s1: np.ndarray, s: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """``p_pi`` (rows: scores, columns: :data:`PI_GRID`) against sorted unsupported ``s0`` and supported ``s1``."""
+    p0, p1 = smoothed_p(s0, s, theta), smoothed_p(s1, s, theta)
+    return PI_GRID[None, :] * p1[:, None] + (1 - PI_GRID[None, :]) * p0[:, None]
+
+
+def alarm_times(s0: Sequence[float], s1: Sequence[float], streams: np.ndarray, thetas: np.ndarray,
+                delta: float) -> np.ndarray:
+    """When :class:`ShiftRobustAlarm` first turns suspect on each row of ``streams`` (1-based; 0: never),
+    every stream at once: the simulation's form of the same arithmetic (tested equal to the class)."""
+    r0, r1 = np.sort(np.asarray(s0, float)), np.sort(np.asarray(s1, float))
+    streams, thetas = np.atleast_2d(streams), np.atleast_2d(thetas)
+    logs = np.zeros((streams.shape[0], len(PI_GRID), 2 * len(EPS) + len(KAPPA)))
+    at = np.zeros(streams.shape[0], int)
+    bound = math.log(1 / delta)
+    for t in range(streams.shape[1]):
+        logs += log_bets(mixture_p(r0, r1, streams[:, t], thetas[:, t]))
+        top = logs.max(axis=2, keepdims=True)
+        lm = (top + np.log(np.mean(np.exp(logs - top), axis=2, keepdims=True)))[..., 0].min(axis=1)
+        at[(at == 0) & (lm >= bound)] = t + 1
+    return at
+
+
 @dataclass
 class ShiftRobustAlarm:
     """The drift alarm under label shift: :meth:`update` with deployed scores; :attr:`suspect` once every
@@ -161,8 +195,7 @@ class ShiftRobustAlarm:
 
     def p_values(self, s: float, theta: float) -> np.ndarray:
         """``p_pi`` of one score for every ``pi`` on the grid."""
-        p0, p1 = conformal_p(self._s0, s, theta), conformal_p(self._s1, s, theta)
-        return PI_GRID * p1 + (1 - PI_GRID) * p0
+        return mixture_p(np.asarray(self._s0), np.asarray(self._s1), np.array([s]), np.array([theta]))[0]
 
     def update(self, scores: Iterable[float], thetas: Iterable[float] | None = None) -> bool:
         given = iter(thetas) if thetas is not None else None

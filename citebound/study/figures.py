@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -135,10 +136,14 @@ def transfer_figure(tr: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def guarantees_figure(viol: pd.DataFrame, alarms: pd.DataFrame, groups: pd.DataFrame) -> plt.Figure:
+def guarantees_figure(viol: pd.DataFrame, alarms: pd.DataFrame, groups: pd.DataFrame,
+                      shift: pd.DataFrame | None = None, labels: pd.DataFrame | None = None) -> plt.Figure:
     """(a) how often either certified rate is exceeded, and the monitor's false alarms, against delta;
-    (b) per group, the held-out miss rate under the pooled and the per-group threshold."""
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
+    (b) per group, the held-out miss rate under the pooled and the per-group threshold; (c) the alarms'
+    false-suspect rate by the deployment's supported share; (d) the label tests' false voids by batching."""
+    fig, ((a, b), (c, d)) = plt.subplots(2, 2, figsize=(10, 7.2))
+    _shift_panel(c, shift)
+    _labels_panel(d, labels)
     rows = [(f"{r.verifier} {r.method[:5]} b={r.beta:g}", r.violation_rate, r.ci_low, r.ci_high, "C0")
             for r in viol.itertuples()]
     ex = alarms[alarms.setting == "exchangeable"]
@@ -163,6 +168,37 @@ def guarantees_figure(viol: pd.DataFrame, alarms: pd.DataFrame, groups: pd.DataF
     b.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def _shift_panel(ax: Any, shift: pd.DataFrame | None) -> None:
+    if shift is None or not len(shift):
+        ax.set_axis_off()
+        return
+    sh = shift[shift.setting == "supported share"]
+    for i, ((v, alarm), d) in enumerate(sh.groupby(["verifier", "alarm"], sort=False)):
+        x = d.supported_share.to_numpy() + (i - 2) * 0.006
+        ax.errorbar(x, d.alarm_rate, yerr=[d.alarm_rate - d.ci_low, d.ci_high - d.alarm_rate], fmt="o-" if "robust" in alarm
+                    else "x:", capsize=2, label=f"{v}, {alarm}")
+    ax.axhline(float(sh.delta.iloc[0]), ls=":", color="grey", label="delta")
+    ax.set(xlabel="supported share in deployment (unsupported class unchanged)", ylabel="streams turned suspect",
+           title="Drift alarm: false alarms (CP 95%)", ylim=(-0.03, 1.03))
+    ax.legend(fontsize=6)
+
+
+def _labels_panel(ax: Any, labels: pd.DataFrame | None) -> None:
+    if labels is None or not len(labels):
+        ax.set_axis_off()
+        return
+    at = labels[labels.true_miss_rate == labels.true_miss_rate.min()]
+    for i, (test, d) in enumerate(at.groupby("test", sort=False)):
+        x = np.arange(len(d)) + (i - 0.5) * 0.2
+        ax.errorbar(x, d.void_rate, yerr=[d.void_rate - d.ci_low, d.ci_high - d.void_rate], fmt="o", capsize=3,
+                    label=test)
+        ax.set_xticks(np.arange(len(d)), [f"{p} x {s}" for p, s in zip(d.posts, d.labels_per_post)])
+    ax.axhline(float(at.delta.iloc[0]), ls=":", color="grey", label="delta")
+    ax.set(xlabel="labels posted as (posts x labels each)", ylabel="valid calibrations voided",
+           title="Label test at a true miss rate of alpha (CP 95%)")
+    ax.legend(fontsize=7)
 
 
 def reattribution_figure(rec: pd.DataFrame) -> plt.Figure:

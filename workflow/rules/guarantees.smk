@@ -1,5 +1,6 @@
 # The guard's guarantees as a deployment tests them: two-sided Learn-then-Test over calibration draws,
-# the certified false-flag rate, the drift monitor's false alarms and delay, per-group vs pooled.
+# the certified false-flag rate, the drift monitor's false alarms and delay, per-group vs pooled, the
+# label-shift robust alarm at other supported shares, and the label test under batched labels.
 
 
 rule guarantees:
@@ -18,6 +19,12 @@ rule guarantees:
         ),
         groups=report(
             f"{RES}/tables/guarantees_groups.csv", caption="../report/guarantees.rst", category="4 Conformal guard"
+        ),
+        alarm=report(
+            f"{RES}/tables/guarantees_alarm.csv", caption="../report/guarantees.rst", category="4 Conformal guard"
+        ),
+        labels=report(
+            f"{RES}/tables/guarantees_labels.csv", caption="../report/guarantees.rst", category="4 Conformal guard"
         ),
         png=report(f"{FIG}/guarantees.png", caption="../report/guarantees.rst", category="4 Conformal guard"),
     log:

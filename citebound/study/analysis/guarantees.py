@@ -15,6 +15,14 @@
 - :func:`group_vs_pooled`: per-group (Mondrian) against pooled two-sided calibration, on random halves of
   the gold set, with its groups as the deployment's groups; a group whose half certifies nothing falls
   back to the pooled threshold, as the guard does.
+- :func:`shift_alarm`: the label-shift robust alarm (and the older mixture monitor beside it) on streams
+  whose supported share differs from the calibration's while the unsupported class is unchanged: the
+  reference is half of each class of the gold set, the stream draws (with replacement) from the other half,
+  supported with probability ``share``. Every alarm there is false; the rate must stay under delta. Also its
+  detection rate and delay on the transfer setting.
+- :func:`label_test`: the anytime-valid label test at a true miss rate of exactly alpha, labels posted in
+  batches of several sizes (every post a look), beside a fixed-n binomial test re-run at every look; and
+  its power (labels until void) at a true miss rate of 2 alpha.
 """
 from __future__ import annotations
 
@@ -25,6 +33,7 @@ import pandas as pd
 
 from citebound.calibration.binomial import upper_bound
 from citebound.calibration.conformal import conformal_threshold, tau_warnings_silenced
+from citebound.calibration.eprocess import alarm_times, log_wealth
 from citebound.calibration.ltt import calibrate_two_sided, default_grid
 from citebound.calibration.monitor import DriftMonitor
 from citebound.study.analysis._common import seeded_rng
@@ -212,3 +221,98 @@ def group_vs_pooled(cal: dict[str, pd.DataFrame], group_col: str, alpha: float, 
 GROUP_COLUMNS = ["verifier", "group", "n", "n_unsupported", "alpha", "beta", "delta", "splits",
                  "pooled_uncertified_splits", "fallback_share", "pooled_miss", "group_miss", "pooled_false_flag",
                  "group_false_flag", "pooled_share_miss_above_alpha", "group_share_miss_above_alpha"]
+
+
+def _half_by_class(s: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """([reference unsupported, reference supported], [pool unsupported, pool supported]): half of each class."""
+    ref, pool = [], []
+    for c in (0, 1):
+        x = rng.permutation(s[y == c])
+        ref.append(x[: len(x) // 2])
+        pool.append(x[len(x) // 2:])
+    return ref, pool
+
+
+def shift_alarm(cal: dict[str, pd.DataFrame], hard: dict[str, pd.DataFrame], delta: float, shares: Sequence[float],
+                streams: int, length: int, seed: int, mixture: bool = True) -> pd.DataFrame:
+    """False-suspect rates of the alarms at each supported share (CP 95%), and the robust alarm's detection on
+    the transfer setting; ``mixture``: also the older mixture monitor, on the same streams."""
+    rows = []
+    for v, df in cal.items():
+        s, y = _scored(df, v)
+        if not ((y == 0).sum() >= 4 and (y == 1).sum() >= 4):
+            continue
+        rng = seeded_rng(seed)
+        ref, pool = _half_by_class(s, y, rng)
+        base = {"verifier": v, "delta": delta, "streams": streams, "stream_length": length,
+                "calibration_share": len(ref[1]) / (len(ref[0]) + len(ref[1]))}
+        for share in shares:
+            sup = rng.random((streams, length)) < share
+            stream = np.where(sup, rng.choice(pool[1], (streams, length)), rng.choice(pool[0], (streams, length)))
+            thetas = rng.random((streams, length))
+            at = alarm_times(ref[0], ref[1], stream, thetas, delta)
+            found = {"label-shift robust": int((at > 0).sum())}
+            if mixture:
+                both = np.concatenate(ref)
+                found["mixture (before 0.3.1)"] = sum(DriftMonitor(both, delta=delta, seed=b).update(stream[b], thetas[b])
+                                                      != "ok" for b in range(streams))
+            for alarm, k in found.items():
+                lo, hi = cp_interval(k, streams)
+                rows.append(base | {"alarm": alarm, "setting": "supported share", "supported_share": share,
+                                    "alarms": k, "alarm_rate": k / streams, "ci_low": lo, "ci_high": hi,
+                                    "within_delta": bool(lo <= delta), "median_delay": np.nan, "p90_delay": np.nan})
+        if v not in hard:
+            continue
+        hs, _ = _scored(hard[v], v)
+        order = np.stack([rng.permutation(hs) for _ in range(streams)])
+        at = alarm_times(s[y == 0], s[y == 1], order, rng.random(order.shape), delta)
+        fired = at[at > 0]
+        lo, hi = cp_interval(len(fired), streams)
+        rows.append(base | {"stream_length": len(hs), "calibration_share": float(np.mean(y == 1)),
+                            "alarm": "label-shift robust", "setting": "transfer", "supported_share": np.nan,
+                            "alarms": len(fired), "alarm_rate": len(fired) / streams, "ci_low": lo, "ci_high": hi,
+                            "within_delta": None,
+                            "median_delay": float(np.median(fired)) if len(fired) else np.nan,
+                            "p90_delay": float(np.percentile(fired, 90)) if len(fired) else np.nan})
+    return pd.DataFrame(rows)
+
+
+def label_test(alpha: float, delta: float, batchings: Sequence[tuple[int, int]], draws: int, seed: int
+               ) -> pd.DataFrame:
+    """False voids of the label e-process at a true miss rate of alpha, per batching ``(posts, size)``, beside a
+    fixed-n binomial test re-run at every post; and its power at 2 alpha (one label per post)."""
+    from scipy import stats
+
+    rng = seeded_rng(seed)
+    rows = []
+
+    def e_voids(paths: np.ndarray, size: int) -> np.ndarray:
+        k = np.cumsum(paths, axis=1)[:, size - 1::size]
+        n = np.arange(size, paths.shape[1] + 1, size)
+        parts = log_wealth(k, np.broadcast_to(n, k.shape), alpha)
+        top = parts.max(axis=2, keepdims=True)
+        lm = (top + np.log(np.mean(np.exp(parts - top), axis=2, keepdims=True)))[..., 0]
+        reached = lm >= np.log(1 / delta)
+        return np.where(reached.any(axis=1), n[reached.argmax(axis=1)], 0)
+
+    for posts, size in batchings:
+        paths = (rng.random((draws, posts * size)) < alpha).astype(int)
+        k = np.cumsum(paths, axis=1)[:, size - 1::size]
+        n = np.arange(size, posts * size + 1, size)
+        naive = (stats.binom.sf(k - 1, n[None, :], alpha) < delta).any(axis=1)
+        for test, voided in (("e-process (anytime-valid)", e_voids(paths, size) > 0),
+                             ("fixed-n binomial at every post", naive)):
+            v = int(voided.sum())
+            lo, hi = cp_interval(v, draws)
+            rows.append({"test": test, "delta": delta, "true_miss_rate": alpha, "posts": posts, "labels_per_post": size,
+                         "draws": draws, "voids": v, "void_rate": v / draws, "ci_low": lo, "ci_high": hi,
+                         "within_delta": bool(lo <= delta), "median_labels_to_void": np.nan})
+    total = max(p * s for p, s in batchings)
+    at = e_voids((rng.random((draws, total)) < 2 * alpha).astype(int), 1)
+    v = int((at > 0).sum())
+    lo, hi = cp_interval(v, draws)
+    rows.append({"test": "e-process (anytime-valid)", "delta": delta, "true_miss_rate": 2 * alpha, "posts": total,
+                 "labels_per_post": 1,
+                 "draws": draws, "voids": v, "void_rate": v / draws, "ci_low": lo, "ci_high": hi, "within_delta": None,
+                 "median_labels_to_void": float(np.median(at[at > 0])) if v else np.nan})
+    return pd.DataFrame(rows)

@@ -91,3 +91,45 @@ def test_a_group_too_small_falls_back_and_a_tiny_one_is_left_out():
     assert out.loc["small", "fallback_share"] == 1.0
     assert out.loc["small", "pooled_miss"] == out.loc["small", "group_miss"]
     assert out.loc["big", "fallback_share"] == 0.0
+
+
+def test_label_test_table_e_process_within_delta_and_fixed_n_not():
+    t = G.label_test(0.1, 0.1, [(10, 100), (1000, 1)], 600, seed=1)
+    e = t[(t.test.str.startswith("e-process")) & (t.true_miss_rate == 0.1)]
+    naive = t[t.test.str.startswith("fixed-n")]
+    assert e.within_delta.all() and (e.ci_high <= 0.1).all()
+    assert (naive.void_rate > 0.2).all() and not naive.within_delta.any()  # the shortcut the issue measured
+    power = t[t.true_miss_rate == 0.2].iloc[0]
+    assert power.void_rate > 0.95 and 10 < power.median_labels_to_void < 300
+    # the e-process's void counts equal the library class on the same label sequences (one label per post)
+    from citebound.calibration.eprocess import MissRateTest
+
+    rng = np.random.default_rng(5)
+    paths = (rng.random((50, 300)) < 0.2).astype(int)
+    for p in paths[:10]:
+        m = MissRateTest(0.1, 0.1)
+        for x in p:
+            m.add(int(x), 1)
+        k = np.cumsum(p)
+        fs = (np.arange(20) + 0.5) / 20 * 0.98
+        e_by_hand = [np.mean((1 + 9 * fs) ** k[i] * (1 - fs) ** (i + 1 - k[i])) for i in range(len(p))]
+        first = next((i + 1 for i, v in enumerate(e_by_hand) if v >= 10), None)
+        assert m.void_after == first
+
+
+def _two_class(n0, n1, rng, neg=(2, 8)):
+    return pd.DataFrame({"score_lexical": np.r_[rng.beta(*neg, n0), rng.beta(8, 2, n1)],
+                         "label": np.r_[np.zeros(n0), np.ones(n1)]})
+
+
+def test_shift_alarm_ignores_a_changed_share_and_catches_hard_negatives():
+    rng = np.random.default_rng(0)
+    cal = {"lexical": _two_class(800, 200, rng)}
+    hard = {"lexical": _two_class(600, 600, rng, neg=(5, 5))}  # hard negatives score between the classes
+    t = G.shift_alarm(cal, hard, 0.1, [0.2, 0.9], streams=30, length=300, seed=3, mixture=True)
+    robust = t[(t.alarm == "label-shift robust") & (t.setting == "supported share")]
+    assert robust.within_delta.all() and (robust.alarms <= 5).all()
+    old = t[t.alarm.str.startswith("mixture")].set_index("supported_share")
+    assert old.loc[0.9, "alarm_rate"] > 0.5  # the older monitor fires on the share alone: the reason for the new one
+    transfer = t[t.setting == "transfer"].iloc[0]
+    assert transfer.alarm_rate > 0.8 and transfer.median_delay < 600 and transfer.calibration_share == pytest.approx(0.2)

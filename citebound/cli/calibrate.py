@@ -48,7 +48,7 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--beta", type=float,
                    help="also certify the false-flag rate on supported citations <= beta (Learn-then-Test, with "
                         "probability >= 1 - delta both rates hold); default: the one-sided conformal rule")
-    c.add_argument("--ltt-method", choices=["bonferroni", "fixed_sequence"], default="bonferroni",
+    c.add_argument("--ltt-method", choices=["bonferroni", "holm", "fixed_sequence"], default="bonferroni",
                    help="with --beta: the multiple-testing scheme over the threshold grid")
     c.add_argument("--grid", default="0,1,201", metavar="LO,HI,N",
                    help="with --beta: the fixed grid of thresholds tested (N points from LO to HI)")

@@ -122,7 +122,7 @@ def citation_population(records: Sequence[Mapping[str, Any]], lines: Sequence[in
             raise LabelError(f"{here}: {e}") from None
         for a in audits:
             counts["citations"] += 1
-            if a.action == "invalid":
+            if a.action == "invalid" or a.cited < 0:  # no passage, or a bracket the guard could not read
                 counts["invalid_not_sampled"] += 1
                 continue
             s = sents[a.sentence_index]

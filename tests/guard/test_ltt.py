@@ -30,16 +30,72 @@ def test_a_small_case_by_hand():
     r = ltt.calibrate_two_sided(s, y, 0.2, 0.2, 0.1, grid=[0.5, 0.52])
     assert r.certified == [] and r.tau is None and "no threshold is certified" in r.rule
     r2 = ltt.calibrate_two_sided(s, y, 0.3, 0.01, 0.1, grid=[0.5, 0.52])
-    assert r2.best_beta_at_alpha == pytest.approx(1 - 0.05 ** (1 / 10), rel=1e-9)
+    # the hint is the smallest 0.01 step the same procedure certifies: the CP bound 0.2589, rounded up
+    assert 1 - 0.05 ** (1 / 10) == pytest.approx(0.2589, abs=1e-4) and r2.best_beta_at_alpha == 0.26
+    assert ltt.calibrate_two_sided(s, y, 0.3, 0.26, 0.1, grid=[0.5, 0.52]).certified
+    assert not ltt.calibrate_two_sided(s, y, 0.3, 0.25, 0.1, grid=[0.5, 0.52]).certified
+    assert "--beta 0.26" in r2.rule and "cheaper fix" in r2.rule
     assert r2.to_dict()["certified_tau_interval"] == [None, None]
 
 
 def test_fixed_sequence_stops_at_the_first_failure():
-    s = np.r_[np.arange(1, 11) * 0.05, 0.5 + np.arange(1, 11) * 0.05]
-    y = np.r_[np.zeros(10, int), np.ones(10, int)]
-    # grid 0.0 .. 1.0 in steps of 0.25: the middle 0.5 passes; 0.25 and 0.75 fail, so nothing further is tested
-    r = ltt.calibrate_two_sided(s, y, 0.3, 0.3, 0.1, grid=[0, 0.25, 0.5, 0.75, 1], method="fixed_sequence")
-    assert r.certified == [0.5]
+    # the certify step by hand: order 3, 0, 1, 2 with p 0.01, 0.02, 0.5, 0.03: stops at 0.5
+    p = np.array([0.02, 0.5, 0.03, 0.01])
+    assert ltt.certify(p, "fixed_sequence", 0.1, np.array([3, 0, 1, 2])).tolist() == [True, False, False, True]
+    # Holm at delta 0.1 over 4: 0.01 <= 0.025, 0.02 <= 0.0333, 0.03 <= 0.05, 0.5 > 0.1
+    assert ltt.certify(p, "holm", 0.1).tolist() == [True, False, True, True]
+    assert ltt.certify(p, "bonferroni", 0.1).tolist() == [True, False, False, True]  # 0.03 > 0.025
+
+
+@pytest.mark.parametrize("method", ["bonferroni", "holm", "fixed_sequence"])
+def test_the_hint_names_a_beta_the_same_method_certifies(method):
+    rng = np.random.default_rng(2)
+    s = np.r_[rng.beta(2, 5, 300), rng.beta(4, 3, 120)]  # overlapping classes: a tight beta is out of reach
+    y = np.r_[np.zeros(300, int), np.ones(120, int)]
+    r = ltt.calibrate_two_sided(s, y, 0.1, 0.05, 0.1, method=method)
+    assert r.certified == [] and r.best_beta_at_alpha is not None
+    b = r.best_beta_at_alpha
+    assert ltt.calibrate_two_sided(s, y, 0.1, b, 0.1, method=method).certified
+    assert not ltt.calibrate_two_sided(s, y, 0.1, round(b - 0.01, 2), 0.1, method=method).certified
+
+
+def test_split_fixed_sequence_certifies_where_the_middle_start_could_not():
+    # scores all above 0.5 (as embedding's are): a sequence starting at the grid's middle fails at once
+    rng = np.random.default_rng(3)
+    s = np.r_[0.5 + 0.5 * rng.beta(2, 6, 1500), 0.5 + 0.5 * rng.beta(6, 2, 500)]
+    y = np.r_[np.zeros(1500, int), np.ones(500, int)]
+    r = ltt.calibrate_two_sided(s, y, 0.1, 0.5, 0.1, method="fixed_sequence")
+    assert r.certified and min(r.certified) > 0.5
+
+
+def test_holm_rejects_at_least_what_bonferroni_does():
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        p = rng.random(50) ** 4
+        assert (ltt.certify(p, "holm", 0.1) >= ltt.certify(p, "bonferroni", 0.1)).all()
+
+
+@pytest.mark.parametrize("method,mapie_method", [("bonferroni", "bonferroni"), ("holm", "bonferroni_holm"),
+                                                 ("fixed_sequence", "fixed_sequence")])
+def test_the_family_wise_step_agrees_with_mapie(method, mapie_method):
+    """MAPIE 1.6's control_fwer on the same p-values rejects the same hypotheses (its fixed sequence walks the
+    given order: we hand it the p-values in our order). MAPIE computes its own LTT p-values with
+    Hoeffding-Bentkus bounds by default; ours are exact binomial ones, so the comparison is of the
+    multiple-testing step on identical p-values."""
+    risk_control = pytest.importorskip("mapie.risk_control.fwer_control", reason="MAPIE 1.6 (the [test] extra)")
+    rng = np.random.default_rng(5)
+    for trial in range(30):
+        p = np.minimum(rng.random(80) ** rng.uniform(1, 8), 1.0)
+        order = rng.permutation(80)
+        ours = ltt.certify(p, method, 0.1, order)
+        if method == "fixed_sequence":
+            got = risk_control.control_fwer(p[order], 0.1, mapie_method)
+            theirs = np.zeros(80, bool)
+            theirs[order[got]] = True
+        else:
+            theirs = np.zeros(80, bool)
+            theirs[risk_control.control_fwer(p, 0.1, mapie_method)] = True
+        assert (ours == theirs).all(), (method, trial)
 
 
 BOUNDARY = float(beta_dist.isf(0.102, 2, 5))  # the tau whose true miss rate is 0.102, just past alpha = 0.1

@@ -131,7 +131,8 @@ def make_label_session(args: argparse.Namespace):
         raise CLIError(f"{args.input}: no citation that points at a passage, nothing to label")
     sample = uniform_sample(items, args.sample, args.seed)
     print(f"{counts['answers']} answers, {counts['citations']} citations, {counts['invalid_not_sampled']} "
-          f"invalid or unreadable (no passage; not sampled), {len(items)} to sample from; sampled {len(sample)}", file=sys.stderr, flush=True)
+          f"invalid or unreadable (no passage; not sampled), {len(items)} to sample from; sampled {len(sample)}",
+          file=sys.stderr, flush=True)
     try:
         vcfg, _, _ = verifier_definitions(args.verifier, parse_overrides(args.override), runtime_args(args))
         meta = {"sample_seed": args.seed, "sample_size": len(sample), "input_sha256": input_digest(args.input),

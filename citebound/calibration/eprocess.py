@@ -32,14 +32,26 @@ the null with another ``pi``, so it does not fire; unsupported citations that st
 mixture of the two classes puts them (the transfer setting: hard negatives scored between the classes)
 push every ``pi``'s martingale up. The references are the calibration's own scores (fixed, not grown by
 deployment, which is unlabelled), so memory and time per update are constant: ``len(PI_GRID) *
-len(EPS_GRID)`` numbers, two binary searches per score. The p-values are uniform given the calibration
-only up to its sampling error, so validity is approximate and measured (the ``guarantees`` rule).
+len(bets)`` numbers, two binary searches per score.
+
+The p-values above are computed against the calibration's *samples*, not the classes' true distributions,
+and a long stream would in time detect the samples' own error (a mostly supported stream against a few
+hundred supported calibration scores does so within a thousand citations). So the bets are made robust to
+it. By the Dvoretzky-Kiefer-Wolfowitz inequality, with probability ``>= 1 - delta/2`` both classes'
+empirical distributions lie within ``eps_c = sqrt(log(8/delta) / (2 n_c)) + 1/(n_c + 1)`` of the truth
+(the second term: the smoothing), so every computed ``p_pi`` is within ``eps_pi = pi eps_1 + (1 - pi) eps_0``
+of the true, uniform one. On that event a bet evaluated at the least favourable point of ``[p - eps_pi, p
++ eps_pi]`` (a decreasing bet at ``p + eps``, an increasing one at ``p - eps``, a tent at the lower of the
+two ends) never pays more than the same bet at the true p-value, so each product is a supermartingale;
+the alarm fires at ``2/delta`` (Ville: ``delta/2``). The chance of a false alarm is then at most ``delta``
+in all, for any stream length: the robustness costs power (the ``guarantees`` rule measures both).
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -47,22 +59,40 @@ import numpy as np
 LAMBDA_FRACTIONS = (np.arange(20) + 0.5) / 20 * 0.98
 PI_GRID = np.round(np.linspace(0.0, 1.0, 51), 4)  # the supported shares the alarm's null ranges over
 # the betting functions of the alarm, each with integral 1 on [0, 1]: power functions on small p-values
-# (scores too high), on large ones (too low) and tents on middling ones (scores piled between the classes)
+# (scores too high), on large ones (too low) and half-tents (a tent averaged with the uniform) on middling
+# ones (scores piled between the classes)
 EPS = (np.arange(10) + 0.5) / 10
 KAPPA = np.array([0.5, 1.0, 2.0, 4.0, 8.0])
 
 
-def log_bets(p: np.ndarray) -> np.ndarray:
-    """log of every betting function at each p-value: shape ``p.shape + (2 * len(EPS) + len(KAPPA),)``.
+def log_bets(p: np.ndarray, eps: Any = 0.0) -> np.ndarray:
+    """log of every betting function at each p-value, each evaluated at the least favourable point within
+    ``eps`` of it: shape ``p.shape + (2 * len(EPS) + len(KAPPA),)``.
 
-    >>> [round(float(x), 6) for x in np.exp(log_bets(np.array(0.5)))[-5:]]   # the tents at 1/2: kappa + 1
-    [1.5, 2.0, 3.0, 5.0, 9.0]
+    >>> [round(float(x), 6) for x in np.exp(log_bets(np.array(0.5)))[-5:]]   # the tents at 1/2: (1 + (kappa + 1)) / 2
+    [1.25, 1.5, 2.0, 3.0, 5.0]
+    >>> [round(float(x), 6) for x in np.exp(log_bets(np.array(0.5), 0.25))[-2:]]   # at 0.25 or 0.75: (1 + (k+1) 2**-k) / 2
+    [0.65625, 0.517578]
     """
-    p = np.clip(np.asarray(p, float), 1e-300, 1 - 1e-16)[..., None]
-    low = np.log(EPS) + (EPS - 1) * np.log(p)
-    high = np.log(EPS) + (EPS - 1) * np.log1p(-p)
-    tent = np.log(KAPPA + 1) + KAPPA * np.log(np.maximum(1 - np.abs(2 * p - 1), 1e-300))
-    return np.concatenate([low, high, tent], axis=-1)
+    p = np.asarray(p, float)
+    up = np.clip(p + eps, 1e-300, 1 - 1e-16)[..., None]  # where a decreasing bet pays least
+    down = np.clip(p - eps, 1e-300, 1 - 1e-16)[..., None]  # where an increasing one does
+    low = np.log(EPS) + (EPS - 1) * np.log(up)
+    high = np.log(EPS) + (EPS - 1) * np.log1p(-down)
+
+    def tent(q: np.ndarray) -> np.ndarray:  # half a tent, half the uniform: a tent alone loses all near 0 and 1
+        return np.log(0.5 + 0.5 * (KAPPA + 1) * np.maximum(1 - np.abs(2 * q - 1), 0.0) ** KAPPA)
+
+    return np.concatenate([low, high, np.minimum(tent(up), tent(down))], axis=-1)
+
+
+def reference_error(n: int, delta: float) -> float:
+    """How far (DKW at delta/4, plus the smoothing) ``n`` calibration scores' p-values may be from the truth.
+
+    >>> round(reference_error(200, 0.1), 4)   # sqrt(log(80) / 400) + 1/201
+    0.1096
+    """
+    return math.sqrt(math.log(8 / delta) / (2 * n)) + 1 / (n + 1)
 
 
 def log_wealth(missed: int, n: int, alpha: float, fractions: Sequence[float] = LAMBDA_FRACTIONS) -> np.ndarray:
@@ -141,6 +171,11 @@ def mixture_p(s0: np.ndarray, s1: np.ndarray, s: np.ndarray, theta: np.ndarray) 
     return PI_GRID[None, :] * p1[:, None] + (1 - PI_GRID[None, :]) * p0[:, None]
 
 
+def pi_error(n0: int, n1: int, delta: float) -> np.ndarray:
+    """``eps_pi`` for every supported share of :data:`PI_GRID`."""
+    return PI_GRID * reference_error(n1, delta) + (1 - PI_GRID) * reference_error(n0, delta)
+
+
 def alarm_times(s0: Sequence[float], s1: Sequence[float], streams: np.ndarray, thetas: np.ndarray,
                 delta: float) -> np.ndarray:
     """When :class:`ShiftRobustAlarm` first turns suspect on each row of ``streams`` (1-based; 0: never),
@@ -149,9 +184,10 @@ def alarm_times(s0: Sequence[float], s1: Sequence[float], streams: np.ndarray, t
     streams, thetas = np.atleast_2d(streams), np.atleast_2d(thetas)
     logs = np.zeros((streams.shape[0], len(PI_GRID), 2 * len(EPS) + len(KAPPA)))
     at = np.zeros(streams.shape[0], int)
-    bound = math.log(1 / delta)
+    bound = math.log(2 / delta)
+    eps = pi_error(len(r0), len(r1), delta)[None, :]
     for t in range(streams.shape[1]):
-        logs += log_bets(mixture_p(r0, r1, streams[:, t], thetas[:, t]))
+        logs += log_bets(mixture_p(r0, r1, streams[:, t], thetas[:, t]), eps)
         top = logs.max(axis=2, keepdims=True)
         lm = (top + np.log(np.mean(np.exp(logs - top), axis=2, keepdims=True)))[..., 0].min(axis=1)
         at[(at == 0) & (lm >= bound)] = t + 1
@@ -161,7 +197,7 @@ def alarm_times(s0: Sequence[float], s1: Sequence[float], streams: np.ndarray, t
 @dataclass
 class ShiftRobustAlarm:
     """The drift alarm under label shift: :meth:`update` with deployed scores; :attr:`suspect` once every
-    supported share's martingale has reached ``1/delta``."""
+    supported share's (robust) martingale has reached ``2/delta``."""
 
     unsupported_scores: Sequence[float]
     supported_scores: Sequence[float]
@@ -181,6 +217,7 @@ class ShiftRobustAlarm:
             raise ValueError(f"delta must be in (0, 1), got {self.delta}")
         self._log = np.zeros((len(PI_GRID), 2 * len(EPS) + len(KAPPA)))
         self._rng = np.random.default_rng(self.seed)
+        self._eps = pi_error(len(self._s0), len(self._s1), self.delta)
 
     def log_martingales(self) -> np.ndarray:
         """log of each supported share's mixture martingale."""
@@ -203,9 +240,9 @@ class ShiftRobustAlarm:
             theta = float(next(given)) if given is not None else float(self._rng.uniform())
             if s is None or not math.isfinite(float(s)):
                 continue
-            self._log += log_bets(self.p_values(float(s), theta))
+            self._log += log_bets(self.p_values(float(s), theta), self._eps)
             self.n_seen += 1
-            if not self.suspect and float(self.log_martingales().min()) >= math.log(1 / self.delta):
+            if not self.suspect and float(self.log_martingales().min()) >= math.log(2 / self.delta):
                 self.suspect, self.alarm_at = True, self.n_seen
         return self.suspect
 

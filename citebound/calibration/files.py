@@ -82,6 +82,7 @@ def check_verifier(cal: Mapping[str, Any], verifier_name: str, verifier_hash: st
 def in_force(cal: Mapping[str, Any]) -> tuple[str, float, str]:
     """(which guarantee, the threshold the guard deploys, what it promises) of a calibration:
 
+    - ``precision``: at most q of the passed citations are unsupported (``--precision``); its certified tau;
     - ``two-sided``: Learn-then-Test certified both rates (``--beta``); its certified tau;
     - ``pac``: enough unsupported labels for the PAC threshold: with probability >= 1 - delta over the
       calibration draw, *this* calibration's miss rate is <= alpha (what returned labels can test);
@@ -93,6 +94,9 @@ def in_force(cal: Mapping[str, Any]) -> tuple[str, float, str]:
     >>> in_force({"alpha": 0.1, "tau": 0.5, "pac": {"tau": None, "delta": 0.1}})[:2]
     ('marginal', 0.5)
     """
+    prec = cal.get("precision") or {}
+    if prec.get("tau") is not None:
+        return "precision", float(prec["tau"]), str(prec.get("guarantee"))
     if cal.get("beta") is not None and cal.get("tau") is not None:
         return "two-sided", float(cal["tau"]), str(cal.get("marginal_guarantee"))
     pac = cal.get("pac") or {}

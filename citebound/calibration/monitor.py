@@ -179,7 +179,7 @@ class DriftMonitor:
                 "alarm": ("label-shift robust (any supported share)" if self.robust is not None else
                           "mixture martingale: fires when the supported share changes too; recalibrate with "
                           "citebound 0.3.1+ for the label-shift robust alarm"),
-                "martingale": round(self.value, 6), "alarm_at": 1.0 / self.delta,
+                "martingale": round(self.value, 6), "alarm_at": (2.0 if self.robust is not None else 1.0) / self.delta,
                 "deployed_scores": self.n_seen, "first_alarm_after": self.alarm_at, "history": self.history[-10:],
                 "labels": {"missed": self.labels_seen[0], "unsupported": self.labels_seen[1],
                            "e_value": float(f"{t.value:.6g}"), "void_at": 1.0 / self.delta,

@@ -48,6 +48,12 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--beta", type=float,
                    help="also certify the false-flag rate on supported citations <= beta (Learn-then-Test, with "
                         "probability >= 1 - delta both rates hold); default: the one-sided conformal rule")
+    c.add_argument("--precision", type=float, metavar="Q",
+                   help="instead certify precision for readers: with probability >= 1 - delta at most a share Q of the "
+                        "citations the guard passes are unsupported (needs --supported-share-min)")
+    c.add_argument("--supported-share-min", type=float, metavar="P",
+                   help="with --precision: the stated assumption that the deployment's share of supported citations is "
+                        "at least P (the bound holds for every share >= P)")
     c.add_argument("--ltt-method", choices=["bonferroni", "holm", "fixed_sequence"], default="bonferroni",
                    help="with --beta: the multiple-testing scheme over the threshold grid")
     c.add_argument("--grid", default="0,1,201", metavar="LO,HI,N",
@@ -74,9 +80,13 @@ def labels_verifier(path: str) -> str | None:
 
 
 def _check_options(args: argparse.Namespace) -> None:
-    for opt in ("alpha", "delta") + (("beta",) if args.beta is not None else ()):
+    extra = tuple(o for o in ("beta", "precision", "supported_share_min") if getattr(args, o) is not None)
+    for opt in ("alpha", "delta") + extra:
         if not 0 < getattr(args, opt) < 1:
-            raise CLIError(f"--{opt} must be in (0, 1), got {getattr(args, opt)}")
+            raise CLIError(f"--{opt.replace('_', '-')} must be in (0, 1), got {getattr(args, opt)}")
+    if (args.precision is None) != (args.supported_share_min is None):
+        raise CLIError("--precision Q needs --supported-share-min P (the deployment's supported share is an assumption "
+                       "you state), and --supported-share-min is only for --precision")
     if bool(args.scores) == bool(args.labels):
         raise CLIError("give exactly one of --scores (frozen scores) or --labels (claims to score)")
     check_out(args.out)
@@ -223,6 +233,13 @@ def _summary(scores: Any, labels: Any, args: argparse.Namespace, vname: str, vha
     summary = calibration_summary(scores, labels, args.alpha, args.delta, vname, vhash)
     if args.beta is not None:
         two_sided(summary, scores, labels, args)
+    if args.precision is not None:
+        from citebound.calibration.precision import calibrate_precision
+
+        summary["precision"] = calibrate_precision(scores, labels, args.precision, args.delta, args.supported_share_min,
+                                                   _grid(args, scores))
+        if summary["precision"]["tau"] is None:
+            summary["warnings"].append(summary["precision"]["guarantee"] + "; the guard keeps the catch-rate rule")
     return summary
 
 

@@ -125,7 +125,7 @@ def _two_class(n0, n1, rng, neg=(2, 8)):
 def test_shift_alarm_ignores_a_changed_share_and_catches_hard_negatives():
     rng = np.random.default_rng(0)
     cal = {"lexical": _two_class(800, 200, rng)}
-    hard = {"lexical": _two_class(600, 600, rng, neg=(5, 5))}  # hard negatives score between the classes
+    hard = {"lexical": _two_class(600, 600, rng, neg=(50, 1))}  # hard negatives score above the supported
     t = G.shift_alarm(cal, hard, 0.1, [0.2, 0.9], streams=30, length=300, seed=3, mixture=True)
     robust = t[(t.alarm == "label-shift robust") & (t.setting == "supported share")]
     assert robust.within_delta.all() and (robust.alarms <= 5).all()

@@ -57,35 +57,29 @@ def router(state: ServiceState) -> APIRouter:
     async def monitor():
         return {name or "default": _cards(g) for name, g in state.registry.guards.items()}
 
+    def admin_change(request: Request, profile: str | None, group: str | None, change: Any):
+        """An admin-token change to one monitor (a fallback group's goes to the pooled one it uses); its card."""
+        if (denied := admin_denied(state, request)) is not None:
+            return denied
+        try:
+            keeper, fallback = state.registry.guard_for(profile).calibrations.resolve(group)
+            change(keeper)
+        except (GuardInputError, ValueError) as e:
+            return refuse(e)
+        return keeper.card(None if fallback else group)
+
     @r.post("/v1/monitor/labels", responses={401: {"description": "no or wrong admin token"},
                                              403: {"description": "the service has no admin token"},
                                              422: {"description": "bad input, or a profile without a monitor"}})
     async def labels(req: LabelsIn, request: Request):
-        if (denied := admin_denied(state, request)) is not None:
-            return denied
-        try:
-            guard = state.registry.guard_for(req.profile)
-            keeper, fallback = guard.calibrations.resolve(req.group)
-            if fallback:  # a fallback group's labels test the pooled calibration it uses
-                req.group = None
-            keeper.labels(req.missed, req.unsupported)
-        except (GuardInputError, ValueError) as e:
-            return refuse(e)
-        return keeper.card(req.group)
+        return admin_change(request, req.profile, req.group, lambda k: k.labels(req.missed, req.unsupported))
 
     @r.post("/v1/monitor/reset", responses={401: {"description": "no or wrong admin token"},
                                             403: {"description": "the service has no admin token"}})
     async def reset(req: ResetIn, request: Request):
         """Start a monitor afresh (after a recalibration, say); the card's history records who and when."""
-        if (denied := admin_denied(state, request)) is not None:
-            return denied
-        try:
-            guard = state.registry.guard_for(req.profile)
-            keeper, fallback = guard.calibrations.resolve(req.group)
-            keeper.reset(f"{req.by} ({request.client.host if request.client else 'unknown'})")
-        except (GuardInputError, ValueError) as e:
-            return refuse(e)
-        return keeper.card(None if fallback else req.group)
+        who = f"{req.by} ({request.client.host if request.client else 'unknown'})"
+        return admin_change(request, req.profile, req.group, lambda k: k.reset(who))
 
     return r
 

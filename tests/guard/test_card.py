@@ -67,6 +67,11 @@ def test_labels_need_the_admin_token():
         assert c.get(f"{url}/v1/monitor").json()["default"]["monitor"]["state"] != "void"  # nothing changed
         ok = c.post(f"{url}/v1/monitor/labels", json=body, headers={"Authorization": f"Bearer {ADMIN}"})
         assert ok.status_code == 200 and ok.json()["monitor"]["state"] == "void"
+        assert c.post(f"{url}/v1/monitor/reset", json={"by": "mallory"}).status_code == 401
+        reset = c.post(f"{url}/v1/monitor/reset", json={"by": "ops"}, headers={"Authorization": f"Bearer {ADMIN}"})
+        mon = reset.json()["monitor"]
+        assert reset.status_code == 200 and mon["state"] == "ok" and mon["labels"]["unsupported"] == 0
+        assert mon["history"][-1]["by"].startswith("ops (127.0.0.1") and mon["history"][-1]["was"] == "void"
     with running(ServeConfig(verifier="lexical")) as url, httpx.Client(timeout=30) as c:
         none = c.post(f"{url}/v1/monitor/labels", json=body, headers={"Authorization": f"Bearer {ADMIN}"})
         assert none.status_code == 403 and "--admin-token-file" in none.text

@@ -149,7 +149,7 @@ def router(state: ServiceState) -> APIRouter:
         except TimeoutError:
             return proxy_error(504, f"the request took longer than {cfg.request_timeout_s} s", "timeout")
         if report.blocked:
-            return blocked(report, error_shape=True)
+            return blocked(report, error_shape=True, show_text=bool(extra.return_original))
         if message.get("content") is not None:
             message["content"] = text
         calls = tool_calls(message)

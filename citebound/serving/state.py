@@ -122,12 +122,23 @@ def refuse(e: Exception):
     return JSONResponse({"detail": str(e)}, status_code=422)
 
 
-def blocked(report: GuardReport, error_shape: bool = False):
+def without_claims(body: dict) -> dict:
+    """A report as the proxy may show it for a withheld answer: each audit's claim (the upstream's text, which
+    the caller has not seen) left out."""
+    for a in body.get("audit", []):
+        a["claim"] = None
+    return body
+
+
+def blocked(report: GuardReport, error_shape: bool = False, show_text: bool = True):
     """A 403 for an answer --action block withholds: why, and its whole report (the content is not given).
-    ``error_shape``: OpenAI's error object (what the proxy answers, so the openai SDK raises on it)."""
+    ``error_shape``: OpenAI's error object (what the proxy answers, so the openai SDK raises on it);
+    ``show_text=False``: the report's claims are left out too (the proxy's caller never saw the answer)."""
     from fastapi.responses import JSONResponse
 
     body = report.to_dict() if hasattr(report, "to_dict") else report.model_dump()
+    if not show_text:
+        body = without_claims(body)
     if error_shape:
         return JSONResponse({"error": {"message": f"citebound blocked the answer: {report.block_reason}",
                                        "type": "citebound_blocked", "code": "blocked"},

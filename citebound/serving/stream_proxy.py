@@ -150,7 +150,12 @@ class StreamRun:
         return "" if self.block_report is not None else out
 
     def _extra(self, report: Any) -> dict[str, Any]:
-        out = {"report": report.to_dict(), "verifier": self.state.scorer.name, "unchecked_tool_calls": self.tool_calls}
+        body = report.to_dict()
+        if self.block_report is not None and not self.return_original:  # withheld text stays withheld
+            from citebound.serving.state import without_claims
+
+            body = without_claims(body)
+        out = {"report": body, "verifier": self.state.scorer.name, "unchecked_tool_calls": self.tool_calls}
         return out | ({"original_content": "".join(self.original)} if self.return_original else {})
 
     async def events(self, resp: Any) -> AsyncIterator[bytes]:

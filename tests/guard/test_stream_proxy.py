@@ -3,6 +3,7 @@ scripted streaming upstream: the streamed content equals the unstreamed guarded 
 removal), upstream failures end the stream with an error the SDK raises, a client that goes away stops
 the upstream read, every bound holds, block acts on what is not yet sent, and unchecked citations fail
 closed."""
+import json
 import random
 import time
 
@@ -181,3 +182,72 @@ def test_a_citation_the_verifier_could_not_check_fails_closed(on_error, marker):
         assert r["guarded_answer"] == got and r["report"]["unverified"] == 1
         metrics = httpx.get(f"{url}/metrics").text
         assert 'citebound_citations_total{outcome="unverified"} 2.0' in metrics
+
+
+def _sse(events) -> bytes:
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+
+def _chunk(delta, finish=None, index=0):
+    return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": index, "delta": delta, "finish_reason": finish}]}
+
+
+def test_a_stream_passes_tool_calls_through_and_counts_them_unchecked():
+    from tests.guard.test_hostile import Upstream
+
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    up = Upstream(_sse([_chunk({"role": "assistant", "content": "Statins lower LDL cholesterol [1]. "}),
+                        _chunk({"tool_calls": [call]}), _chunk({}, "tool_calls")]))
+    try:
+        with running(ServeConfig(verifier="lexical", upstream=up.url)) as url:
+            calls, extra, finish = [], None, None
+            for ch in client(url).chat.completions.create(model="m", messages=[], stream=True,
+                                                          extra_body={"citebound": {"passages": PASSAGES}}):
+                if ch.choices:
+                    calls += ch.choices[0].delta.tool_calls or []
+                    finish = ch.choices[0].finish_reason or finish
+                extra = (ch.model_extra or {}).get("citebound") or extra
+    finally:
+        up.close()
+    assert [c.id for c in calls] == ["call_1"] and finish == "tool_calls"
+    assert extra["unchecked_tool_calls"] == 1 and "original_content" not in extra  # only on request
+
+
+def test_a_stream_with_a_second_choice_ends_in_an_error_and_n_is_refused():
+    from tests.guard.test_hostile import Upstream
+
+    up = Upstream(_sse([_chunk({"content": "Statins lower LDL cholesterol [1]. "}),
+                        _chunk({"content": "The moon is cheese [1]. "}, index=1), _chunk({}, "stop")]))
+    try:
+        with running(ServeConfig(verifier="lexical", upstream=up.url)) as url:
+            with pytest.raises(openai.APIError, match="more than one choice"):
+                for _ in client(url).chat.completions.create(model="m", messages=[], stream=True,
+                                                             extra_body={"citebound": {"passages": PASSAGES}}):
+                    pass
+            with pytest.raises(openai.BadRequestError, match="n=2"):
+                client(url).chat.completions.create(model="m", messages=[], stream=True, n=2,
+                                                    extra_body={"citebound": {"passages": PASSAGES}})
+    finally:
+        up.close()
+
+
+def test_a_blocked_stream_leaks_no_withheld_text():
+    text = "Statins lower LDL cholesterol [1]. Unicorns sing opera loudly [1]. Mitochondria produce ATP [2]."
+    with FakeStreamingOpenAI(lambda body: Script(sentences_as_pieces(text))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, action="block", block_above=0.4)) as url:
+        raw = httpx.post(f"{url}/v1/chat/completions", timeout=30,
+                         json={"model": "m", "messages": [], "stream": True, "citebound": {"passages": PASSAGES}}).text
+    assert "Unicorns" not in raw and "opera" not in raw and "Mitochondria" not in raw
+
+
+@pytest.mark.slow  # waits for the deadline
+def test_a_trickling_stream_is_cut_at_its_total_deadline():
+    script = Script(sentences_as_pieces(ANSWER * 5), event_pause_s=0.3)
+    with FakeStreamingOpenAI(lambda body: script) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, limits=Limits(max_stream_s=2))) as url:
+        t0 = time.perf_counter()
+        with pytest.raises(openai.APIError, match="max_stream_s"):
+            for _ in client(url).chat.completions.create(model="fake", messages=[], stream=True, extra_body=PASS):
+                pass
+        assert time.perf_counter() - t0 < 6

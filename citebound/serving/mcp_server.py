@@ -76,7 +76,9 @@ def build_server(guard: Guard) -> Any:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
-    server = MCPServer("citebound", instructions=(
+    from citebound import __version__
+
+    server = MCPServer("citebound", version=__version__, instructions=(
         "Checks [N] citations of an answer against the passages they point at: guard_answer rewrites markers "
         "that fail ([N UNVERIFIED], [N INVALID]) or moves them to a passage that supports the sentence; "
         "verify_citation scores one claim against one passage."))

@@ -266,7 +266,9 @@ def test_mcp_answers_every_line():
     try:
         init = ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
-        assert init["result"]["serverInfo"]["name"] == "citebound"
+        from citebound import __version__
+
+        assert init["result"]["serverInfo"] == {"name": "citebound", "version": __version__}
         p.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
         assert ask({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": [1]})["error"]["code"] == -32602
         bad = ask('{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "guard_answer", '

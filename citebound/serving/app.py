@@ -133,7 +133,14 @@ class BodyLimit:
             if not msg.get("more_body"):
                 break
         whole = b"".join(body)
-        problem = json_problem(whole) if whole.lstrip()[:1] in (b"{", b"[") else None
+        problem = None
+        if whole.lstrip()[:1] in (b"{", b"["):  # a large body is checked off the event loop: others keep going
+            if len(whole) > 65_536:
+                from starlette.concurrency import run_in_threadpool
+
+                problem = await run_in_threadpool(json_problem, whole)
+            else:
+                problem = json_problem(whole)
         if problem is not None:
             await self._send(scope, send, 422, problem, "invalid_json")
             return

@@ -197,6 +197,8 @@ def _pair_units(claims: Sequence[Any], passages: Sequence[Any], window_chars: in
     units: list[tuple[str, str]] = []
     pair_units: list[list[int]] = []
     for i, (c, p) in enumerate(zip(claims, passages)):
+        if i % 64 == 0:
+            deadline.check()  # a cancelled request stops here too: windowing a large batch takes seconds
         if is_blank(c) or is_blank(p):
             reason[i] = "missing_claim" if is_blank(c) else "empty_passage"
             pair_units.append([])
@@ -218,7 +220,11 @@ def _judge_units(verifier: Verifier, units: list[tuple[str, str]], cache: ScoreC
     """Unit scores and verdicts: from the cache where it has them, else ``chunk_units`` at a time from the verifier."""
     u_score = np.full(len(units), np.nan)
     u_verdict = np.zeros(len(units), dtype=bool)
-    keys = [ScoreCache.key(c, w) for c, w in units]
+    keys = []
+    for j, (c, w) in enumerate(units):
+        if j % 4096 == 0:
+            deadline.check()
+        keys.append(ScoreCache.key(c, w))
     todo = list(range(len(units)))
     n_cached = 0
     if cache is not None and units:

@@ -110,7 +110,11 @@ def test_guarding_proxy_in_front_of_the_real_model_with_the_openai_sdk(smollm2, 
     # the served lexical verifier guards by its shipped calibration on the attribution gold
     assert report["n_sentences"] >= 1 and report["rule"] == f"pass iff score > tau = {shipped('lexical')['pac']['tau']:.6g}"
     assert int(raw.headers["x-citebound-citations"]) == report["n_citations"]
-    expected_budget = (report["flagged"] + report["invalid"]) / report["n_citations"] if report["n_citations"] else 0.0
+    # uncited sentences count (the default --uncited flag): a real answer that cites nothing has a budget of 1
+    total = report["n_citations"] + report["uncited"]
+    expected_budget = ((report["flagged"] + report["invalid"] + report["unverified"] + report["uncited"]) / total
+                       if total else 0.0)
+    assert int(raw.headers["x-citebound-uncited"]) == report["uncited"]
     assert float(raw.headers["x-citebound-review-budget"]) == pytest.approx(expected_budget, abs=1e-4)
     # the guarded text is the original with only its markers rewritten
     import re

@@ -58,6 +58,16 @@ def test_a_bracket_the_guard_cannot_read_is_unverified_never_dropped(marker):
     assert r.review_budget == 1.0 and r.blocked and text == ""  # block withholds it
 
 
+def test_an_unreadable_bracket_right_after_a_marker_is_not_swallowed():
+    # [2a] starts where [1] ends, at index 0 of a second answer too, and beside a later good marker
+    out = [guard_answer(a, P, accept_all, reattribute=None)[1] for a in
+                               ("Aspirin reduces heart attacks [1][2a] and more [2].", "[1a][1] Aspirin works.")]
+    r0, r1 = out
+    assert [(a.cited, a.marker, a.action) for a in r0.audit] == [(1, "[1]", "verified"), (2, "[2]", "verified"),
+                                                                  (-1, "[2a]", "unverified")]
+    assert [(a.cited, a.marker, a.action) for a in r1.audit] == [(1, "[1]", "verified"), (-1, "[1a]", "unverified")]
+
+
 def test_a_markdown_link_with_a_digit_is_no_citation():
     _, r = guard_answer("See [figure 2](https://x.org) for aspirin [1].", P, accept_all, reattribute=None)
     assert [a.cited for a in r.audit] == [1]

@@ -105,6 +105,18 @@ def test_the_alarm_fires_when_unsupported_citations_score_higher_than_any_calibr
     assert None not in at and max(at) < 300, at
 
 
+def test_each_share_allows_for_its_own_mix_of_the_two_references_errors():
+    from citebound.calibration.eprocess import PI_GRID, pi_error, reference_error
+
+    # DKW at delta/4 plus the smoothing, by hand: sqrt(log(8 / 0.1) / (2 n)) + 1 / (n + 1)
+    for n in (100, 400):
+        assert reference_error(n, 0.1) == pytest.approx(math.sqrt(math.log(80) / (2 * n)) + 1 / (n + 1))
+    e = pi_error(100, 400, 0.1)  # 100 unsupported, 400 supported
+    assert e[0] == pytest.approx(reference_error(100, 0.1)) and e[-1] == pytest.approx(reference_error(400, 0.1))
+    i = int(np.argmin(np.abs(PI_GRID - 0.3)))
+    assert e[i] == pytest.approx(0.3 * reference_error(400, 0.1) + 0.7 * reference_error(100, 0.1))
+
+
 def test_the_alarm_costs_the_same_per_update_however_long_the_stream():
     a = ShiftRobustAlarm([0.1, 0.2], [0.8, 0.9], DELTA)
     size = a._log.nbytes

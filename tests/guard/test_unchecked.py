@@ -74,10 +74,10 @@ def test_a_markdown_link_with_a_digit_is_no_citation():
 
 
 def test_uncited_sentences_count_by_policy():
-    answer = "Aspirin reduces heart attacks [1]. The moon is made of cheese. 42. - [2]"
-    # sentences: cited, uncited (words), "42." (no word: not a statement), "- [2]" (cited)
+    answer = "Aspirin reduces heart attacks [1]. The moon is made of cheese. 42. X. - [2]"
+    # sentences: cited, uncited (words), "42." and "X." (no word of two letters: not a statement), "- [2]" (cited)
     _, r = guard_answer(answer, P, topic, reattribute=None)
-    assert (r.n_sentences, r.uncited, r.n_citations, r.flagged) == (4, 1, 2, 1)
+    assert (r.n_sentences, r.uncited, r.n_citations, r.flagged) == (5, 1, 2, 1)
     assert r.uncited_sentences == [[35, 62]] and answer[35:62] == "The moon is made of cheese."
     assert r.review_budget == pytest.approx((1 + 1) / (2 + 1))
     _, r = guard_answer(answer, P, topic, reattribute=None, uncited="ignore")

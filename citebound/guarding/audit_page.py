@@ -14,6 +14,7 @@ from html import escape
 from typing import Any
 
 from citebound.guarding.guard import ACTIONS
+from citebound.guarding.report import pooled_review_budget
 from citebound.text.citations import sentences
 
 COLOURS = {"verified": "#1a7f37", "reattributed": "#0969da", "flagged": "#bf8700", "invalid": "#cf222e"}
@@ -152,11 +153,7 @@ def render_audit_page(entries: Sequence[AuditEntry], *, verifier: str = "", rule
     guarded, listed on the page so that none is left out unseen."""
     totals = {k: sum(int(e.report.get(k, 0)) for e in entries) for k in (*ACTIONS, "n_citations", "uncited")}
     n = totals["n_citations"]
-    # each report's own rule (on_error, uncited): its budget weighted by its denominator
-    weights = [int(e.report.get("n_citations", 0)) + (int(e.report.get("uncited", 0))
-               if e.report.get("uncited_policy", "flag") == "flag" else 0) for e in entries]
-    budget = (sum(float(e.report.get("review_budget", 0)) * w for e, w in zip(entries, weights)) / sum(weights)
-              if sum(weights) else 0.0)
+    budget = pooled_review_budget([e.report for e in entries])
     count_html = (f'<span class="count total">{n} citation{"s" * (n != 1)} in {len(entries)} '
                   f'answer{"s" * (len(entries) != 1)}</span>' + "".join(
                       f'<span class="count {k}" data-count="{k}">{totals[k]} {LABELS[k]}</span>' for k in ACTIONS)

@@ -85,6 +85,24 @@ class GuardReport:
         self.review_budget = review / total if total else 0.0
 
 
+def pooled_review_budget(reports: Any) -> float:
+    """The review budget of several answers together: each report's own budget (its own on_error and uncited
+    rule) weighted by its own denominator, citations plus, under "flag", uncited sentences. ``reports`` are
+    :class:`GuardReport` objects or their dicts.
+
+    >>> pooled_review_budget([{"review_budget": 0.5, "n_citations": 2, "uncited": 2, "uncited_policy": "flag"},
+    ...                       {"review_budget": 0.0, "n_citations": 4, "uncited": 1, "uncited_policy": "ignore"}])
+    0.25
+    """
+    def get(r: Any, k: str, default: Any) -> Any:
+        return r.get(k, default) if isinstance(r, Mapping) else getattr(r, k, default)
+
+    weights = [int(get(r, "n_citations", 0)) + (int(get(r, "uncited", 0)) if get(r, "uncited_policy", "flag") == "flag"
+                                                else 0) for r in reports]
+    total = sum(weights)
+    return sum(float(get(r, "review_budget", 0.0)) * w for r, w in zip(reports, weights)) / total if total else 0.0
+
+
 def normalise_passages(passages: Any) -> list[str]:
     """Accept a list of strings or of objects with ``text`` (and optional ``title``). A passage that is
     empty or blank is kept (a citation of it is 'unverified': there is nothing to check it against); one

@@ -5,6 +5,7 @@ from typing import Literal
 
 from fastapi import APIRouter
 
+from citebound.guarding.report import pooled_review_budget
 from citebound.serving.models import AnswerError, AnswerIn, GuardBatchResult, GuardRequest, GuardResult
 from citebound.serving.state import GuardInputError, LimitExceeded, ServiceState, blocked, refuse, texts, timed_out
 
@@ -20,10 +21,7 @@ def _answers(req: GuardRequest) -> list[AnswerIn]:
 def _counts(out: list[GuardResult | AnswerError]) -> dict[str, float]:
     done = [o for o in out if isinstance(o, GuardResult)]
     totals = {k: float(sum(getattr(o.report, k) for o in done)) for k in COUNTS}
-    # each report's own rule (on_error, uncited): its budget times its denominator
-    weight = [o.report.n_citations + (o.report.uncited if o.report.uncited_policy == "flag" else 0) for o in done]
-    review = sum(o.report.review_budget * w for o, w in zip(done, weight))
-    totals["review_budget"] = review / sum(weight) if sum(weight) else 0.0
+    totals["review_budget"] = pooled_review_budget([o.report for o in done])
     totals["blocked"] = float(sum(o.report.blocked for o in done))
     totals["answers"], totals["failed_answers"] = float(len(done)), float(len(out) - len(done))
     return totals

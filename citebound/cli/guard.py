@@ -92,6 +92,7 @@ class _Run:
         self.html = open_out(args.html) if args.html else None
         self.totals = {"answers": 0, "failed_answers": 0, "blocked": 0, **{k: 0 for k in COUNTS}}
         self.entries: list[Any] = []
+        self.budgets: list[dict[str, Any]] = []  # each report's budget and its weight (report.pooled_review_budget)
         self.failed: list[tuple[str, str]] = []  # (answer id or line, why), for the audit page
         self.verifier_errors, self.first_error = 0, ""
 
@@ -104,6 +105,8 @@ class _Run:
             result = {"id": rec.get("id"), "guarded_answer": None if report.blocked else text,
                       "report": report.to_dict()}
             self.totals["blocked"] += report.blocked
+            self.budgets.append({k: getattr(report, k) for k in ("review_budget", "n_citations", "uncited",
+                                                                  "uncited_policy")})
             for a in report.audit:  # the verifier could not run: the output fails closed, the command says so
                 if a.action == "unverified" and a.reason.startswith("the verifier failed"):
                     self.verifier_errors += 1
@@ -171,12 +174,10 @@ class _Run:
             self.html.write(render_audit_page(self.entries, verifier=g.verifier_name, rule=g.rule, guarantee=g.guarantee,
                                               failed=self.failed))
             close_out(self.html)
-        t = self.totals
-        from citebound.guarding.report import GuardReport
+        from citebound.guarding.report import pooled_review_budget
 
-        whole = GuardReport(**{k: t[k] for k in COUNTS}, uncited_policy=self.args.uncited)
-        whole.set_review_budget(self.args.on_error == "open")
-        t["review_budget"] = round(whole.review_budget, 4)
+        t = self.totals
+        t["review_budget"] = round(pooled_review_budget(self.budgets), 4)
         if self.batch:
             print("counts: " + json.dumps(t), file=sys.stderr)
 

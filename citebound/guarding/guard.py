@@ -157,6 +157,24 @@ class Guard:
         return str(getattr(self.scorer, "name", getattr(self.scorer, "__name__", "scorer")))
 
     @property
+    def kind(self) -> str:
+        return str(getattr(self.scorer, "cfg", {}).get("kind", ""))
+
+    @property
+    def score_scale(self) -> str:
+        """What the verifier's score means, and what it cannot see (citebound.verifiers.SCALES)."""
+        from citebound.verifiers import SCALES
+
+        return SCALES.get(self.kind, "")
+
+    @property
+    def sees(self) -> str:
+        """What the verifier can tell apart (citebound.verifiers.SEES)."""
+        from citebound.verifiers import SEES
+
+        return SEES.get(self.kind, "")
+
+    @property
     def rule(self) -> str:
         return f"pass iff score > tau = {self.tau:.6g}" if self.tau is not None else "pass iff verifier verdict"
 

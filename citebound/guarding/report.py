@@ -61,8 +61,8 @@ class GuardReport:
     uncited: int = 0
     uncited_policy: str = "flag"
     uncited_sentences: list[list[int]] = field(default_factory=list)
-    # share of what the answer asserts that a person must review: flagged + invalid (+ unverified, failing
-    # closed) citations, + uncited sentences under uncited_policy "flag", over citations (+ those sentences)
+    # share of what the answer asserts that a person must review: flagged + invalid + unverified (failing
+    # open: only unreadable markers) citations, + uncited sentences under uncited_policy "flag", over citations (+ those sentences)
     review_budget: float = 0.0
     blocked: bool = False  # --action block and the review budget passed --block-above: no content is given
     block_reason: str = ""
@@ -77,10 +77,12 @@ class GuardReport:
         return asdict(self)
 
     def set_review_budget(self, fail_open: bool = False) -> None:
-        """review_budget from the counts: (flagged + invalid [+ unverified, failing closed] [+ uncited, under
-        uncited_policy "flag"]) / (n_citations [+ uncited])."""
+        """review_budget from the counts: (flagged + invalid + unverified [failing open: only the unreadable
+        markers, which no verifier failure explains] [+ uncited, under uncited_policy "flag"]) / (n_citations
+        [+ uncited])."""
         extra = self.uncited if self.uncited_policy == "flag" else 0
-        review = self.flagged + self.invalid + (0 if fail_open else self.unverified) + extra
+        unread = sum(1 for a in self.audit if a.action == "unverified" and a.cited < 0)
+        review = self.flagged + self.invalid + (unread if fail_open else self.unverified) + extra
         total = self.n_citations + extra
         self.review_budget = review / total if total else 0.0
 

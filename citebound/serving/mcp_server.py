@@ -12,7 +12,6 @@ Tools:
 A bad argument is a tool error that names the field and says what is wrong; a verifier that fails gives
 ``unverified`` citations, never verified ones.
 """
-from __future__ import annotations
 
 from typing import Any
 
@@ -27,13 +26,51 @@ def _field(name: str, value: Any, kind: type | tuple[type, ...], what: str) -> N
         raise GuardInputError(f"'{name}' must be {what}, got {type(value).__name__}")
 
 
-def guard_answer(guard: Guard, answer: Any, passages: Any, citation_base: Any = 1, group: Any = None) -> dict[str, Any]:
+DETAILS = ("compact", "full")
+COUNT_KEYS = ("n_citations", "verified", "reattributed", "flagged", "invalid", "unverified", "uncited",
+              "removed_sentences", "review_budget", "blocked")
+MAX_CLAIM_SHOWN = 200
+
+
+def why(a: dict[str, Any], rule: str) -> str:
+    """One line on why a citation did not pass as written: its score against the rule, and what
+    re-attribution found."""
+    if a.get("reason"):
+        out = a["reason"]
+    elif a.get("score") is None:
+        out = "no score"
+    else:
+        out = f"score {a['score']:.3g} fails the rule ({rule})"
+    if a["action"] == "reattributed":
+        out = (f"{out}; " if a.get("score") is not None or a.get("reason") else "") + \
+            f"moved to passage {a['new_pointer']}, which scores {a['new_score']:.3g}"
+    return out
+
+
+def compact(report: dict[str, Any]) -> dict[str, Any]:
+    """What an agent needs: the counts, and each citation that did not pass as written, with why."""
+    failing = []
+    for a in report["audit"]:
+        if a["action"] == "verified":
+            continue
+        claim = a["claim"]
+        failing.append({"marker": a["marker"], "cited": a["cited"], "action": a["action"], "score": a["score"],
+                        "claim": claim if len(claim) <= MAX_CLAIM_SHOWN else claim[:MAX_CLAIM_SHOWN] + "…",
+                        "new_pointer": a["new_pointer"], "why": why(a, report["rule"])})
+    return {"counts": {k: report[k] for k in COUNT_KEYS}, "failing": failing, "rule": report["rule"],
+            "score_scale": report["score_scale"], "guarantee": report["guarantee"]}
+
+
+def guard_answer(guard: Guard, answer: Any, passages: Any, citation_base: Any = 1, group: Any = None,
+                 detail: Any = "compact") -> dict[str, Any]:
     _field("answer", answer, str, "a string")
     _field("passages", passages, list, "a list of strings or of {'text': ...} objects")
     if citation_base not in (0, 1) or isinstance(citation_base, bool):
         raise GuardInputError(f"'citation_base' must be 0 or 1, got {citation_base!r}")
     if group is not None:
         _field("group", group, str, "a string (a calibration group) or null")
+    if detail not in DETAILS:
+        raise GuardInputError(f"'detail' must be 'compact' or 'full', got {detail!r}")
     try:
         texts = normalise_passages(passages)
     except GuardInputError as e:
@@ -41,10 +78,13 @@ def guard_answer(guard: Guard, answer: Any, passages: Any, citation_base: Any = 
     text, report = guard.guard(answer, texts, base=citation_base, group=group)
     card = report.guarantee_card or {}
     mon = card.get("monitor") or {}
-    return {"guarded_answer": None if report.blocked else text,
-            "guarantee": {"in_force": card.get("in_force"), "monitor": mon.get("state", "off"),
-                          "meaning": mon.get("meaning", mon.get("reason", ""))},
-            "report": report.to_dict()}
+    full = report.to_dict()
+    out = {"guarded_answer": None if report.blocked else text,
+           "monitor": {"in_force": card.get("in_force"), "state": mon.get("state", "off"),
+                       "meaning": mon.get("meaning", mon.get("reason", ""))}}
+    if report.blocked:
+        out["blocked"] = report.block_reason
+    return out | (compact(full) if detail == "compact" else {"report": full})
 
 
 def verify_citation(guard: Guard, claim: Any, passage: Any) -> dict[str, Any]:
@@ -67,49 +107,91 @@ def verify_citation(guard: Guard, claim: Any, passage: Any) -> dict[str, Any]:
     if ev.score is None:
         return {"score": None, "verdict": "unverified", "rule": guard.rule,
                 "reason": error or "the verifier gave no score", "evidence": None}
-    return {"score": ev.score, "verdict": "supported" if passed else "not supported", "rule": guard.rule,
+    return {"score": ev.score, "verdict": "passes" if passed else "fails", "rule": guard.rule,
+            "score_scale": guard.score_scale,
             "evidence": {"start": ev.start, "end": ev.end, "text": ev.text}}
 
 
+GUARD_DESCRIPTION = (
+    "Check the [N] citations of an answer against the passages they point at, before showing it. Each citation "
+    "is scored against its passage and passes iff the score clears the calibrated threshold; a failed one is "
+    "moved to another passage that passes ([3 (was 2)]) or rewritten [N UNVERIFIED] / [N INVALID]. Returns the "
+    "guarded answer, the counts, and each citation that did not pass as written, with why; detail='full' adds "
+    "the whole report. A sentence that cites nothing is counted as 'uncited': it was not checked. Read-only.")
+VERIFY_DESCRIPTION = (
+    "Score one claim against one passage with the guard's verifier: the score, whether it passes the guard's "
+    "calibrated threshold ('passes' / 'fails' / 'unverified'), and the passage's best evidence window.")
+
+
+def _caveat(guard: Guard) -> str:
+    """What the verifier can and cannot see, from its definition (its score scale and its note)."""
+    sees = f" It tells apart {guard.sees}." if guard.sees else ""
+    return f" Verifier {guard.verifier_name}: {guard.score_scale}.{sees}" if guard.score_scale else ""
+
+
 def build_server(guard: Guard) -> Any:
-    """The MCP server with the two tools bound to ``guard``."""
+    """The MCP server with the two tools bound to ``guard``: every input described, read-only and idempotent
+    annotations, one result (JSON text, compact by default)."""
+    from typing import Annotated, Literal
+
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import CallToolResult, TextContent, ToolAnnotations
+    from pydantic import Field
 
     from citebound import __version__
 
     server = MCPServer("citebound", version=__version__, instructions=(
         "Checks [N] citations of an answer against the passages they point at: guard_answer rewrites markers "
         "that fail ([N UNVERIFIED], [N INVALID]) or moves them to a passage that supports the sentence; "
-        "verify_citation scores one claim against one passage."))
+        "verify_citation scores one claim against one passage." + _caveat(guard)))
+    hints = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 
-    @server.tool(name="guard_answer", description=(
-        "Guard an answer's [N] citations against its passages: verify each, re-attribute failed ones to a passage "
-        "that supports the sentence, flag the rest. Returns the guarded answer and the report (counts, each "
-        "citation's score and evidence)."))
-    def guard_answer_tool(answer: str, passages: list[Any], citation_base: int = 1,
-                          group: str | None = None) -> dict[str, Any]:
+    def result(payload: dict[str, Any]) -> Any:
+        import json
+
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))])
+
+    Passages = Annotated[list[str | dict[str, Any]], Field(
+        description="the passages the answer's markers point at, in order: strings, or objects with 'text' (and "
+                    "optionally 'title'). With citation_base 1, [1] is passages[0] and [i] is passages[i-1]",
+        examples=[["Aspirin irreversibly inhibits cyclooxygenase-1.", {"title": "Statins", "text": "Statins lower LDL."}]])]
+
+    @server.tool(name="guard_answer", title="Guard an answer's citations", description=GUARD_DESCRIPTION + _caveat(guard),
+                 annotations=hints, structured_output=False)
+    def guard_answer_tool(
+            answer: Annotated[str, Field(description="the answer text with [N] citation markers",
+                                         examples=["Aspirin inhibits COX-1 [1]. Statins lower LDL [2]."])],
+            passages: Passages,
+            citation_base: Annotated[Literal[0, 1], Field(
+                description="1 (default): [1] is the first passage; 0: [0] is the first passage")] = 1,
+            group: Annotated[str | None, Field(
+                description="the calibration group the answer belongs to, for a grouped calibration (null: pooled)",
+                examples=["clinical"])] = None,
+            detail: Annotated[Literal["compact", "full"], Field(
+                description="compact (default): counts and the failing citations; full: the whole report, "
+                            "every citation's score and evidence")] = "compact") -> Any:
         try:
-            return guard_answer(guard, answer, passages, citation_base, group)
+            return result(guard_answer(guard, answer, passages, citation_base, group, detail))
         except GuardInputError as e:
             raise ToolError(str(e)) from None
         except Exception as e:  # noqa: BLE001 - a bug: still one clear line for the agent, never a silent pass
             raise ToolError(f"citebound could not guard this answer: {type(e).__name__}: {str(e)[:300]}") from None
 
-    @server.tool(name="verify_citation", description=(
-        "Score one claim against one passage with the guard's verifier: the score, the verdict under the guard's "
-        "rule, and the best evidence window of the passage."))
-    def verify_citation_tool(claim: str, passage: str) -> dict[str, Any]:
+    @server.tool(name="verify_citation", title="Check one claim against one passage",
+                 description=VERIFY_DESCRIPTION + _caveat(guard), annotations=hints, structured_output=False)
+    def verify_citation_tool(
+            claim: Annotated[str, Field(description="one claim (a sentence, without its marker)",
+                                        examples=["Aspirin irreversibly inhibits cyclooxygenase-1"])],
+            passage: Annotated[str, Field(description="the passage text the claim cites")]) -> Any:
         try:
-            return verify_citation(guard, claim, passage)
+            return result(verify_citation(guard, claim, passage))
         except GuardInputError as e:
             raise ToolError(str(e)) from None
         except Exception as e:  # noqa: BLE001 - as above
             raise ToolError(f"citebound could not check this citation: {type(e).__name__}: {str(e)[:300]}") from None
 
     return server
-
-
 def rpc_problem(line: str) -> tuple[Any, int, str] | None:
     """(id, JSON-RPC error code, message) for a line that must be answered with an error before the SDK
     sees it, or None: not JSON (-32700), not a request object (-32600), ``params`` that is not an object or

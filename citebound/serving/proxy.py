@@ -101,7 +101,7 @@ def router(state: ServiceState) -> APIRouter:
                                                504: {"description": "the upstream or the guard ran past the timeout"}})
     async def chat(req: ChatRequest, request: Request):
         extra = req.citebound
-        if extra is None or not extra.passages:
+        if extra is None or extra.passages is None:  # [] is an answer with no passages: each citation is invalid
             return proxy_error(400, "no passages: send them in the request's 'citebound' field, e.g. "
                                     "extra_body={'citebound': {'passages': [...]}}; an answer without "
                                     "its passages cannot be checked and is never passed", "no_passages")

@@ -17,11 +17,23 @@ from citebound.verifiers.base import (
 )
 
 # what each verifier kind's score is: P(support) only where it is one
-SCALES = {"lexical": "share of the claim's content terms found in the passage window (not a probability)",
-          "embedding": "(cosine + 1) / 2 of MiniLM embeddings (not a probability: unrelated text scores 0.5-0.6)",
+BLIND = ("; it measures topic, not support: a passage that contradicts the claim ('did not reduce') scores like "
+         "one that supports it")
+SCALES = {"lexical": "share of the claim's content terms found in the passage window (not a probability)" + BLIND,
+          "embedding": "(cosine + 1) / 2 of MiniLM embeddings (not a probability: unrelated text scores 0.5-0.6)"
+                       + BLIND,
           "trained": "P(support) from the trained head", "fitted": "P(support) from the stacked model",
           "nli": "P(entailment)", "attrscore": "P(attributable)", "hhem": "P(consistent)", "minicheck": "P(support)",
           "llm": "the judge's verdict as 0/1 or its probability", "ragas": "share of the claim's statements supported"}
+
+# what each kind can tell apart (citebound verifiers, the MCP tool descriptions, the README's choice table)
+SEES = {"lexical": "on-topic from off-topic words; not negation or contradiction",
+        "embedding": "on-topic from off-topic meaning; not negation or contradiction",
+        "trained": "support vs not, as its training data taught it (see its card)",
+        "fitted": "what its base verifiers see, combined",
+        "nli": "entailment vs contradiction (an NLI model)", "attrscore": "attributable vs contradictory",
+        "hhem": "consistent vs hallucinated", "minicheck": "supported vs unsupported, contradiction included",
+        "llm": "what the judge model reads", "ragas": "what the judge model reads"}
 
 # verifier kinds that run a transformers model in-process (and so take runtime/quantize/threads)
 MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem", "trained"})
@@ -74,6 +86,6 @@ def cache_for(cfg: Mapping[str, Any], cache_dir: str | Path) -> ScoreCache:
     return ScoreCache(Path(cache_dir) / "scores" / f"{cfg['name']}-{verifier_hash(cfg)}.sqlite")
 
 
-__all__ = ["SCALES",
+__all__ = ["SCALES", "SEES", "BLIND",
            "MODEL_KINDS", "runs_encoder", "build_verifier", "cache_for", "score_pairs", "make_windows", "PairScores", "ScoreCache",
            "Verifier", "verifier_hash", "verifier_windowing", "window_spans"]

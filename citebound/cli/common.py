@@ -19,7 +19,13 @@ class CLIError(Exception):
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults shown after each option, descriptions and examples kept as written."""
+    """Defaults shown after each option that has one (none after an option whose default is None or a flag's
+    False: its help says what happens without it), descriptions and examples kept as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or action.default is False or "default" in (action.help or "").lower():
+            return action.help or ""
+        return super()._get_help_string(action)
 
 
 def add_command(sub: Any, name: str, doc: str, help: str) -> argparse.ArgumentParser:
@@ -49,7 +55,7 @@ def add_verifier_args(sp: argparse.ArgumentParser, default: str | None = DEFAULT
                    help="dynamic int8 quantisation of the model's linear layers, or bfloat16 weights; "
                         f"default: the definition's, {DEFAULT_RUNTIME['quantize']} for every shipped model verifier "
                         "(the shipped graph's own precision: citebound/models)")
-    g.add_argument("--threads", type=int, metavar="N", help="CPU threads for the model (default: torch's choice)")
+    g.add_argument("--threads", type=int, metavar="N", help="CPU threads for the model (default: the runtime's own choice)")
     g.add_argument("--cache-dir", metavar="DIR", default=getenv("CACHE"),
                    help="folder for the on-disk score cache ($CITEBOUND_CACHE; none: no cache)")
 

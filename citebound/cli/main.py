@@ -15,6 +15,7 @@ import argparse
 import logging
 import os
 import sys
+from typing import Any
 
 from citebound.cli import calibrate, convert, example, guard, label, mcp, monitor, score, serve, train, verifiers
 from citebound.cli.common import CLIError, HelpFormatter
@@ -47,9 +48,32 @@ def _quiet_libraries() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
 
+def _suggest(word: str, choices: Any) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """argparse, with "did you mean" for a mistyped command or option (Python 3.11's argparse has none)."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is not None and first not in commands and argv and argv[0] == first:
+        parser.error(f"unknown command {first!r}{_suggest(first, commands)}; the commands: {', '.join(commands)}")
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        sp = commands[args.command]
+        hints = "".join(_suggest(x.split("=")[0], sp._option_string_actions) for x in extra if x.startswith("-"))
+        sp.error(f"unrecognized arguments: {' '.join(extra)}{hints}")
+    args.argv = argv
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse, dispatch to the subcommand's ``run``, and turn its errors into one ``error:`` line (exit 2)."""
-    args = build_parser().parse_args(argv)
+    args = parse(list(sys.argv[1:] if argv is None else argv))
     _quiet_libraries()
     try:
         return int(args.func(args) or 0)

@@ -1,8 +1,9 @@
-"""citebound verifiers: the shipped verifier definitions, what each is and what it needs.
+"""citebound verifiers: the shipped verifier definitions, what each can tell apart, and the extra it needs.
 
 Example::
 
-    citebound verifiers
+    citebound verifiers            # a table that fits 100 columns
+    citebound verifiers --json     # every field: kind, extra, what it sees, its score scale, what it needs
 """
 from __future__ import annotations
 
@@ -19,26 +20,47 @@ NEEDS = {"lexical": "nothing", "embedding": "nothing (the MiniLM weights ship wi
          "nli": WEIGHTS, "attrscore": WEIGHTS,
          "hhem": WEIGHTS, "minicheck": WEIGHTS,
          "llm": "the [llm] extra and an OpenAI-compatible endpoint", "ragas": "the [ragas] extra and an endpoint"}
-from citebound.verifiers import SCALES  # noqa: E402
+# the pip extra each kind's runtime needs beyond `pip install citebound`
+EXTRA = {"lexical": "-", "embedding": "-", "trained": "-", "fitted": "-", "nli": "torch", "attrscore": "torch",
+         "hhem": "torch", "minicheck": "torch", "llm": "llm", "ragas": "ragas"}
+WIDTH = 100
+from citebound.verifiers import SCALES, SEES  # noqa: E402
 
 
 def add_parser(sub: Any) -> None:
-    add_command(sub, "verifiers", __doc__, "list the shipped verifier definitions").set_defaults(func=run)
+    p = add_command(sub, "verifiers", __doc__, "list the shipped verifier definitions")
+    p.add_argument("--json", action="store_true", help="one JSON object per verifier, every field")
+    p.set_defaults(func=run)
 
 
-def rows() -> list[tuple[str, str, str, str]]:
+def rows() -> list[dict[str, str]]:
     from citebound import definitions
 
     out = []
     for name in definitions.available("verifier"):
         kind = str(definitions.load("verifier", name).get("kind", "?"))
-        out.append((name, kind, SCALES.get(kind, "?"), NEEDS.get(kind, "?")))
+        out.append({"name": name, "kind": kind, "extra": EXTRA.get(kind, "?"), "sees": SEES.get(kind, "?"),
+                    "score": SCALES.get(kind, "?"), "needs": NEEDS.get(kind, "?")})
     return out
 
 
 def run(args: argparse.Namespace) -> int:
-    table = [("NAME", "KIND", "SCORE", "NEEDS"), *rows()]
-    w = [max(len(r[i]) for r in table) for i in range(3)]
-    for r in table:
-        print(f"{r[0]:{w[0]}}  {r[1]:{w[1]}}  {r[2]:{w[2]}}  {r[3]}")
+    import json
+    import textwrap
+
+    found = rows()
+    if args.json:
+        for r in found:
+            print(json.dumps(r))
+        return 0
+    cols = ("name", "kind", "extra")
+    w = [max(len(c), *(len(r[c]) for r in found)) for c in cols]
+    left = sum(w) + 2 * len(w)
+    print("  ".join(f"{c.upper():{n}}" for c, n in zip(cols, w)) + "  CAN TELL APART")
+    for r in found:
+        lines = textwrap.wrap(r["sees"], WIDTH - left) or [""]
+        print("  ".join(f"{r[c]:{n}}" for c, n in zip(cols, w)) + "  " + lines[0])
+        for more in lines[1:]:
+            print(" " * left + more)
+    print("\nEXTRA: pip install 'citebound[EXTRA]' (-: the plain install). Score scales, needs: --json")
     return 0

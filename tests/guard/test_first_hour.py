@@ -190,11 +190,41 @@ def test_version_help_and_verifier_table():
     assert "(default: 0.1)" in h.stdout  # defaults shown
     top = subprocess.run([sys.executable, "-m", "citebound", "--help"], capture_output=True, text=True, cwd=ROOT).stdout
     assert "``" not in top
-    v = subprocess.run([sys.executable, "-m", "citebound", "verifiers"], capture_output=True, text=True, cwd=ROOT).stdout
-    head, *rows = v.splitlines()
-    assert head.split() == ["NAME", "KIND", "SCORE", "NEEDS"]
-    trained = next(r for r in rows if r.startswith("trained "))
-    assert "--model" in trained
+    assert "(default: None)" not in h.stdout
+
+
+def test_the_verifier_table_fits_100_columns_and_names_each_extra(capsys):
+    from citebound.cli.main import main
+
+    assert main(["verifiers"]) == 0
+    head, *rows = capsys.readouterr().out.splitlines()
+    assert head.split() == ["NAME", "KIND", "EXTRA", "CAN", "TELL", "APART"] and max(map(len, rows)) <= 100
+    assert main(["verifiers", "--json"]) == 0
+    got = {r["name"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert got["embedding"]["extra"] == "-" and got["deberta_nli"]["extra"] == "torch" and got["llm_judge"]["extra"] == "llm"
+    assert "not negation or contradiction" in got["embedding"]["sees"] and "--model" in got["trained"]["needs"]
+
+
+@pytest.mark.parametrize("argv,hint", [(["gaurd"], "did you mean guard?"),
+                                       (["guard", "--verifer", "lexical"], "did you mean --verifier"),
+                                       (["calibrate", "--alhpa", "0.1"], "did you mean --alpha")])
+def test_a_typo_gets_did_you_mean(argv, hint, capsys):
+    from citebound.cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and hint in err, err
+    if len(argv) > 1:  # the subcommand's own usage, not the top-level one
+        assert f"usage: citebound {argv[0]}" in err
+
+
+def test_the_version_is_the_packages():
+    import tomllib
+
+    from citebound import __version__
+
+    assert __version__ == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 
 def test_there_is_a_licence_file():

@@ -3,7 +3,9 @@
 # it alone (no extras) into a fresh venv, guard the shipped example with lexical, embedding and a trained
 # head, compare the graph's embedding scores with the torch path's, and check that neither torch nor any
 # study package is installed or imported (tests/lean_install/check_lean.py). Prints the venv's size, the
-# install's time and the cold start. Run it from a venv with the [torch] extra and `build` (CI's).
+# install's time and the cold start. Then the extras alone, each in its own fresh venv: [serve] starts serve and
+# label (tests/lean_install/check_serve.py), [mcp] is driven by the MCP SDK client (check_mcp.py). Run it from a
+# venv with the [torch] extra and `build` (CI's).
 # Usage: bash tests/lean_install/run.sh [WORKDIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,3 +20,13 @@ wheel=$(PYTHON="$py" bash "$root/scripts/build_wheel.sh" "$wd/dist" | tail -1)
 "$py" "$root/benchmarks/install_and_start.py" "$wheel" --venv "$wd/venv" | tee "$wd/install.json"
 cd "$wd"   # away from the source tree, so the installed wheel is what runs
 HF_HUB_OFFLINE=1 "$wd/venv/bin/python" "$root/tests/lean_install/check_lean.py" "$wd/torch_scores.json"
+# the extras alone, each in a fresh venv from the same wheel: [serve] runs serve and label, [mcp] runs mcp
+for extra in serve mcp; do
+    rm -rf "$wd/venv-$extra"
+    "$py" -m venv "$wd/venv-$extra"
+    start=$(date +%s)
+    "$wd/venv-$extra/bin/pip" install -q "$wheel[$extra]" >"$wd/install-$extra.log" 2>&1 \
+        || { tail -20 "$wd/install-$extra.log"; exit 1; }
+    echo "[$extra] installed in $(( $(date +%s) - start )) s"
+    HF_HUB_OFFLINE=1 "$wd/venv-$extra/bin/python" "$root/tests/lean_install/check_$extra.py"
+done

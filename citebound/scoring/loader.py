@@ -188,10 +188,78 @@ def load_scorer(name: str, overrides: Mapping[str, Any] | None = None, *, model_
     graph inside the wheel). A verifier that needs torch without the [torch] extra is refused, naming it."""
     vcfg, allv, windowing = verifier_definitions(name, overrides, runtime)
     check_extras(name, allv)
+    check_hub(name, allv)
     try:
         return PairScorer(vcfg, allv, windowing, cache_dir=cache_dir, model_path=model_path, progress=progress)
     except (OSError, ValueError) as e:
         raise VerifierLoadError(f"cannot load verifier {name!r}: {str(e).splitlines()[0]}") from None
+
+
+HUB_PROBE_S = 3.0
+
+
+def hub_ids(configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The hub model ids the configs name (not a package's weights, not a local folder)."""
+    from citebound.verifiers import MODEL_KINDS
+
+    out = []
+    for c in configs.values():
+        m = c.get("model")
+        if (c.get("kind") in MODEL_KINDS or c.get("kind") == "llm" and c.get("backend") in ("transformers", "vllm")) \
+                and isinstance(m, str) and m.count("/") == 1 and not m.startswith(("package:", "/", ".", "~")) \
+                and not Path(m).exists():
+            out.append(m)
+    return out
+
+
+def hub_reachable(seconds: float = HUB_PROBE_S) -> bool:
+    """Whether the hub's host (HF_ENDPOINT's, else huggingface.co) accepts a TCP connection within
+    ``seconds``, name lookup included (a thread: getaddrinfo takes no timeout)."""
+    import os
+    import socket
+    import threading
+    from urllib.parse import urlparse
+
+    host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname or "huggingface.co"
+    ok: list[bool] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, 443), timeout=seconds).close()
+            ok.append(True)
+        except OSError:
+            pass
+
+    t = threading.Thread(target=probe, daemon=True)
+    t.start()
+    t.join(seconds)
+    return bool(ok)
+
+
+def check_hub(name: str, configs: Mapping[str, Mapping[str, Any]]) -> None:
+    """A hub model that is not in the local cache, offline: refused in seconds (not after a minute of
+    retries), naming HF_HUB_OFFLINE and --override model=PATH."""
+    import os
+
+    missing = []
+    for repo in hub_ids(configs):
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            cached = isinstance(try_to_load_from_cache(repo, "config.json"), str)
+        except Exception:  # noqa: BLE001 - no huggingface_hub, or an id it refuses: let the loader say
+            cached = True
+        if not cached:
+            missing.append(repo)
+    if not missing:
+        return
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    if offline or not hub_reachable():
+        why = "HF_HUB_OFFLINE is set" if offline else f"the hub cannot be reached (no connection in {HUB_PROBE_S:g} s)"
+        raise VerifierLoadError(
+            f"verifier {name!r} needs {', '.join(missing)} from the Hugging Face hub, which is not in the local cache "
+            f"and {why}: download it where the hub is reachable (it is then cached; set HF_HUB_OFFLINE=1 to use the "
+            "cache without asking the hub), or point at a local copy with --override model=PATH")
 
 
 def check_extras(name: str, configs: Mapping[str, Mapping[str, Any]]) -> None:

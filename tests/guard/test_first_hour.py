@@ -229,3 +229,19 @@ def test_the_version_is_the_packages():
 
 def test_there_is_a_licence_file():
     assert "Apache License" in (ROOT / "LICENSE").read_text()
+
+
+@pytest.mark.parametrize("env", [{"HF_HUB_OFFLINE": "1"}, {"HF_ENDPOINT": "https://127.0.0.1:9"}])
+def test_a_hub_verifier_offline_fails_fast_naming_the_ways_out(env, monkeypatch, capsys, tmp_path):
+    import time
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    t0 = time.monotonic()
+    assert main(["guard", "--verifier", "deberta_nli", "--input", str(examples.path()), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert time.monotonic() - t0 < 10
+    assert "HF_HUB_OFFLINE" in err and "--override model=PATH" in err and "not in the local cache" in err
+    assert ("HF_HUB_OFFLINE is set" in err) == ("HF_HUB_OFFLINE" in env)

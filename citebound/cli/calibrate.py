@@ -111,6 +111,7 @@ class _Read:
         self.groups: list[str | None] = []  # each record's 'group' (None: pooled only)
         self.sample_meta: list[dict[str, Any]] = []  # records of a citebound label file
         self.cant_tell = 0
+        self.carried: list[tuple[Any, Any]] = []  # --labels: each record's own (score, verifier_hash), if any
 
 
 def read_labelled(src: str, with_scores: bool) -> _Read:
@@ -139,6 +140,7 @@ def read_labelled(src: str, with_scores: bool) -> _Read:
             raise CLIError(f"{where}: expected 'claim' and 'passage' strings")
         r.claims.append(rec["claim"])
         r.passages.append(rec["passage"])
+        r.carried.append((rec.get("score"), rec.get("verifier_hash")))
     if not r.labels:
         raise CLIError(f"{src}: no labelled examples")
     return r
@@ -147,6 +149,20 @@ def read_labelled(src: str, with_scores: bool) -> _Read:
 def _verifier_identity(args: argparse.Namespace, r: _Read, src: str) -> tuple[str, str]:
     """(hash, name) of the verifier the scores come from; --labels scores them here."""
     if args.labels:
+        from citebound.cli.inputs import is_score
+        from citebound.scoring.loader import VerifierLoadError, configured_hash, verifier_definitions
+
+        try:
+            vcfg, _, _ = verifier_definitions(args.verifier, parse_overrides(args.override), runtime_args(args))
+            want = configured_hash(vcfg, args.model)
+        except VerifierLoadError as e:
+            raise CLIError(str(e)) from None
+        if r.carried and all(h == want and is_score(sc) for sc, h in r.carried):
+            # citebound label scored them with this very verifier (its hash covers the weights and runtime)
+            print(f"reusing the scores the {len(r.carried)} labels carry (verifier {args.verifier}, hash {want}): "
+                  "nothing to score", file=sys.stderr, flush=True)
+            r.scores = [float(sc) for sc, _ in r.carried]
+            return want, str(vcfg.get("name", args.verifier))
         scorer = make_scorer(args)
         print(f"scoring {len(r.claims)} labelled citations with {scorer.name}", file=sys.stderr, flush=True)
         r.scores = list(scorer(r.claims, r.passages)[0])

@@ -30,6 +30,9 @@ def add_parser(sub: Any) -> None:
     lb = add_command(sub, "label", __doc__, "label a seeded uniform random sample of citations on a local page "
                                             "(for citebound calibrate --labels); or --agreement A B")
     lb.add_argument("--input", metavar="FILE", help="answers with passages (JSON/JSONL), or guard --echo-input output")
+    lb.add_argument("--from-reports", metavar="FILE",
+                    help="guarded answers (citebound guard --echo-input output): a uniform sample of the citations the "
+                         "guard deployed, with its verdicts, for citebound monitor --labels and calibrate --labels")
     lb.add_argument("--out", metavar="LABELS", help="the labels file (JSONL; resumed if it exists)")
     lb.add_argument("--sample", type=int, metavar="N", help="citations to sample (default: all, in random order)")
     lb.add_argument("--seed", type=int, default=0, help="the sample's seed")
@@ -58,8 +61,12 @@ def run(args: argparse.Namespace) -> int:
             raise CLIError(str(e)) from None
         print(json.dumps(agreement(a, b, seed=args.seed), indent=2))
         return 0
+    if args.input and args.from_reports:
+        raise CLIError("give --input or --from-reports, not both")
+    args.reports_only = bool(args.from_reports)
+    args.input = args.input or args.from_reports
     if not args.input or not args.out:
-        raise CLIError("give --input ANSWERS and --out LABELS (or --agreement A B)")
+        raise CLIError("give --input ANSWERS (or --from-reports GUARDED) and --out LABELS (or --agreement A B)")
     if args.sample is not None and args.sample < 1:
         raise CLIError(f"--sample must be >= 1, got {args.sample}")
     if not 0 < args.alpha < 1:
@@ -84,8 +91,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_answers(path: str) -> tuple[list[dict[str, Any]], list[int]]:
-    """The answer records to sample from and their input lines; a bad one is counted and reported, not sampled."""
+def read_answers(path: str, reports_only: bool = False) -> tuple[list[dict[str, Any]], list[int]]:
+    """The answer records to sample from and their input lines; a bad one is counted and reported, not sampled.
+    ``reports_only``: every record must carry the guard's report (--from-reports)."""
     records, lines, skipped = [], [], 0
     for lineno, rec in iter_json_records(path):
         where = f"{path}:{lineno}"
@@ -95,6 +103,8 @@ def read_answers(path: str) -> tuple[list[dict[str, Any]], list[int]]:
             if not isinstance(rec, dict) or "answer" not in rec or not ("passages" in rec or "ctxs" in rec):
                 raise CLIError(f"{where}: expected an answer with its passages (raw answers, or citebound guard "
                                "--echo-input output)")
+            if reports_only and "report" not in rec:
+                raise CLIError(f"{where}: no 'report': --from-reports reads citebound guard --echo-input output")
             parse_answer(rec, where)
         except CLIError as e:  # counted and reported; the rest are sampled from
             print(f"skipped: {e}", file=sys.stderr)
@@ -122,7 +132,7 @@ def make_label_session(args: argparse.Namespace):
     )
     from citebound.scoring.loader import VerifierLoadError, configured_hash, load_scorer, verifier_definitions
 
-    records, lines = read_answers(args.input)
+    records, lines = read_answers(args.input, getattr(args, "reports_only", False))
     try:
         items, counts = citation_population(records, lines, args.input, base=args.base)
     except LabelError as e:

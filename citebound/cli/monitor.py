@@ -13,8 +13,14 @@ Example::
 
 A report whose guarantee card names another calibration (another group's) is skipped and counted.
 
-``--labels``: one ``{"label": 0|1, "passed": true|false}`` per line (a person's label of a deployed
-citation, and whether the guard passed it).
+``--labels``: ``citebound label``'s output on a sample of the guarded citations (``--from-reports``),
+whose scores say whether the guard passed each (score > the calibration's tau in force); or one
+``{"label": 0|1, "passed": true|false}`` per line. Can't-tell labels (``"label": null``) are skipped and
+counted. The closed loop::
+
+    citebound guard --input answers.jsonl --verifier embedding --echo-input --out guarded.jsonl
+    citebound label --from-reports guarded.jsonl --out labels.jsonl --sample 200
+    citebound monitor --reports guarded.jsonl --verifier embedding --labels labels.jsonl
 """
 from __future__ import annotations
 
@@ -33,7 +39,9 @@ def add_parser(sub: Any) -> None:
     src = m.add_mutually_exclusive_group(required=True)
     src.add_argument("--calibration", metavar="FILE", help="the calibration the reports were guarded with")
     src.add_argument("--verifier", help="use this verifier's shipped default calibration")
-    m.add_argument("--labels", metavar="FILE", help='labelled deployed citations: {"label": 0|1, "passed": bool}')
+    m.add_argument("--labels", metavar="FILE",
+                   help='labelled deployed citations: citebound label output (the score says whether the guard passed '
+                        'it), or {"label": 0|1, "passed": bool} per line')
     m.add_argument("--group", metavar="NAME",
                    help="a grouped calibration's group: its calibration's monitor, fed the reports guarded under it "
                         "(default: the pooled calibration's, fed the reports guarded under that)")
@@ -79,6 +87,42 @@ def _scores(path: str, n: int, audit: list[Any]) -> list[float]:
     return out
 
 
+def label_counts(path: str, keeper: Any) -> tuple[int, int, int]:
+    """Feed the keeper's label test the unsupported labels of ``path``: (missed, unsupported, can't-tell). A
+    record's ``passed`` says whether the guard passed it; else its ``guard_action`` (label --from-reports); else
+    its ``score`` against the tau in force."""
+    from citebound.calibration.files import in_force
+    from citebound.cli.inputs import is_label, is_score
+
+    tau = in_force(keeper.cal)[1]
+    missed = unsupported = unsure = 0
+    for n, rec in _records(path):
+        if not isinstance(rec, dict) or "label" not in rec:
+            raise CLIError(f'{path}:{n}: expected a label record ("label": 0|1|null, and "passed" or "score")')
+        if rec["label"] is None:
+            unsure += 1
+            continue
+        if not is_label(rec["label"]):
+            raise CLIError(f"{path}:{n}: 'label' must be 0, 1 or null, got {str(rec['label'])[:40]!r}")
+        if isinstance(rec.get("passed"), bool):
+            passed = rec["passed"]
+        elif isinstance(rec.get("guard_action"), str):  # citebound label --from-reports: the guard's own verdict
+            passed = rec["guard_action"] == "verified"
+        elif is_score(rec.get("score")) and tau is not None:
+            passed = float(rec["score"]) > tau
+        else:
+            raise CLIError(f"{path}:{n}: no 'passed' and no score to tell whether the guard passed it"
+                           + (" (the calibration has no tau)" if tau is None else ""))
+        if rec["label"] == 0:
+            unsupported += 1
+            missed += passed
+    if unsupported:
+        keeper.labels(missed, unsupported)
+    print(f"labels: {unsupported} unsupported, {missed} of them passed by the guard; {unsure} can't-tell skipped",
+          file=sys.stderr)
+    return missed, unsupported, unsure
+
+
 def run(args: argparse.Namespace) -> int:
     from citebound.guarding.card import Calibrations, GuaranteeKeeper
 
@@ -105,17 +149,7 @@ def run(args: argparse.Namespace) -> int:
         keeper.observe_scores(_scores(args.reports, n, audit))
         reports += 1
     if args.labels:
-        missed = unsupported = 0
-        from citebound.cli.inputs import is_label
-
-        for n, rec in _records(args.labels):
-            if not isinstance(rec, dict) or not is_label(rec.get("label")) or not isinstance(rec.get("passed"), bool):
-                raise CLIError(f'{args.labels}:{n}: expected {{"label": 0|1, "passed": true|false}}')
-            if rec["label"] == 0:
-                unsupported += 1
-                missed += rec["passed"]
-        if unsupported:
-            keeper.labels(missed, unsupported)
+        label_counts(args.labels, keeper)
     out = open_out(args.out)
     try:
         out.write(json.dumps(keeper.card(args.group, fallback), indent=1) + "\n")

@@ -54,6 +54,7 @@ class Item:
     window_start: int
     window_end: int
     score: float | None
+    guard_action: str | None = None  # what the guard did with it (guarded reports only): verified, flagged, ...
 
 
 def answer_ids(records: Sequence[Mapping[str, Any]], lines: Sequence[int]) -> list[str]:
@@ -95,7 +96,7 @@ def _report_items(rec: Mapping[str, Any], where: str, aid: str, passages: list[s
             raise LabelError(f"{where}: audit entry {k}'s evidence span {lo}-{hi} is outside its passage "
                              f"({len(p)} characters)")
         out.append(Item(f"{aid}#s{si}#c{cited}", -1, aid, answer, sents[si].start, sents[si].end, str(a["claim"]),
-                        cited, p, lo, hi, score))
+                        cited, p, lo, hi, score, str(a.get("action"))))
     return out
 
 
@@ -314,7 +315,7 @@ class LabelSession:
         it = self.current()
         item = None
         if it is not None:
-            item = {k: v for k, v in asdict(it).items() if k != "score"}  # the score only on request
+            item = {k: v for k, v in asdict(it).items() if k not in ("score", "guard_action")}  # no anchoring
         return {"item": item, "position": len(self.store.records), "sample_size": len(self.sample),
                 "labeller": self.labeller, "panel": panel(self.store.records, self.alpha, len(self.sample)),
                 "done": it is None}
@@ -334,7 +335,8 @@ class LabelSession:
             "item_id": it.item_id, "judgement": judgement, "label": JUDGEMENTS[judgement], "note": note,
             "labeller": self.labeller, "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "position": it.position, **self.store.meta, "answer_id": it.answer_id, "cited": it.cited,
-            "claim": it.claim, "passage": it.passage, "score": it.score})
+            "claim": it.claim, "passage": it.passage, "score": it.score}
+            | ({"guard_action": it.guard_action} if it.guard_action else {}))
         return self.state()
 
     def undo(self) -> dict[str, Any]:

@@ -1,8 +1,10 @@
-"""citebound example: print the path of the shipped example answer (guard input).
+"""citebound example: print the path of the shipped example answer (guard input), or of a chat request for
+the guarding proxy (--chat: a question, the same passages in its citebound field).
 
 Example::
 
     citebound guard --input "$(citebound example)" --verifier lexical
+    curl -s localhost:8000/v1/chat/completions -H 'content-type: application/json' -d @"$(citebound example --chat)"
 """
 from __future__ import annotations
 
@@ -13,12 +15,13 @@ from citebound.cli.common import add_command
 
 
 def add_parser(sub: Any) -> None:
-    add_command(sub, "example", __doc__, "print the path of the shipped example answer (guard input)").set_defaults(
-        func=run)
+    p = add_command(sub, "example", __doc__, "print the path of the shipped example answer (guard input)")
+    p.add_argument("--chat", action="store_true", help="the chat request for the guarding proxy instead")
+    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from citebound import examples
 
-    print(examples.path())
+    print(examples.path("chat.json" if args.chat else "answer.json"))
     return 0

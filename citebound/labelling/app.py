@@ -51,7 +51,9 @@ textarea{width:100%;box-sizing:border-box;min-height:48px;font:inherit}
 <button id="b-score"><kbd>H</kbd> show score</button></div>
 <label>Note (<kbd>N</kbd>; optional)<textarea id="note"></textarea></label>
 <div class="score" id="score" hidden></div><div class="error" id="error"></div></section>
-<section class="panel"><h2>Calibration so far</h2><dl id="panel"></dl><div class="warn" id="warning" hidden></div></section>
+<section class="panel"><h2>Calibration so far</h2><dl id="panel"></dl><div class="warn" id="warning" hidden></div>
+<div id="next" hidden><h2>Next</h2><p>Every citation of the sample is labelled. Stop this page (Ctrl-C), then:</p>
+<pre id="next-steps"></pre></div></section>
 </main>
 <script>
 let state = null;
@@ -95,6 +97,7 @@ function render(s){
     `<dt>tau at alpha = ${pn.alpha}</dt><dd id="p-tau">${tau}</dd>` +
     `<dt>guarantee</dt><dd>${esc(pn.guarantee || "–")}</dd><dt>expected flag rate</dt><dd id="p-flag">${fr}</dd>`;
   $("warning").hidden = !pn.warning; $("warning").textContent = pn.warning;
+  $("next").hidden = !s.done; $("next-steps").textContent = (s.next_steps || []).join("\n");
 }
 async function label(j){ if (state && state.item) { const s = await call("POST", "/api/label",
   {item_id: state.item.item_id, judgement: j, note: $("note").value}); if (s) render(s); } }

@@ -302,6 +302,7 @@ class LabelSession:
 
     def __init__(self, sample: Sequence[Item], store: LabelStore, labeller: str, alpha: float = 0.1):
         self.sample, self.store, self.labeller, self.alpha = list(sample), store, labeller, alpha
+        self.next_steps: list[str] = []  # the exact commands that use the labels (shown once the sample is done)
         known = {it.item_id for it in self.sample}
         stray = [r["item_id"] for r in store.records if r["item_id"] not in known]
         if stray:
@@ -318,7 +319,7 @@ class LabelSession:
             item = {k: v for k, v in asdict(it).items() if k not in ("score", "guard_action")}  # no anchoring
         return {"item": item, "position": len(self.store.records), "sample_size": len(self.sample),
                 "labeller": self.labeller, "panel": panel(self.store.records, self.alpha, len(self.sample)),
-                "done": it is None}
+                "done": it is None, "next_steps": self.next_steps if it is None else []}
 
     def label(self, item_id: str, judgement: str, note: str = "") -> dict[str, Any]:
         it = self.current()

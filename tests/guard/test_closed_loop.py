@@ -10,6 +10,7 @@ import pytest
 from citebound.cli.label import make_label_session
 from citebound.cli.main import main, parse
 
+STEPS: list = []  # the page's state after each click of the last label_all
 PASSAGES = ["Statins lower LDL cholesterol in adults.", "Mitochondria produce ATP in cells."]
 
 
@@ -33,8 +34,10 @@ def label_all(tmp_path, reports, judge, sample=None):
                  + (["--sample", str(sample)] if sample else []))
     args.reports_only, args.input = True, args.from_reports
     session = make_label_session(args)
+    STEPS.clear()
     while (item := session.current()) is not None:
-        session.label(item.item_id, judge(item))
+        assert "guard_action" not in session.state()["item"] and "score" not in session.state()["item"]  # no anchoring
+        STEPS.append(session.label(item.item_id, judge(item)))
     return out, [json.loads(line) for line in out.read_text().splitlines()]
 
 
@@ -55,6 +58,11 @@ def test_labels_of_deployed_citations_feed_the_monitor_and_recalibrate(tmp_path,
 
     labels, rows = label_all(tmp_path, reports, judge)
     assert len(rows) == n_good + n_bad
+    # the finished page names the exact commands that follow (run below as written)
+    assert STEPS[-1]["done"] and STEPS[-1]["next_steps"] == [
+        f"citebound calibrate --labels {labels} --verifier lexical --alpha 0.1 --out cal.json",
+        f"citebound monitor --reports {reports} --verifier lexical --labels {labels}"]
+    assert all(not s["next_steps"] for s in STEPS[:-1])
     assert sorted(r["guard_action"] for r in rows) == sorted(["verified"] * n_good + ["flagged"] * n_bad)
     capsys.readouterr()
     assert main(["monitor", "--reports", str(reports), "--verifier", "lexical", "--labels", str(labels)]) == 0

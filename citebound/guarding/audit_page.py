@@ -3,8 +3,12 @@
 No network, no external assets, no script: every citation of every answer is
 a coloured chip (verified / re-attributed / flagged / invalid) whose evidence
 window and score show on hover or keyboard focus, and a click jumps to the
-evidence row below the answer. The counts, the review budget and the
-calibration's guarantee line head the page.
+evidence row below the answer, which says why a citation failed (its score
+against the rule, and what re-attribution tried). The counts, the review
+budget, the calibration's guarantee line and the drift monitor's state head the
+page. It opens filtered to what needs a person (answers with a citation to
+review or a sentence that cites nothing, and only those rows); "all" shows
+everything (a CSS-only switch).
 """
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from html import escape
 from typing import Any
 
 from citebound.guarding.guard import ACTIONS
-from citebound.guarding.report import pooled_review_budget
+from citebound.guarding.report import pooled_review_budget, why
 from citebound.text.citations import sentences
 
 COLOURS = {"verified": "#1a7f37", "reattributed": "#0969da", "flagged": "#bf8700", "invalid": "#cf222e"}
@@ -45,6 +49,11 @@ th,td{border-top:1px solid #d0d7de;padding:6px 8px;text-align:left;vertical-alig
 tr:target{outline:3px solid #0969da}
 .evidence{font-family:ui-monospace,monospace;font-size:12px;background:#f6f8fa;padding:4px 6px;border-radius:4px}
 .guarded{margin-top:10px;font-size:13px;color:#57606a}
+.why{font-size:12px;color:#6e4b00}
+.filter{margin:10px 28px 0;font-size:14px}.filter label{margin-right:14px;cursor:pointer}
+#show-review:checked~main section.answer.clean{display:none}
+#show-review:checked~main tr.passes{display:none}
+#show-review:checked~.filter .all-hint{display:none}
 """
 
 
@@ -72,9 +81,23 @@ def _tip(a: Mapping[str, Any]) -> str:
         lines.append(escape(a["reason"]))
     ev = a.get("new_evidence") if a["action"] == "reattributed" else a.get("evidence")
     if ev:
+        text = snapped(ev)
         lines.append(f"passage [{ev['passage']}] chars {ev['start']}&ndash;{ev['end']}: "
-                     f"<span class=\"evidence\">{escape(ev['text'][:300])}{'&hellip;' if len(ev['text']) > 300 else ''}</span>")
+                     f"<span class=\"evidence\">{escape(text[:300])}{'&hellip;' if len(text) > 300 else ''}</span>")
     return "<br>".join(lines)
+
+
+def snapped(ev: Mapping[str, Any], window: int = 600) -> str:
+    """An evidence window's text without the word it cuts at either end: a window that starts inside the
+    passage loses its first partial word, one cut at the window size its last (each marked with an ellipsis)."""
+    text = str(ev["text"])
+    if int(ev.get("start", 0)) > 0 and text[:1].isalnum():
+        cut = text.find(" ")
+        text = "\u2026" + (text[cut + 1:] if 0 <= cut < 40 else text)
+    if len(str(ev["text"])) >= window and text[-1:].isalnum():
+        cut = text.rfind(" ")
+        text = (text[:cut] if cut > len(text) - 40 else text) + "\u2026"
+    return text
 
 
 def _label(a: Mapping[str, Any]) -> str:
@@ -128,16 +151,23 @@ def _answer_html(i: int, e: AuditEntry) -> str:
         score = "" if a.get("score") is None else f"{a['score']:.3f}"
         if a["action"] == "reattributed":
             score += f" &rarr; {a['new_score']:.3f}"
+        because = why(a, str(e.report.get("rule", "")))
+        kind = "passes" if a["action"] in ("verified", "reattributed") else "review"  # the filter's row class
         rows.append(
-            f'<tr id="a{i}-c{j}" data-outcome="{a["action"]}"><td><span class="cite {a["action"]}">'
+            f'<tr id="a{i}-c{j}" data-outcome="{a["action"]}" class="{kind}">'
+            f'<td><span class="cite {a["action"]}">'
             f'{LABELS[a["action"]]}</span></td><td>[{_label(a)}]{moved}</td><td>{score}</td>'
-            f'<td>{escape(a["claim"])}</td><td>{where}<div class="evidence">'
-            f'{escape(ev["text"]) if ev else escape(a.get("reason", ""))}</div></td></tr>')
+            f'<td>{escape(a["claim"])}' + (f'<div class="why" data-why>{escape(because)}</div>' if because else "")
+            + f'</td><td>{where}<div class="evidence">'
+            f'{escape(snapped(ev)) if ev else escape(a.get("reason", ""))}</div></td></tr>')
     r = e.report
     counts = " &middot; ".join(f"{r.get(k, 0)} {LABELS[k]}" for k in ACTIONS)
-    return (f'<section class="answer" id="answer-{i}" data-answer-id="{escape(str(e.id))}">'
+    needs = bool(review) or bool(uncited) or bool(r.get("blocked"))
+    return (f'<section class="answer {"needs" if needs else "clean"}" id="answer-{i}" '
+            f'data-answer-id="{escape(str(e.id))}">'
             f"<h2>Answer {escape(str(e.id))}</h2>"
-            f'<div class="answer-counts">{r.get("n_citations", 0)} citations: {counts} &middot; review budget '
+            f'<div class="answer-counts">{_n(r.get("n_citations", 0), "citation")}: {counts} &middot; '
+            f'{_n(r.get("uncited", 0), "uncited sentence")} &middot; review budget '
             f'{100 * r.get("review_budget", 0):.1f}%</div>'
             f'<div class="text">{"".join(out)}</div>'
             f"<table><tr><th>outcome</th><th>citation</th><th>score</th><th>claim</th><th>evidence</th></tr>"
@@ -154,8 +184,7 @@ def render_audit_page(entries: Sequence[AuditEntry], *, verifier: str = "", rule
     totals = {k: sum(int(e.report.get(k, 0)) for e in entries) for k in (*ACTIONS, "n_citations", "uncited")}
     n = totals["n_citations"]
     budget = pooled_review_budget([e.report for e in entries])
-    count_html = (f'<span class="count total">{n} citation{"s" * (n != 1)} in {len(entries)} '
-                  f'answer{"s" * (len(entries) != 1)}</span>' + "".join(
+    count_html = (f'<span class="count total">{_n(n, "citation")} in {_n(len(entries), "answer")}</span>' + "".join(
                       f'<span class="count {k}" data-count="{k}">{totals[k]} {LABELS[k]}</span>' for k in ACTIONS)
                   + f'<span class="count uncited" data-count="uncited">{totals["uncited"]} uncited sentences '
                     "(not checked)</span>")
@@ -171,8 +200,24 @@ def render_audit_page(entries: Sequence[AuditEntry], *, verifier: str = "", rule
                f'{" &mdash; " + escape(str(mon["meaning"])) if mon.get("meaning") else ""}</div>' if mon.get("state") else "")
             + _failed_html(failed) + "</header>")
     body = "".join(_answer_html(i, e) for i, e in enumerate(entries))
+    shown = sum(1 for e in entries if _needs(e))
+    switch = ('<input type="radio" name="show" id="show-review" checked hidden>'
+              '<input type="radio" name="show" id="show-all" hidden>'
+              f'<div class="filter">Show: <label for="show-review" data-filter="review">needs a person ({shown} of '
+              f'{_n(len(entries), "answer")})</label><label for="show-all" data-filter="all">all</label></div>')
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
-            f"{_style()}</head><body>{head}<main>{body}</main></body></html>\n")
+            f"{_style()}</head><body>{head}{switch}<main>{body}</main></body></html>\n")
+
+
+def _n(k: int, noun: str) -> str:
+    return f"{k} {noun}{'s' * (k != 1)}"
+
+
+def _needs(e: AuditEntry) -> bool:
+    """Whether an answer needs a person: a citation to review, a sentence that cites nothing, or blocked."""
+    r = e.report
+    return bool(r.get("uncited_sentences")) or bool(r.get("blocked")) or any(
+        a["action"] in ("flagged", "invalid", "unverified") for a in r.get("audit", []))
 
 
 def _failed_html(failed: Sequence[tuple[str, str]]) -> str:

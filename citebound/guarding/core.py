@@ -255,6 +255,9 @@ def _reattribute(plans: list[_Plan], scorer: Any, tau: float | None, reattribute
     j = _judge_units(scorer, [(plan, a.claim, p) for plan, a, p in props], tau)
     best: dict[int, tuple[CitationAudit, float, Evidence]] = {}
     for (_, a, _), sc, ok, ev in zip(props, j.score, j.passed, j.evidence):
+        a.candidates += 1
+        if sc is not None and np.isfinite(sc) and (a.best_candidate is None or sc > a.best_candidate["score"]):
+            a.best_candidate = {"passage": ev.passage, "score": float(sc)}
         if ok and (id(a) not in best or sc > best[id(a)][1]):
             best[id(a)] = (a, float(sc), ev)
     for a, sc, ev in best.values():

@@ -42,6 +42,10 @@ class CitationAudit:
     reason: str = ""
     evidence: Evidence | None = None  # best window of the cited passage (None when invalid)
     new_evidence: Evidence | None = None  # best window of the accepted passage, after re-attribution
+    # re-attribution of a failed or invalid citation: how many other passages were tried, and the best of them
+    # ({"passage": N, "score": s}) whether or not it passed
+    candidates: int = 0
+    best_candidate: dict[str, Any] | None = None
 
 
 @dataclass
@@ -85,6 +89,28 @@ class GuardReport:
         review = self.flagged + self.invalid + (unread if fail_open else self.unverified) + extra
         total = self.n_citations + extra
         self.review_budget = review / total if total else 0.0
+
+
+def why(a: Mapping[str, Any], rule: str) -> str:
+    """One line on why a citation (an audit entry as a dict) did not pass as written: its reason or its score
+    against the rule, and what re-attribution tried and found."""
+    if a["action"] == "verified":
+        return ""
+    parts = [a["reason"]] if a.get("reason") else []
+    if a.get("score") is not None and not a.get("reason"):
+        parts.append(f"score {a['score']:.3g} fails the rule ({rule})")
+    elif a.get("score") is None and not parts:
+        parts.append("no score")
+    if a["action"] == "reattributed":
+        parts.append(f"moved to passage {a['new_pointer']}, which scores {a['new_score']:.3g} and passes")
+    elif a["action"] in ("flagged", "invalid"):
+        best = a.get("best_candidate")
+        n = int(a.get("candidates") or 0)
+        parts.append("re-attribution tried no other passage" if not n else
+                     f"re-attribution tried {n} other passage{'s' * (n != 1)}: the best, [{best['passage']}], scores "
+                     f"{best['score']:.3g}, which fails too" if best and best.get("score") is not None else
+                     f"re-attribution tried {n} other passage{'s' * (n != 1)}: none could be scored")
+    return "; ".join(parts)
 
 
 def pooled_review_budget(reports: Any) -> float:

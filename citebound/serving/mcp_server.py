@@ -16,7 +16,7 @@ A bad argument is a tool error that names the field and says what is wrong; a ve
 from typing import Any
 
 from citebound.guarding.guard import Guard, GuardInputError
-from citebound.guarding.report import normalise_passages
+from citebound.guarding.report import normalise_passages, why
 
 MAX_CLAIM_CHARS = 10_000
 
@@ -30,21 +30,6 @@ DETAILS = ("compact", "full")
 COUNT_KEYS = ("n_citations", "verified", "reattributed", "flagged", "invalid", "unverified", "uncited",
               "removed_sentences", "review_budget", "blocked")
 MAX_CLAIM_SHOWN = 200
-
-
-def why(a: dict[str, Any], rule: str) -> str:
-    """One line on why a citation did not pass as written: its score against the rule, and what
-    re-attribution found."""
-    if a.get("reason"):
-        out = a["reason"]
-    elif a.get("score") is None:
-        out = "no score"
-    else:
-        out = f"score {a['score']:.3g} fails the rule ({rule})"
-    if a["action"] == "reattributed":
-        out = (f"{out}; " if a.get("score") is not None or a.get("reason") else "") + \
-            f"moved to passage {a['new_pointer']}, which scores {a['new_score']:.3g}"
-    return out
 
 
 def compact(report: dict[str, Any]) -> dict[str, Any]:

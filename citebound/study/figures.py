@@ -137,13 +137,16 @@ def transfer_figure(tr: pd.DataFrame) -> plt.Figure:
 
 
 def guarantees_figure(viol: pd.DataFrame, alarms: pd.DataFrame, groups: pd.DataFrame,
-                      shift: pd.DataFrame | None = None, labels: pd.DataFrame | None = None) -> plt.Figure:
+                      shift: pd.DataFrame | None = None, labels: pd.DataFrame | None = None,
+                      precision: pd.DataFrame | None = None) -> plt.Figure:
     """(a) how often either certified rate is exceeded, and the monitor's false alarms, against delta;
     (b) per group, the held-out miss rate under the pooled and the per-group threshold; (c) the alarms'
-    false-suspect rate by the deployment's supported share; (d) the label tests' false voids by batching."""
-    fig, ((a, b), (c, d)) = plt.subplots(2, 2, figsize=(10, 7.2))
+    false-suspect rate by the deployment's supported share; (d) the label tests' false voids by batching;
+    (e) the precision guarantee's violations and (f) the supported share each guarantee keeps."""
+    fig, ((a, b), (c, d), (e, f)) = plt.subplots(3, 2, figsize=(10, 10.5))
     _shift_panel(c, shift)
     _labels_panel(d, labels)
+    _precision_panels(e, f, precision)
     rows = [(f"{r.verifier} {r.method[:5]} b={r.beta:g}", r.violation_rate, r.ci_low, r.ci_high, "C0")
             for r in viol.itertuples()]
     ex = alarms[alarms.setting == "exchangeable"]
@@ -183,6 +186,28 @@ def _shift_panel(ax: Any, shift: pd.DataFrame | None) -> None:
     ax.set(xlabel="supported share in deployment (unsupported class unchanged)", ylabel="streams turned suspect",
            title="Drift alarm: false alarms (CP 95%)", ylim=(-0.03, 1.03))
     ax.legend(fontsize=6)
+
+
+def _precision_panels(e: Any, f: Any, precision: pd.DataFrame | None) -> None:
+    if precision is None or not len(precision):
+        e.set_axis_off()
+        f.set_axis_off()
+        return
+    y = np.arange(len(precision))
+    p = precision
+    e.errorbar(p.violation_rate, y, xerr=[p.violation_rate - p.ci_low, p.ci_high - p.violation_rate], fmt="o",
+               capsize=3, color="C2")
+    e.axvline(float(p.delta.iloc[0]), ls=":", color="grey", label="delta")
+    e.set_yticks(y, list(p.verifier), fontsize=7)
+    e.set(xlabel="draws with a certified tau above q (CP 95%)",
+          title=f"Precision guarantee: q = {p.q.iloc[0]:g}, supported share >= {p.supported_share_min.iloc[0]:g}")
+    e.legend(fontsize=7)
+    x = np.arange(len(p))
+    f.bar(x - 0.2, p.supported_kept_precision, 0.4, label="precision guarantee")
+    f.bar(x + 0.2, p.supported_kept_catch_pac, 0.4, label="catch-rate guarantee (PAC)")
+    f.set_xticks(x, list(p.verifier), fontsize=7)
+    f.set(ylabel="supported citations kept", ylim=(0, 1), title="What each guarantee costs readers")
+    f.legend(fontsize=7)
 
 
 def _labels_panel(ax: Any, labels: pd.DataFrame | None) -> None:

@@ -197,3 +197,56 @@ def test_every_chip_class_and_every_review_highlight_in_the_browser_dom(mixed_pa
     cmd = _chromium() + [f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run(cmd + ["--dump-dom", mixed_page.as_uri()], capture_output=True, text=True, timeout=120).stdout
     _check_sentences(dom)
+
+
+def big_page(tmp_path, n_answers: int = 50):
+    """3 citations per answer: every third answer clean (all verified), the rest with one flagged (no passage has
+    the terms of "Quantum gravity remains unsolved")."""
+    rows = []
+    for k in range(n_answers):
+        middle = "Mitochondria produce ATP [1]." if k % 3 == 0 else "Quantum gravity remains unsolved [3]."
+        rows.append({"id": f"a{k}", "passages": PASSAGES, "answer":
+                     f"Mitochondria produce ATP through oxidative phosphorylation [1]. {middle} "
+                     "Lipid nanoparticles adsorb serum proteins [2]."})
+    (tmp_path / "big.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["guard", "--input", str(tmp_path / "big.jsonl"), "--verifier", "lexical", "--quiet", "--out",
+                 str(tmp_path / "big.out.jsonl"), "--html", str(tmp_path / "big.html")]) == 0
+    return tmp_path / "big.html", [json.loads(x)["report"] for x in (tmp_path / "big.out.jsonl").read_text().splitlines()]
+
+
+def test_a_failed_row_says_why_and_the_page_opens_filtered_in_its_markup(tmp_path):
+    html, reports = big_page(tmp_path)
+    text = html.read_text()
+    assert sum(r["n_citations"] for r in reports) == 150
+    needs = [r for r in reports if r["flagged"]]
+    assert len(needs) == 33 and sum(r["verified"] for r in reports) == 117  # worked out: 17 clean answers, 33 not
+    assert text.count('class="answer needs"') == len(needs) and text.count('class="answer clean"') == 50 - len(needs)
+    assert 'id="show-review" checked' in text and f"needs a person ({len(needs)} of 50 answers)" in text
+    # each flagged row: its score against the rule, and what re-attribution tried and found
+    rule = reports[1]["rule"]
+    assert text.count("data-why>") == 33
+    assert f"score 0 fails the rule ({rule})".replace(">", "&gt;") in text and "re-attribution tried" in text
+
+
+@pytest.mark.slow  # a real browser
+def test_a_200_citation_page_opens_filtered_in_chromium(tmp_path):
+    playwright = pytest.importorskip("playwright.sync_api")
+    exe = _chromium()[0]
+    html, reports = big_page(tmp_path, 67)  # 67 answers x 3 citations = 201
+    n_needs = sum(1 for r in reports if r["flagged"])
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto(html.as_uri())
+        assert sum(r["n_citations"] for r in reports) >= 200
+        visible = page.locator("section.answer:visible")
+        assert visible.count() == n_needs  # opened filtered: only the answers that need a person
+        assert page.locator("tr.passes:visible").count() == 0 and page.locator("tr.review:visible").count() == n_needs
+        page.screenshot(path=str(tmp_path / "filtered.png"), full_page=True)
+        filtered_height = page.evaluate("document.body.scrollHeight")
+        page.click("label[for=show-all]")
+        assert page.locator("section.answer:visible").count() == 67
+        assert page.locator("tr.passes:visible").count() == 201 - n_needs
+        page.screenshot(path=str(tmp_path / "all.png"), full_page=True)
+        assert page.evaluate("document.body.scrollHeight") > filtered_height
+        browser.close()

@@ -26,6 +26,9 @@ rule guarantees:
         labels=report(
             f"{RES}/tables/guarantees_labels.csv", caption="../report/guarantees.rst", category="4 Conformal guard"
         ),
+        precision=report(
+            f"{RES}/tables/guarantees_precision.csv", caption="../report/guarantees.rst", category="4 Conformal guard"
+        ),
         png=report(f"{FIG}/guarantees.png", caption="../report/guarantees.rst", category="4 Conformal guard"),
     log:
         f"{RES}/logs/guarantees.log",

@@ -20,6 +20,10 @@
   reference is half of each class of the gold set, the stream draws (with replacement) from the other half,
   supported with probability ``share``. Every alarm there is false; the rate must stay under delta. Also its
   detection rate and delay on the transfer setting.
+- :func:`precision_guarantee`: the precision (false-discovery) guarantee for readers over calibration draws,
+  as :func:`ltt_violations` does for the two-sided one: a draw **violates** when any certified threshold has
+  a population false-discovery rate above q at the assumed supported share (the bound's worst case); with
+  the share of supported citations each guarantee keeps (the precision one's and the catch-rate PAC one's).
 - :func:`label_test`: the anytime-valid label test at a true miss rate of exactly alpha, labels posted in
   batches of several sizes (every post a look), beside a fixed-n binomial test re-run at every look; and
   its power (labels until void) at a true miss rate of 2 alpha.
@@ -36,6 +40,7 @@ from citebound.calibration.conformal import conformal_threshold, tau_warnings_si
 from citebound.calibration.eprocess import alarm_times, log_wealth
 from citebound.calibration.ltt import calibrate_two_sided, default_grid
 from citebound.calibration.monitor import DriftMonitor
+from citebound.calibration.precision import fdr_bounds
 from citebound.study.analysis._common import seeded_rng
 
 
@@ -221,6 +226,55 @@ def group_vs_pooled(cal: dict[str, pd.DataFrame], group_col: str, alpha: float, 
 GROUP_COLUMNS = ["verifier", "group", "n", "n_unsupported", "alpha", "beta", "delta", "splits",
                  "pooled_uncertified_splits", "fallback_share", "pooled_miss", "group_miss", "pooled_false_flag",
                  "group_false_flag", "pooled_share_miss_above_alpha", "group_share_miss_above_alpha"]
+
+
+def population_fdr(miss: np.ndarray, flag: np.ndarray, share: float) -> np.ndarray:
+    """The false-discovery rate among passed citations at each tau, at supported share ``share``."""
+    bad, good = (1 - share) * miss, share * (1 - flag)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(bad + good > 0, bad / (bad + good), 0.0)
+
+
+def precision_guarantee(cal: dict[str, pd.DataFrame], q: float, share_min: float, alpha: float, delta: float,
+                        draws: int, cal_fraction: float, seed: int) -> pd.DataFrame:
+    """Realised violations of the precision guarantee over calibration draws (CP 95%), and the supported share
+    kept (population 1 - false-flag rate) at its deployed tau and at the catch-rate guarantee's PAC tau."""
+    from citebound.calibration.conformal import pac_rank
+
+    rows = []
+    for v, df in cal.items():
+        s, y = _scored(df, v)
+        grid = grid_for(s)
+        miss, flag = population_risks(s, y, grid)
+        fdr = population_fdr(miss, flag, share_min)
+        n_cal = max(2, int(round(cal_fraction * len(s))))
+        rng = seeded_rng(seed)
+        violations = certified = 0
+        kept, kept_pac, fdr_at = [], [], []
+        for _ in range(draws):
+            idx = rng.integers(0, len(s), n_cal)
+            cs, cy = s[idx], y[idx]
+            ok = fdr_bounds(cs, cy, grid, delta, share_min) <= q
+            if ok.any():
+                certified += 1
+                violations += bool((fdr[ok] > q).any())  # any certified tau, not only the deployed one
+                t = int(np.flatnonzero(ok)[0])  # the smallest certified tau keeps the most supported citations
+                kept.append(1 - flag[t])
+                fdr_at.append(fdr[t])
+            neg = np.sort(cs[cy == 0])
+            k = pac_rank(len(neg), alpha, delta)
+            if k <= len(neg):
+                tau_pac = neg[k - 1]
+                kept_pac.append(float(np.mean(s[y == 1] > tau_pac)))
+        lo, hi = cp_interval(violations, draws)
+        rows.append({"verifier": v, "q": q, "supported_share_min": share_min, "delta": delta, "alpha": alpha,
+                     "n_population": len(s), "n_cal": n_cal, "draws": draws, "certified_share": certified / draws,
+                     "violations": violations, "violation_rate": violations / draws, "ci_low": lo, "ci_high": hi,
+                     "within_delta": bool(lo <= delta),
+                     "mean_fdr_at_tau": float(np.mean(fdr_at)) if fdr_at else np.nan,
+                     "supported_kept_precision": float(np.mean(kept)) if kept else 0.0,
+                     "supported_kept_catch_pac": float(np.mean(kept_pac)) if kept_pac else np.nan})
+    return pd.DataFrame(rows)
 
 
 def _half_by_class(s: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> tuple[list[np.ndarray], list[np.ndarray]]:

@@ -232,6 +232,74 @@ MUTANTS = [
            "citebound train counts the evaluation claims but trains on them"),
     Mutant("analysis", "citebound/study/analysis/_common.py", '        pooled.append(d.assign(item_id=source + "|" + d["item_id"].astype(str)))',
            "        pooled.append(d)", "pooled rows' item ids collide across sources"),
+    # ---- round 4 (2026-12-02, #45): chosen from the code and the issue's classes before re-reading the tests
+    Mutant("card", "citebound/guarding/card.py", 'return self.on_void == "flag-all" and self.state == "void"',
+           'return self.on_void == "flag-all" and self.state != "ok"',
+           "the action taken on void also fires on suspect (one face's rule, all faces)"),
+    Mutant("mcp", "citebound/serving/mcp_server.py", "judge_pair(guard.scorer, claim, passage, guard.threshold())",
+           "judge_pair(guard.scorer, claim, passage, guard.tau)",
+           "verify_citation ignores the current threshold (flag-all, groups) and uses the calibration's"),
+    Mutant("service", "citebound/serving/proxy.py", "base = 1 if extra.citation_base is None else extra.citation_base",
+           "base = 1", "--passages-prompt numbers a 0-based answer's passages from 1"),
+    Mutant("ltt", "citebound/calibration/ltt.py", "ok = np.cumprod(p[order] <= delta).astype(bool)",
+           "ok = (p[order] <= delta).astype(bool)", "fixed-sequence testing does not stop at its first acceptance"),
+    Mutant("guarantees", "citebound/study/analysis/guarantees.py", "violations += bool((fdr[ok] > q).any())",
+           "violations += bool((fdr[ok] > q).all())",
+           "the precision analysis counts a violation only when every certified tau violates"),
+    Mutant("guarantees", "citebound/study/analysis/guarantees.py", "violations += bool(bad[hit].any())",
+           "violations += bool(bad[hit].all())", "the LTT analysis counts a violation only when every certified tau violates"),
+    Mutant("guarantees", "citebound/study/analysis/guarantees.py",
+           "stream = np.where(sup, rng.choice(pool[1], (streams, length)), rng.choice(pool[0], (streams, length)))",
+           "stream = np.where(sup, rng.choice(ref[1], (streams, length)), rng.choice(ref[0], (streams, length)))",
+           "the alarm's false-suspect streams drawn from the reference half (evaluated on what it was fitted on)"),
+    Mutant("report", "citebound/guarding/core.py",
+           'stands = {a.sentence_index for a in audits if a.action in ("verified", "reattributed")',
+           'stands = {a.sentence_index for a in audits if a.action in ("verified",)',
+           "--action remove drops a sentence whose only surviving citation was re-attributed"),
+    Mutant("report", "citebound/guarding/report.py", "total = self.n_citations + extra",
+           "total = self.n_citations + self.uncited", "the review budget's denominator counts uncited sentences under ignore"),
+    Mutant("report", "citebound/guarding/report.py", "review = self.flagged + self.invalid + (unread if fail_open else self.unverified) + extra",
+           "review = self.flagged + self.invalid + (0 if fail_open else self.unverified) + extra",
+           "an unreadable marker passes unchecked under --on-error open"),
+    Mutant("report", "citebound/guarding/report.py", 'weights = [int(get(r, "n_citations", 0)) + (int(get(r, "uncited", 0)) if get(r, "uncited_policy", "flag") == "flag"',
+           'weights = [int(get(r, "n_citations", 0)) + (int(get(r, "uncited", 0)) if True',
+           "the pooled budget weighs ignored uncited sentences"),
+    Mutant("models", "citebound/models/__init__.py", "if where == \"shipped\" and digest != CONTRADICTION:",
+           "if where == \"shipped\" and digest is None:", "the contradiction head's digest is never checked against its pin"),
+    Mutant("labelling", "citebound/labelling/store.py",
+           'b = base if rec.get("citation_base") is None else int(rec["citation_base"])', "b = base",
+           "a labelling record's own citation base is ignored"),
+    Mutant("eprocess", "citebound/calibration/eprocess.py", "return k * np.log1p(lam * (1 - alpha)) + (m - k) * np.log1p(-lam * alpha)",
+           "return k * np.log1p(lam * (1 - alpha)) + (m - k - 1) * np.log1p(-lam * alpha)",
+           "the label e-process counts one catch too few (an off-by-one in the wealth)"),
+    Mutant("eprocess", "citebound/calibration/eprocess.py", "if not self.void and self.log_value >= math.log(1 / self.delta):",
+           "if not self.void and self.log_value >= math.log(1 / self.delta) - 0.5:",
+           "the label test voids below 1/delta"),
+    Mutant("closed_loop", "citebound/cli/monitor.py", 'passed = rec["guard_action"] == "verified"',
+           'passed = rec["guard_action"] != "flagged"', "monitor --labels counts a re-attributed citation as passed"),
+    Mutant("closed_loop", "citebound/cli/calibrate.py", "if r.carried and all(h == want and is_score(sc) for sc, h in r.carried):",
+           "if r.carried and any(h == want and is_score(sc) for sc, h in r.carried):",
+           "calibrate reuses the labels' scores when only some carry this verifier's hash"),
+    Mutant("mcp", "citebound/serving/mcp_server.py", '        if a["action"] == "verified":\n            continue',
+           '        if a["action"] in ("verified", "reattributed"):\n            continue',
+           "the compact MCP result leaves out re-attributed citations"),
+    Mutant("audit_page", A, 'return bool(r.get("uncited_sentences")) or bool(r.get("blocked")) or any(',
+           'return bool(r.get("blocked")) or any(', "the audit page's filter hides answers whose only problem is uncited"),
+    Mutant("service", "citebound/serving/proxy.py", "if n is not None and n != 1:", "if n is not None and n > 2:",
+           "the proxy lets n=2 through, guarding only the first choice"),
+    Mutant("mcp", "citebound/serving/mcp_server.py", 'return {"score": ev.score, "verdict": "passes" if passed else "fails"',
+           'return {"score": ev.score, "verdict": "passes" if ev.score > 0.5 else "fails"',
+           "verify_citation's verdict from a fixed 0.5, not the guard's rule"),
+    Mutant("contradiction", "citebound/training/contradiction.py", "return emb - (p < veto_below).astype(float)",
+           "return emb - (p <= veto_below).astype(float)", "the veto fires at exactly veto_below"),
+    Mutant("precision", "citebound/calibration/precision.py", "level = delta / (2 * len(grid))", "level = delta / len(grid)",
+           "the precision bound's union bound forgets it bounds two rates per tau"),
+    Mutant("report", "citebound/guarding/core.py", "        a.candidates += 1\n",
+           "        a.candidates += int(bool(ok))\n", "the report's re-attribution tries count only the passing ones"),
+    Mutant("cli", "citebound/cli/guard.py", '            self.budgets.append({k: getattr(report, k) for k in ("review_budget", "n_citations", "uncited",',
+           '            self.budgets.append({k: getattr(report, k) for k in ("review_budget", "n_citations", "n_citations",',
+           "the CLI's pooled budget weighs answers by citations only"),
+
 ]
 
 TESTS = {
@@ -256,6 +324,17 @@ TESTS = {
     "hashing": ["tests/guard/test_trained.py", "tests/guard/test_behaviours.py"],
     "training": ["tests/guard/test_trained.py", "tests/study/test_train_verifier.py", "tests/guard/test_behaviours.py"],
     "train_verifier": ["tests/study/test_train_verifier.py", "tests/guard/test_trained.py"],
+    "card": ["tests/guard/test_card.py", "tests/guard/test_monitor.py", "tests/guard/test_state.py"],
+    "mcp": ["tests/guard/test_mcp.py", "tests/guard/test_cross_face.py"],
+    "ltt": ["tests/guard/test_ltt.py"],
+    "guarantees": ["tests/study/test_guarantees.py"],
+    "report": ["tests/guard/test_cross_face.py", "tests/guard/test_actions.py", "tests/guard/test_guarding.py",
+               "tests/guard/test_audit_page.py"],
+    "models": ["tests/guard/test_contradiction.py", "tests/guard/test_graph.py"],
+    "eprocess": ["tests/guard/test_eprocess.py", "tests/guard/test_closed_loop.py"],
+    "closed_loop": ["tests/guard/test_closed_loop.py"],
+    "contradiction": ["tests/guard/test_contradiction.py"],
+    "precision": ["tests/guard/test_precision.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
         "benchmarks"]
@@ -304,11 +383,13 @@ def run(mutants: list[Mutant], timeout: int) -> list[tuple[Mutant, str, float]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run one module's mutants")
-    ap.add_argument("--round", type=int, choices=[2, 3], help="run one round's mutants (3: the 2026-12-02 round)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code)")
     ap.add_argument("--timeout", type=int, default=300)
     args = ap.parse_args()
     first3 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("merged requests get the first request's"))
-    rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:]}
+    first4 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the action taken on void also fires"))
+    rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:]}
     todo = [m for m in rounds[args.round] if args.only in (None, m.module)]
     results = run(todo, args.timeout)
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0])

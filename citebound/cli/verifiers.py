@@ -15,14 +15,15 @@ from citebound.cli.common import add_command
 WEIGHTS = "model weights from the hub (its definition names them), or --override model=PATH; a GPU for speed"
 # what a verifier kind needs beyond the plain install, and what its score means
 NEEDS = {"lexical": "nothing", "embedding": "nothing (the MiniLM weights ship with the install)",
+         "contradiction": "nothing (the graph and the check's head ship with the install)",
          "trained": "a trained head (--model DIR, from citebound train or the study's train_verifier rule)",
          "fitted": "its fitted model JSON (--model, from the study's fit_stacked rule)",
          "nli": WEIGHTS, "attrscore": WEIGHTS,
          "hhem": WEIGHTS, "minicheck": WEIGHTS,
          "llm": "the [llm] extra and an OpenAI-compatible endpoint", "ragas": "the [ragas] extra and an endpoint"}
 # the pip extra each kind's runtime needs beyond `pip install citebound`
-EXTRA = {"lexical": "-", "embedding": "-", "trained": "-", "fitted": "-", "nli": "torch", "attrscore": "torch",
-         "hhem": "torch", "minicheck": "torch", "llm": "llm", "ragas": "ragas"}
+EXTRA = {"lexical": "-", "embedding": "-", "trained": "-", "fitted": "-", "contradiction": "-", "nli": "torch",
+         "attrscore": "torch", "hhem": "torch", "minicheck": "torch", "llm": "llm", "ragas": "ragas"}
 WIDTH = 100
 from citebound.verifiers import SCALES, SEES  # noqa: E402
 

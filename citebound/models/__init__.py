@@ -42,6 +42,27 @@ GRAPHS = {
 TOKENIZER = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
+# sha256 of contradiction/head.onnx, the contradiction check's head (rule train_contradiction on lite, #47); a
+# file that is not this one is refused at load, whatever digest it claims
+CONTRADICTION = None
+CONTRADICTION_DIR = HERE / "contradiction"
+
+
+def contradiction_head(where: str | Path = "shipped") -> tuple[Path, str]:
+    """(path, sha256) of the contradiction check's ONNX head: ``shipped`` (``contradiction/head.onnx``, checked
+    against :data:`CONTRADICTION`) or a file the study wrote (``results/models/contradiction/head.onnx``, whose
+    digest then names it in the verifier's hash)."""
+    path = CONTRADICTION_DIR / "head.onnx" if where == "shipped" else Path(where)
+    if not path.is_file():
+        raise GraphMissing(f"the contradiction check's head is not at {path}: `snakemake "
+                           "results/models/contradiction/head.onnx` trains it (the shipped one is package data)")
+    digest = file_sha256(path)
+    if where == "shipped" and digest != CONTRADICTION:
+        raise GraphTampered(f"{path}: sha256 {digest[:16]}... is not the pinned contradiction head "
+                            f"({(CONTRADICTION or 'none pinned')[:16]}...); reinstall citebound")
+    return path, digest
+
+
 def uses_shipped_graph(cfg) -> bool:
     """Whether a model verifier's config runs the graph inside the wheel: ``graph: shipped`` on
     ``runtime: onnx`` at the graph's own precision (``quantize: none``). Any other runtime or

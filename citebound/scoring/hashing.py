@@ -61,6 +61,10 @@ def verifier_hash(cfg: Mapping[str, Any]) -> str:
         cfg = {k: v for k, v in cfg.items() if k != "graph"}
     if cfg.get("kind") == "trained" and cfg.get("model"):  # the head's own bytes, not just where it lies
         cfg = {**cfg, "model": model_digest(cfg["model"])}
+    if cfg.get("kind") == "contradiction":  # the check's head by its bytes (pinned when shipped)
+        from citebound.models import contradiction_head
+
+        cfg = {**cfg, "head": contradiction_head(cfg.get("head", "shipped"))[1][:16]}
     return config_hash({k: v for k, v in cfg.items()
                         if k not in RUNTIME_KEYS and not (k in EXACT_DEFAULTS and v == EXACT_DEFAULTS[k])})
 

@@ -24,7 +24,10 @@ import pandas as pd
 from citebound.scoring.io import DataError
 from citebound.training.evaluation import claim_key, dedupe_against  # noqa: F401 (the study's dedupe is the core's)
 
-COLUMNS = ["source", "domain", "pair_id", "claim", "evidence", "label"]
+COLUMNS = ["source", "domain", "pair_id", "claim", "evidence", "label", "kind"]
+# what a label 0 is, where the source says: "refute" (the evidence contradicts the claim), "nei" (not enough
+# information), or "unsupported" (not told apart); a label 1 is "support"
+KINDS = ("support", "refute", "nei", "unsupported")
 RESERVED = ("expertqa", "healthver")  # the independent check's sets: never read, trained or tuned on
 
 
@@ -48,9 +51,11 @@ class Record(dict):
         raise DataError(f"{self.where}: no field {key!r} (train/SOURCES.md gives this file's schema)")
 
 
-def _rows(source: str, domain: str, items: Iterable[tuple[str, str, str, int]]) -> list[dict]:
-    return [{"source": source, "domain": domain, "pair_id": f"{source}:{pid}", "claim": c, "evidence": e, "label": y}
-            for pid, c, e, y in items]
+def _rows(source: str, domain: str, items: Iterable[tuple]) -> list[dict]:
+    """Rows of ``(pid, claim, evidence, label[, kind])``; without a kind, a label 0 is "unsupported"."""
+    return [{"source": source, "domain": domain, "pair_id": f"{source}:{it[0]}", "claim": it[1], "evidence": it[2],
+             "label": it[3], "kind": it[4] if len(it) > 4 else ("support" if it[3] else "unsupported")}
+            for it in items]
 
 
 def _jsonl(path: Path) -> Iterable[tuple[int, dict]]:
@@ -76,7 +81,7 @@ def read_check_covid(root: Path, skipped: Counter) -> list[dict]:
             skipped["check_covid", "unresolved_evidence"] += 1
             continue
         out.append((f"{i}", r["claim"].strip(), " ".join(abstract[k] for k in sorted(set(idx))),
-                    int(r["label"] == "SUPPORT")))
+                    int(r["label"] == "SUPPORT"), {"SUPPORT": "support", "REFUTE": "refute"}.get(r["label"], "nei")))
     return _rows("check_covid", "biomedical", out)
 
 
@@ -98,7 +103,8 @@ def read_scitab(root: Path, skipped: Counter) -> list[dict]:
         except (ValueError, SyntaxError, KeyError):
             skipped["scitab", "unreadable_table"] += 1
             continue
-        out.append((str(r.get("id", i)), r["claim"].strip(), table, int(r["label"] == "supports")))
+        out.append((str(r.get("id", i)), r["claim"].strip(), table, int(r["label"] == "supports"),
+                    {"supports": "support", "refutes": "refute"}.get(r["label"], "nei")))
     return _rows("scitab", "scholarly", out)
 
 
@@ -144,7 +150,8 @@ def read_evidence_inference(root: Path, skipped: Counter) -> list[dict]:
         p = prompts.loc[pid]
         for code, verb in _DIRECTION.items():
             claim = f"{p['Intervention']} {verb} {p['Outcome']} compared with {p['Comparator']}."
-            out.append((f"{pid}:{len(seen)}:{code}", claim, ev.strip(), int(code == key[2])))
+            out.append((f"{pid}:{len(seen)}:{code}", claim, ev.strip(), int(code == key[2]),
+                        "support" if code == key[2] else "refute"))
     return _rows("evidence_inference", "biomedical", out)
 
 
@@ -191,7 +198,8 @@ def read_fever_symmetric(root: Path, skipped: Counter) -> list[dict]:
                 skipped["fever_symmetric", "duplicate_pair"] += 1
                 continue
             seen.add(key)
-            out.append((f"{split}:{i}", _detok(r["claim"]), _detok(r["evidence"]), int(r["label"] == "SUPPORTS")))
+            out.append((f"{split}:{i}", _detok(r["claim"]), _detok(r["evidence"]), int(r["label"] == "SUPPORTS"),
+                        "support" if r["label"] == "SUPPORTS" else "refute"))
     return _rows("fever_symmetric", "general", out)
 
 
@@ -224,7 +232,8 @@ def read_scifact_train_rte(root: Path, skipped: Counter) -> list[dict]:
     out = []
     for r in _tsv(root / "scifact_train_rte" / "RTE-scifact" / "train.tsv"):
         claim = r["sentence2"].strip().strip('"').replace('""', '"')
-        out.append((r["index"], claim, r["sentence1"].strip(), int(r["entailment"] == "entailment")))
+        ok = r["entailment"] == "entailment"  # not_entailment rows are SciFact's CONTRADICT (no NEI rows here)
+        out.append((r["index"], claim, r["sentence1"].strip(), int(ok), "support" if ok else "refute"))
     return _rows("scifact_train_rte", "biomedical", out)
 
 

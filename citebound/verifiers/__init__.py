@@ -24,7 +24,10 @@ SCALES = {"lexical": "share of the claim's content terms found in the passage wi
                        + BLIND,
           "trained": "P(support) from the trained head", "fitted": "P(support) from the stacked model",
           "nli": "P(entailment)", "attrscore": "P(attributable)", "hhem": "P(consistent)", "minicheck": "P(support)",
-          "llm": "the judge's verdict as 0/1 or its probability", "ragas": "share of the claim's statements supported"}
+          "llm": "the judge's verdict as 0/1 or its probability", "ragas": "share of the claim's statements supported",
+          "contradiction": "(cosine + 1) / 2 of MiniLM embeddings, minus 1 where a support-vs-refute head judges the "
+                           "window contradicting (not a probability); the head is weak: it misses contradictions "
+                           "without negation or direction cues"}
 
 # what each kind can tell apart (citebound verifiers, the MCP tool descriptions, the README's choice table)
 SEES = {"lexical": "on-topic from off-topic words; not negation or contradiction",
@@ -33,10 +36,11 @@ SEES = {"lexical": "on-topic from off-topic words; not negation or contradiction
         "fitted": "what its base verifiers see, combined",
         "nli": "entailment vs contradiction (an NLI model)", "attrscore": "attributable vs contradictory",
         "hhem": "consistent vs hallucinated", "minicheck": "supported vs unsupported, contradiction included",
-        "llm": "what the judge model reads", "ragas": "what the judge model reads"}
+        "llm": "what the judge model reads", "ragas": "what the judge model reads",
+        "contradiction": "on-topic from off-topic, and some contradictions (negation and direction cues)"}
 
 # verifier kinds that run a transformers model in-process (and so take runtime/quantize/threads)
-MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem", "trained"})
+MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem", "trained", "contradiction"})
 
 
 def runs_encoder(v: Mapping[str, Any]) -> bool:
@@ -70,6 +74,9 @@ def build_verifier(cfg: Mapping[str, Any], cache_dir: str | Path = "results/cach
     if kind == "trained":
         from citebound.verifiers.trained import TrainedVerifier
         return TrainedVerifier(cfg, cache_dir)
+    if kind == "contradiction":
+        from citebound.verifiers.contradiction import ContradictionVerifier
+        return ContradictionVerifier(cfg, cache_dir)
     if kind == "llm":
         from citebound.verifiers.llm_judge import LLMVerifier
         return LLMVerifier(cfg, Path(cache_dir) / "llm" / f"{cfg['name']}-{verifier_hash(cfg)}.sqlite")

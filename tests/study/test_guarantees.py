@@ -133,3 +133,41 @@ def test_shift_alarm_ignores_a_changed_share_and_catches_hard_negatives():
     assert old.loc[0.9, "alarm_rate"] > 0.5  # the older monitor fires on the share alone: the reason for the new one
     transfer = t[t.setting == "transfer"].iloc[0]
     assert transfer.alarm_rate > 0.8 and transfer.median_delay < 600 and transfer.calibration_share == pytest.approx(0.2)
+
+
+def test_population_fdr_by_hand():
+    # miss 0.2, flag 0.5 at share 0.8: (0.2 * 0.2) / (0.2 * 0.2 + 0.8 * 0.5) = 0.04 / 0.44
+    assert G.population_fdr(np.array([0.2, 0.0]), np.array([0.5, 1.0]), 0.8).tolist() == pytest.approx([0.04 / 0.44, 0.0])
+
+
+def test_a_precision_draw_violates_when_any_certified_tau_does(monkeypatch):
+    """Two taus certified in every draw: one whose population FDR is above q, one below. Counting 'all' would
+    give 0 violations; the guarantee is about every certified tau, so each draw is a violation."""
+    s = np.array([0.1, 0.2, 0.3, 0.6, 0.9, 0.95] * 20)
+    y = np.array([0, 0, 1, 0, 1, 1] * 20)
+    df = pd.DataFrame({"score_v": s, "label": y})
+    grid = G.grid_for(s)
+    miss, flag = G.population_risks(s, y, grid)
+    fdr = G.population_fdr(miss, flag, 0.8)
+    high = int(np.flatnonzero(fdr > 0.1)[0])  # a tau that lets an unsupported 0.6 through among few supported
+    low = int(np.flatnonzero(fdr <= 0.1)[-1])
+    assert high < low
+
+    def two_taus(cs, cy, g, delta, share_min):
+        out = np.ones(len(g))
+        out[[high, low]] = 0.0
+        return out
+
+    monkeypatch.setattr(G, "fdr_bounds", two_taus)
+    t = G.precision_guarantee({"v": df}, 0.1, 0.8, 0.1, 0.1, 30, 0.5, 0).iloc[0]
+    assert t.violations == 30 and t.certified_share == 1.0
+    # the deployed tau is the smallest certified one: the supported share kept is the population's above it
+    assert t.supported_kept_precision == pytest.approx(1 - flag[high])
+
+
+def test_the_precision_guarantee_holds_over_draws_on_a_real_shaped_population():
+    rng = np.random.default_rng(4)
+    s = np.concatenate([rng.beta(2, 5, 1500), rng.beta(5, 2, 1500)])
+    y = np.r_[np.zeros(1500, int), np.ones(1500, int)]
+    t = G.precision_guarantee({"v": pd.DataFrame({"score_v": s, "label": y})}, 0.1, 0.8, 0.1, 0.1, 30, 0.5, 1).iloc[0]
+    assert t.certified_share > 0.9 and t.violations <= 3 and 0 < t.supported_kept_precision <= 1

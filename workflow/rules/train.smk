@@ -92,3 +92,45 @@ rule verifier_designs:
         ),
     script:
         "../../scripts/verifier_designs.py"
+
+
+rule train_contradiction:
+    """The contradiction check: a support-vs-refute head on frozen MiniLM features, a veto on embedding (#47)."""
+    input:
+        train=[f"{RAW}/{f.path}" for f in TRAIN.files.values()],
+        dedupe_pairs=pairs([s for s in SCORED_SETS if s.startswith("gold/")]),
+        dedupe_texts=[f"{RAW}/{f.path}" for f in TRAIN.dedupe_files.values()],
+    output:
+        table=report(
+            f"{RES}/tables/contradiction.csv", caption="../report/contradiction.rst", category="12 Trained verifier"
+        ),
+        catch=report(
+            f"{RES}/tables/contradiction_catch.csv",
+            caption="../report/contradiction.rst",
+            category="12 Trained verifier",
+        ),
+        onnx=f"{RES}/models/contradiction/head.onnx",
+        head=f"{RES}/models/contradiction/head.json",
+        card=f"{RES}/models/contradiction/MODEL_CARD.md",
+    log:
+        f"{RES}/logs/train_contradiction.log",
+    benchmark:
+        f"{RES}/benchmarks/train_contradiction.tsv"
+    conda:
+        "../../envs/cpu.yaml"
+    threads: 2
+    params:
+        **settings(
+            train_verifier=train_settings(),
+            contradiction=to_plain(CFG.contradiction),
+            dedupe_texts=list(TRAIN.dedupe_files),
+            files=TRAIN.files,
+            windowing=CFG.windowing,
+            n_bootstrap=A.n_bootstrap,
+            validation_set=VAL_SET,
+            calibration_set=CAL_SET,
+            dedupe_sets=[s for s in SCORED_SETS if s.startswith("gold/")],
+            calibration_licence=calibration_licence(),
+        ),
+    script:
+        "../../scripts/train_contradiction.py"

@@ -47,7 +47,7 @@ fit = train["kind"].isin(["support", "refute"]).to_numpy()
 head = K.fit(C._best_window(units, owner, len(train))[fit], (train["kind"][fit] == "support").to_numpy().astype(int),
              best_c)
 gold = {}
-for name in ("attribution_gold_eval", "scifact_gold"):
+for name in ("attribution_gold_eval", "scifact_dev"):
     g = data["gold"][name]
     t1 = time.perf_counter()
     gold[name] = (g, units_of(g["claim"].tolist(), g["passage"].tolist()))

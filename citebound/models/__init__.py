@@ -44,7 +44,7 @@ TOKENIZER = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 # sha256 of contradiction/head.onnx, the contradiction check's head (rule train_contradiction on lite, #47); a
 # file that is not this one is refused at load, whatever digest it claims
-CONTRADICTION = None
+CONTRADICTION = "1f38680813b4d1d87de183188541d240706f89b64921db0703198391c06f70cf"
 CONTRADICTION_DIR = HERE / "contradiction"
 
 

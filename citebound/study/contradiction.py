@@ -80,7 +80,7 @@ def gold_rows(head: Mapping[str, Any], gold: Mapping[str, tuple[pd.DataFrame, tu
         y = g["label"].to_numpy().astype(int)
         scored[name] = (emb, comb, y)
         a_old, a_new, gain, lo, hi = K.auc_gain(comb, emb, y, n_boot, np.random.default_rng(seed))
-        comparison = "support vs contradict" if name == "scifact_gold" else "support vs all unsupported"
+        comparison = "support vs contradict" if name == "scifact_dev" else "support vs all unsupported"
         rows.append({"C": head["C"], "evaluation": name, "comparison": comparison, "n_support": int(y.sum()),
                      "n_other": int((y == 0).sum()), "embedding_auc": a_old, "check_auc": a_new, "gain": gain,
                      "gain_ci_low": lo, "gain_ci_high": hi, "vetoed_support": float(np.mean(comb[y == 1] < emb[y == 1]))})
@@ -95,7 +95,7 @@ def catch_rows(scored: Mapping[str, tuple[np.ndarray, ...]], items: np.ndarray, 
     from citebound.study.analysis.guarantees import cp_interval
 
     emb_a, comb_a, y_a = scored["attribution_gold_eval"]
-    emb_s, comb_s, y_s = scored["scifact_gold"]
+    emb_s, comb_s, y_s = scored["scifact_dev"]
     rng = np.random.default_rng(seed)
     uniq = np.unique(items)
     out = []
@@ -127,7 +127,7 @@ def decide(selection: pd.DataFrame, catch: pd.DataFrame, cost_ratio: float | Non
     rule = K.ADOPTION
     sr = selection[(selection.C == c) & (selection.comparison == "support vs refute")
                    & selection.evaluation.str.startswith("loso:")]
-    sf = selection[selection.evaluation == "scifact_gold"]
+    sf = selection[selection.evaluation == "scifact_dev"]
     mean_gain = float(sr["gain"].mean())
     sf_gain = float(sf["gain"].iloc[0]) if len(sf) else float("nan")
     keeps = bool(catch.set_index("verifier").loc["embedding+contradiction", "keeps_guarantee"])
@@ -139,7 +139,7 @@ def decide(selection: pd.DataFrame, catch: pd.DataFrame, cost_ratio: float | Non
 
 def model_card(decision: Mapping[str, Any], selection: pd.DataFrame, catch: pd.DataFrame, counts: pd.DataFrame,
                licences: Mapping[str, str], removed: int, timings: Mapping[str, float], sha256: str) -> str:
-    fmt = {"float_format": lambda x: f"{x:.3f}"}
+    fmt = {"floatfmt": ".3f"}
     verdict = ("**adopted** as a default stage" if decision["adopted"] else
                "**not adopted** as a default: it ships as the opt-in verifier `embedding+contradiction`")
     failed = [k for k, ok in decision["checks"].items() if not ok]

@@ -3,7 +3,6 @@ cue, the pinned digest refused when the file changes, and the shipped head turni
 verified to flagged (a known support stays verified) in every face: library, CLI, service, stream, MCP."""
 import json
 import math
-import shutil
 import sys
 
 import numpy as np
@@ -87,7 +86,7 @@ def test_the_veto_flags_a_known_contradiction_and_keeps_a_known_support():
 
 
 def test_every_face_vetoes_it(tmp_path, capsys):
-    """CLI, service, the proxy streamed, MCP: the same two verdicts."""
+    """CLI, service, the proxy streamed: the same two verdicts."""
     from citebound.cli.main import main
 
     want = f"{CLAIM} [1 UNVERIFIED]. Statins lower LDL cholesterol in adults [2]."
@@ -115,6 +114,9 @@ def test_every_face_vetoes_it(tmp_path, capsys):
             model="m", messages=[{"role": "user", "content": "q"}], stream=True,
             extra_body={"citebound": {"passages": [CONTRA, SUPPORT]}}) if ch.choices)
         assert text == want
+
+
+def test_mcp_vetoes_it():
     pytest.importorskip("mcp")
     import asyncio
 
@@ -129,7 +131,8 @@ def test_every_face_vetoes_it(tmp_path, capsys):
             return await session.call_tool("guard_answer", {"answer": ANSWER, "passages": [CONTRA, SUPPORT]})
 
     body = json.loads(asyncio.run(call()).content[0].text)
-    assert body["guarded_answer"] == want and [f["cited"] for f in body["failing"]] == [1]
+    assert body["guarded_answer"] == f"{CLAIM} [1 UNVERIFIED]. Statins lower LDL cholesterol in adults [2]."
+    assert [f["cited"] for f in body["failing"]] == [1]
 
 
 def test_the_shipped_head_is_the_one_pinned_and_its_card_ships_beside_it():
@@ -137,4 +140,4 @@ def test_the_shipped_head_is_the_one_pinned_and_its_card_ships_beside_it():
 
     path, digest = M.contradiction_head("shipped")
     assert digest == M.CONTRADICTION and (M.CONTRADICTION_DIR / "MODEL_CARD.md").is_file()
-    shutil.copy  # noqa: B018 (imported for the tamper test)
+    assert path.stat().st_size < 4096  # the head alone: the encoder is the shipped graph

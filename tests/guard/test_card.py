@@ -47,6 +47,36 @@ def test_a_void_guarantee_flags_everything_when_asked():
         Guard("lexical", on_void="ignore")
 
 
+def test_flag_all_acts_on_void_only_not_on_suspect(tmp_path):
+    """A suspect monitor (scores drifted, no labels) asks for labels; it does not stop the guard passing."""
+    from citebound.cli.main import main
+
+    # a calibration whose unsupported citations score 0.001..0.3 and supported 0.301..0.4: a deployed score of
+    # 1.0 is far above what any mix of the two gives, so a run of them turns the monitor suspect
+    recs = [{"score": round(0.001 * i, 4), "label": 0} for i in range(1, 301)]
+    recs += [{"score": round(0.3 + 0.001 * i, 4), "label": 1} for i in range(1, 101)]
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert main(["calibrate", "--scores", str(tmp_path / "s.jsonl"), "--verifier", "lexical", "--out",
+                 str(tmp_path / "c.json")]) == 0
+    g = Guard("lexical", calibration=str(tmp_path / "c.json"), on_void="flag-all")
+    for _ in range(40):
+        _, rep = g.guard("Statins lower LDL cholesterol [1].", ["Statins lower LDL cholesterol in adults."])
+    assert rep.guarantee_card["monitor"]["state"] == "suspect" and not g.keeper.flag_all
+    assert rep.verified == 1 and "action" not in rep.guarantee_card["monitor"]
+    assert g.threshold() == g.tau
+
+
+def test_verify_citation_uses_the_threshold_in_force_now():
+    """MCP's verify_citation under flag-all: once void, nothing passes, as in guard_answer."""
+    from citebound.serving.mcp_server import verify_citation
+
+    g = Guard("lexical", on_void="flag-all")
+    claim, passage = "Statins lower LDL cholesterol", "Statins lower LDL cholesterol in adults."
+    assert verify_citation(g, claim, passage)["verdict"] == "passes"
+    g.keeper.labels(9, 10)
+    assert verify_citation(g, claim, passage)["verdict"] == "fails"
+
+
 def test_no_calibration_or_an_old_one_says_the_monitor_is_off():
     _, r = Guard("lexical", threshold=0.5).guard("Cells make ATP [1].", ["Cells make ATP."])
     assert r.guarantee_card["monitor"] == {"state": "off", "reason": "no calibration"}

@@ -288,3 +288,21 @@ def test_sigterm_finishes_in_flight_requests_and_refuses_new_ones():
     assert out["r"].status_code == 200 and out["r"].json()["report"]["n_citations"] == 150
     assert time.perf_counter() - t0 > 0.7  # the slow request was still in flight when the late one came
     assert late == 503
+
+
+@pytest.mark.parametrize("base,first", [(0, "[0] Statins"), (1, "[1] Statins"), (None, "[1] Statins")])
+def test_passages_prompt_numbers_the_passages_in_the_requests_base(base, first):
+    """--passages-prompt lists the passages as the answer will cite them: [0] first for a 0-based request."""
+    from citebound.serving.state import DEFAULT_PASSAGES_PROMPT, ServeConfig
+
+    passages = ["Statins lower LDL cholesterol.", "Mitochondria produce ATP."]
+    with FakeOpenAI(lambda body: "Statins lower LDL cholesterol [0].") as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, passages_prompt=DEFAULT_PASSAGES_PROMPT)) as url:
+        extra = {"passages": passages} | ({"citation_base": base} if base is not None else {})
+        r = httpx.post(f"{url}/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "q"}],
+                                                            "citebound": extra}, timeout=60)
+        assert r.status_code == 200, r.text
+        system = up.requests[-1]["messages"][0]
+        assert system["role"] == "system" and first in system["content"]
+        second = f"[{(base if base is not None else 1) + 1}] Mitochondria"
+        assert second in system["content"] and system["content"].index(first) < system["content"].index(second)

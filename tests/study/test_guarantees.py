@@ -171,3 +171,22 @@ def test_the_precision_guarantee_holds_over_draws_on_a_real_shaped_population():
     y = np.r_[np.zeros(1500, int), np.ones(1500, int)]
     t = G.precision_guarantee({"v": pd.DataFrame({"score_v": s, "label": y})}, 0.1, 0.8, 0.1, 0.1, 30, 0.5, 1).iloc[0]
     assert t.certified_share > 0.9 and t.violations <= 3 and 0 < t.supported_kept_precision <= 1
+
+
+def test_an_ltt_draw_violates_when_any_certified_tau_does(monkeypatch):
+    """As for precision: two taus certified in every draw, one breaking the miss-rate bound and one not."""
+    from types import SimpleNamespace
+
+    s = np.array([0.1, 0.2, 0.3, 0.6, 0.9, 0.95] * 20)
+    y = np.array([0, 0, 1, 0, 1, 1] * 20)
+    grid = G.grid_for(s)
+    miss, flag = G.population_risks(s, y, grid)
+    bad = (miss > 0.1) | (flag > 0.9)
+    high, low = int(np.flatnonzero(bad)[0]), int(np.flatnonzero(~bad)[0])
+
+    def two(*args, **kw):
+        return SimpleNamespace(certified=[float(grid[high]), float(grid[low])], tau=float(grid[low]))
+
+    monkeypatch.setattr(G, "calibrate_two_sided", two)
+    t = G.ltt_violations({"v": pd.DataFrame({"score_v": s, "label": y})}, 0.1, [0.9], 0.1, 25, 0.5, 0).iloc[0]
+    assert t.violations == 25 and t.certified_share == 1.0

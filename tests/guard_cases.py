@@ -122,6 +122,10 @@ CASES = [
          "Statins lower LDL cholesterol [1][2]. Unicorns sing opera loudly [2]. Mitochondria produce ATP [2].",
          "Statins lower LDL cholesterol [1][2 UNVERIFIED]. Mitochondria produce ATP [2].",
          {"n_citations": 4, "verified": 2, "flagged": 2, "removed_sentences": 1}, 2 / 4),
+    # remove keeps a sentence whose only citation was re-attributed (it stands), drops the flagged one
+    Case("remove-keeps-reattributed", "remove", MIXED,
+         "Statins lower LDL cholesterol [1]. Mitochondria produce ATP [2 (was 1)].",
+         {"n_citations": 3, "verified": 1, "reattributed": 1, "flagged": 1, "removed_sentences": 1}, 1 / 3),
     # block past 0.3: 1/3 is withheld; a stream sends the first sentence (budget 0) and stops at the second (1/2)
     Case("block", "block", MIXED, None,
          {"n_citations": 3, "verified": 1, "reattributed": 1, "flagged": 1, "blocked": 1}, 1 / 3,

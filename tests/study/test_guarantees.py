@@ -190,3 +190,22 @@ def test_an_ltt_draw_violates_when_any_certified_tau_does(monkeypatch):
     monkeypatch.setattr(G, "calibrate_two_sided", two)
     t = G.ltt_violations({"v": pd.DataFrame({"score_v": s, "label": y})}, 0.1, [0.9], 0.1, 25, 0.5, 0).iloc[0]
     assert t.violations == 25 and t.certified_share == 1.0
+
+
+def test_the_alarm_streams_never_draw_from_the_reference_half(monkeypatch):
+    """The false-suspect check holds out: every deployed score comes from the half the reference did not see."""
+    rng = np.random.default_rng(5)
+    s = rng.random(400)  # distinct scores: a shared value can only be the same citation
+    y = (np.arange(400) % 3 == 0).astype(int)
+    seen = []
+    real = G.alarm_times
+
+    def spy(s0, s1, streams, thetas, delta):
+        seen.append((set(np.asarray(s0)) | set(np.asarray(s1)), set(np.asarray(streams).ravel())))
+        return real(s0, s1, streams, thetas, delta)
+
+    monkeypatch.setattr(G, "alarm_times", spy)
+    G.shift_alarm({"v": pd.DataFrame({"score_v": s, "label": y})}, {}, 0.1, [0.2, 0.9], 5, 50, 0, mixture=False)
+    assert len(seen) == 2
+    for ref, stream in seen:
+        assert stream and not (ref & stream) and len(ref) == 200  # half of each class: 67 of 134 and 133 of 266

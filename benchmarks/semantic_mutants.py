@@ -329,7 +329,7 @@ TESTS = {
     "ltt": ["tests/guard/test_ltt.py"],
     "guarantees": ["tests/study/test_guarantees.py"],
     "report": ["tests/guard/test_cross_face.py", "tests/guard/test_actions.py", "tests/guard/test_guarding.py",
-               "tests/guard/test_audit_page.py"],
+               "tests/guard/test_audit_page.py", "citebound/guarding/report.py"],
     "models": ["tests/guard/test_contradiction.py", "tests/guard/test_graph.py"],
     "eprocess": ["tests/guard/test_eprocess.py", "tests/guard/test_closed_loop.py"],
     "closed_loop": ["tests/guard/test_closed_loop.py"],

@@ -250,3 +250,15 @@ def test_a_200_citation_page_opens_filtered_in_chromium(tmp_path):
         page.screenshot(path=str(tmp_path / "all.png"), full_page=True)
         assert page.evaluate("document.body.scrollHeight") > filtered_height
         browser.close()
+
+
+def test_an_answer_whose_only_problem_is_an_uncited_sentence_needs_a_person(tmp_path):
+    rows = [{"id": "u", "passages": PASSAGES, "answer": "Mitochondria produce ATP through oxidative phosphorylation [1]. "
+                                                      "Nobody checked this sentence."},
+            {"id": "c", "passages": PASSAGES, "answer": "Mitochondria produce ATP through oxidative phosphorylation [1]."}]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["guard", "--input", str(tmp_path / "in.jsonl"), "--verifier", "lexical", "--quiet", "--out",
+                 str(tmp_path / "o.jsonl"), "--html", str(tmp_path / "a.html")]) == 0
+    html = (tmp_path / "a.html").read_text()
+    assert 'class="answer needs" id="answer-0"' in html and 'class="answer clean" id="answer-1"' in html
+    assert "needs a person (1 of 2 answers)" in html

@@ -109,3 +109,19 @@ def test_calibrate_reuses_the_scores_labels_carry_when_the_verifier_is_the_same(
     labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["calibrate", "--labels", str(labels), "--verifier", "lexical", "--out", str(cal)]) == 0
     assert "scoring 5 labelled citations" in capsys.readouterr().err
+
+
+def test_a_reattributed_citation_labelled_unsupported_was_not_passed(tmp_path, capsys):
+    """The guard moved it away from the cited passage: a label saying the cited passage does not support the
+    claim is a catch, not a miss. One verified (labelled unsupported: a miss) and two re-attributed."""
+    rows = [{"id": "v", "answer": "Statins lower LDL cholesterol [1].", "passages": PASSAGES},
+            {"id": "r1", "answer": "Mitochondria produce ATP [1].", "passages": PASSAGES},
+            {"id": "r2", "answer": "Statins lower LDL cholesterol [2].", "passages": PASSAGES}]
+    src, out = tmp_path / "answers.jsonl", tmp_path / "guarded.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["guard", "--input", str(src), "--verifier", "lexical", "--echo-input", "--quiet", "--out", str(out)]) == 0
+    labels, got = label_all(tmp_path, out, lambda item: "unsupported")
+    assert sorted(r["guard_action"] for r in got) == ["reattributed", "reattributed", "verified"]
+    capsys.readouterr()
+    assert main(["monitor", "--reports", str(out), "--verifier", "lexical", "--labels", str(labels)]) == 0
+    assert "labels: 3 unsupported, 1 of them passed by the guard" in capsys.readouterr().err

@@ -126,6 +126,12 @@ CASES = [
     Case("remove-keeps-reattributed", "remove", MIXED,
          "Statins lower LDL cholesterol [1]. Mitochondria produce ATP [2 (was 1)].",
          {"n_citations": 3, "verified": 1, "reattributed": 1, "flagged": 1, "removed_sentences": 1}, 1 / 3),
+    # a re-attributed citation makes its sentence stand even beside an unchecked one (passage 4 is blank):
+    # 2 of 3 need a person (the unverified and the flagged), one sentence removed
+    Case("remove-reattributed-beside-unverified", "remove", "Mitochondria produce ATP [1][4]. Unicorns sing opera loudly [2].",
+         "Mitochondria produce ATP [2 (was 1)][4 UNVERIFIED].",
+         {"n_citations": 3, "reattributed": 1, "unverified": 1, "flagged": 1, "removed_sentences": 1}, 2 / 3,
+         passages=[P1, P2, P3, "  "]),
     # block past 0.3: 1/3 is withheld; a stream sends the first sentence (budget 0) and stops at the second (1/2)
     Case("block", "block", MIXED, None,
          {"n_citations": 3, "verified": 1, "reattributed": 1, "flagged": 1, "blocked": 1}, 1 / 3,

@@ -73,6 +73,9 @@ def test_verify_citation_uses_the_threshold_in_force_now():
     g = Guard("lexical", on_void="flag-all")
     claim, passage = "Statins lower LDL cholesterol", "Statins lower LDL cholesterol in adults."
     assert verify_citation(g, claim, passage)["verdict"] == "passes"
+    # "Statins cure": 1 of 2 content terms, 0.5: above the shipped tau (0.368), so it passes the guard's rule
+    assert verify_citation(g, "Statins cure", passage)["verdict"] == "passes"
+    assert verify_citation(g, "Statins cure baldness quickly", passage)["verdict"] == "fails"  # 1 of 4: 0.25
     g.keeper.labels(9, 10)
     assert verify_citation(g, claim, passage)["verdict"] == "fails"
 

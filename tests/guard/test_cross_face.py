@@ -227,3 +227,29 @@ def test_the_table_covers_what_bugs_hide_behind():
     assert any(c.counts.get("n_citations", 0) > c.answer.count(".") for c in CASES)
     assert any(c.text is None for c in CASES) and any(c.config == "block" and c.text for c in CASES)
     assert len(CASES) * len(FACES) >= 150
+
+
+def test_each_failed_citation_records_what_re_attribution_tried(cal):
+    """MIXED by hand: "Unicorns [2]" (flagged) was tried against passages 1 and 3 (2 is the one it cites), both
+    score 0; "Mitochondria [1]" (re-attributed) against 2 and 3, and 2 scores 1; the verified one tried none."""
+    from guard_cases import MIXED, PASSAGES
+
+    _, rep = Guard("lexical", calibration=str(cal)).guard(MIXED, PASSAGES)
+    got = [(a.action, a.candidates, a.best_candidate) for a in rep.audit]
+    assert got[0] == ("verified", 0, None)
+    assert got[1][:2] == ("flagged", 2) and got[1][2]["score"] == 0.0
+    assert got[2] == ("reattributed", 2, {"passage": 2, "score": 1.0})
+
+
+def test_the_cli_counts_line_pools_the_budget_by_each_answers_denominator(tmp_path, capsys):
+    """A: 1 verified citation + 1 uncited sentence (budget 1/2 over 2); B: 1 flagged citation (1 over 1). Pooled:
+    (1 + 1) / (2 + 1) = 2/3, not the mean of the budgets (3/4) nor the citations-only weighting (3/4)."""
+    from guard_cases import P1, P2
+
+    rows = [{"id": "a", "answer": "Statins lower LDL cholesterol [1]. Aspirin is very old.", "passages": [P1, P2]},
+            {"id": "b", "answer": "Unicorns sing opera loudly [2].", "passages": [P1, P2]}]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["guard", "--input", str(src), "--verifier", "lexical", "--quiet", "--out", str(tmp_path / "o.jsonl")]) == 0
+    counts = json.loads(capsys.readouterr().err.split("counts: ", 1)[1].splitlines()[0])
+    assert counts["review_budget"] == round(2 / 3, 4) and counts["uncited"] == 1 and counts["flagged"] == 1

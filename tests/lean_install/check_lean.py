@@ -1,5 +1,6 @@
 """Run inside the lean venv (the wheel alone, no extras): guard the shipped example answer with the
-lexical verifier, the embedding verifier on the graph inside the wheel and a trained head, in-process
+lexical verifier, the embedding verifier on the graph inside the wheel (alone and with the contradiction
+check's pinned ONNX head) and a trained head, in-process
 through the CLI; compare the graph's embedding scores with the exact torch path's (argument 1: the JSON
 tests/lean_install/torch_scores.py wrote in a [torch] venv); check that a torch verifier is refused
 naming the extra, and that neither torch nor any study package is installed or was imported. Exit
@@ -56,7 +57,7 @@ def compare_with_torch(reference_file: str, problems: list[str]) -> None:
 
 def main_check() -> int:
     problems = []
-    for verifier in ("lexical", "embedding"):
+    for verifier in ("lexical", "embedding", "embedding+contradiction"):  # the last: the graph and the pinned head
         buf = StringIO()
         with redirect_stdout(buf):
             rc = main(["guard", "--input", str(examples.path()), "--verifier", verifier])

@@ -47,7 +47,8 @@ def add_verifier_args(sp: argparse.ArgumentParser, default: str | None = DEFAULT
                         "a trained verifier's folder (default results/models/trained; citebound train writes one)")
     g.add_argument("--runtime", choices=["torch", "onnx", "openvino"],
                    help="inference runtime of the verifier's model (and a stacked verifier's bases); default: the "
-                        "definition's: onnx on the graph inside the wheel for embedding and trained (no torch), "
+                        "definition's: onnx on the graph inside the wheel for embedding, embedding+contradiction and trained (no "
+                        "torch), "
                         f"{DEFAULT_RUNTIME['runtime']} (the exact float32 path, the [torch] extra) for the others; "
                         "torch, or onnx/openvino with --quantize, export from the weights ([torch] and [onnx] or "
                         "[openvino] extras)")

@@ -86,10 +86,10 @@ def test_cli_help_states_the_true_default_runtime():
                 continue
             assert d.get("runtime", "torch") == DEFAULT_RUNTIME["runtime"], name
             assert d.get("quantize", "none") == DEFAULT_RUNTIME["quantize"], name
-    assert on_graph == ["embedding", "trained"]
+    assert on_graph == ["embedding", "embedding+contradiction", "trained"]
     guard = next(a for a in build_parser()._subparsers._group_actions[0].choices["guard"]._actions
                  if "--runtime" in a.option_strings)
-    assert "onnx on the graph inside the wheel for embedding and trained" in guard.help
+    assert "onnx on the graph inside the wheel for embedding, embedding+contradiction and trained" in guard.help
     assert "torch (the exact float32 path, the [torch] extra) for the others" in guard.help
 
 

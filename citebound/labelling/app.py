@@ -97,7 +97,7 @@ function render(s){
     `<dt>tau at alpha = ${pn.alpha}</dt><dd id="p-tau">${tau}</dd>` +
     `<dt>guarantee</dt><dd>${esc(pn.guarantee || "–")}</dd><dt>expected flag rate</dt><dd id="p-flag">${fr}</dd>`;
   $("warning").hidden = !pn.warning; $("warning").textContent = pn.warning;
-  $("next").hidden = !s.done; $("next-steps").textContent = (s.next_steps || []).join("\n");
+  $("next").hidden = !s.done; $("next-steps").textContent = (s.next_steps || []).join("\\n");
 }
 async function label(j){ if (state && state.item) { const s = await call("POST", "/api/label",
   {item_id: state.item.item_id, judgement: j, note: $("note").value}); if (s) render(s); } }

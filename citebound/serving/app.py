@@ -145,11 +145,30 @@ class BodyLimit:
             await self._send(scope, send, 422, problem, "invalid_json")
             return
         replay = [{"type": "http.request", "body": whole, "more_body": False}]
+        disconnected = []
 
         async def replayed() -> dict:
             return replay.pop() if replay else await receive()
 
-        await self.app(scope, replayed, send)
+        async def client_gone() -> bool:
+            """Whether the client disconnected: a look at the channel that does not wait (as Starlette's
+            Request.is_disconnected); the body must have been read first."""
+            if not disconnected and not replay:
+                import anyio
+
+                with anyio.CancelScope() as scope_:
+                    scope_.cancel()
+                    if (await receive()).get("type") == "http.disconnect":
+                        disconnected.append(True)
+            return bool(disconnected)
+
+        from citebound.serving.state import CLIENT_GONE
+
+        token = CLIENT_GONE.set(client_gone)
+        try:
+            await self.app(scope, replayed, send)
+        finally:
+            CLIENT_GONE.reset(token)
 
     async def _refuse(self, scope: dict, send: Any, what: str) -> None:
         await self._send(scope, send, 413, f"{what}; the limit is {self.limit} (max_request_bytes)", "max_request_bytes",

@@ -50,8 +50,8 @@ def router(state: ServiceState) -> APIRouter:
                                                      req.group)
         except GuardInputError as e:  # LimitExceeded too
             return refuse(e)
-        except TimeoutError:
-            return timed_out(state.cfg.request_timeout_s)
+        except TimeoutError as e:
+            return timed_out(state.cfg.request_timeout_s, e)
         out: list[GuardResult | AnswerError] = []
         for i, (a, res) in enumerate(zip(ins, results)):
             if isinstance(res, GuardInputError):

@@ -24,8 +24,8 @@ def router(state: ServiceState) -> APIRouter:
                                             limits.max_passage_chars))
         try:
             ps = await state.run_guarded(state.scorer.score, [p.claim for p in req.pairs], [p.passage for p in req.pairs])
-        except TimeoutError:
-            return timed_out(state.cfg.request_timeout_s)
+        except TimeoutError as e:
+            return timed_out(state.cfg.request_timeout_s, e)
         return ScoreResponse(verifier=state.scorer.name, scores=[
             PairScore(score=None if np.isnan(s) else float(s), verdict=bool(v), best_window=int(b))
             for s, v, b in zip(ps.score, ps.verdict, ps.best_window)])

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import contextvars
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +15,18 @@ from citebound.scoring.deadline import Cancelled, WorkToken
 from citebound.serving.metrics import Metrics, guard_span
 from citebound.serving.registry import CalibrationRegistry
 from citebound.text.limits import LimitExceeded, Limits
+
+# How a route asks whether its client has gone: set per request by the app's body middleware (BodyLimit),
+# a non-blocking look at the ASGI receive channel for ``http.disconnect``. Unset outside a request.
+CLIENT_GONE: contextvars.ContextVar[Callable[[], Awaitable[bool]] | None] = contextvars.ContextVar("client_gone",
+                                                                                                   default=None)
+# how often a request's guard work looks whether its client is still there (the verifier is released within
+# this and the worker's next deadline check, 0.05 s in the model loops, after a client disconnects)
+CLIENT_POLL_S = 0.1
+
+
+class ClientGone(TimeoutError):
+    """The client disconnected while its request was being guarded; the work was cancelled."""
 
 
 @dataclass
@@ -72,17 +86,31 @@ class ServiceState:
         return self.registry.guard_for(name)
 
     async def run_guarded(self, fn: Any, *args: Any) -> Any:
-        """``fn(*args)`` in a worker thread under the request timeout. Past it, the work is cancelled (it
-        stops at its next check, and its pairs leave the batcher's queue) and TimeoutError is raised."""
+        """``fn(*args)`` in a worker thread under the request timeout, while the client is connected. Past
+        the timeout, or once the client disconnects (looked at every :data:`CLIENT_POLL_S`), the work is
+        cancelled (it stops at its next check, and its pairs leave the batcher's queue) and TimeoutError
+        (:class:`ClientGone` for a disconnect) is raised: no gone or late request holds the verifier."""
         from starlette.concurrency import run_in_threadpool
 
-        token = WorkToken(self.cfg.request_timeout_s)
+        timeout = self.cfg.request_timeout_s
+        gone = CLIENT_GONE.get()
+        token = WorkToken(timeout)
         self.tokens.add(token)
         try:
             with token.active():  # the worker thread runs in a copy of this context, so it sees the token
-                return await asyncio.wait_for(run_in_threadpool(fn, *args), self.cfg.request_timeout_s)
-        except (TimeoutError, Cancelled):
-            token.cancel()
+                task = asyncio.ensure_future(run_in_threadpool(fn, *args))
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # a late outcome is not an error
+            end = time.monotonic() + timeout
+            while True:
+                left = end - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                done, _ = await asyncio.wait({task}, timeout=min(left, CLIENT_POLL_S) if gone else left)
+                if done:
+                    return task.result()
+                if gone is not None and await gone():
+                    raise ClientGone
+        except Cancelled:
             raise TimeoutError from None
         finally:
             token.cancel()  # done or not, nothing of this request runs on
@@ -146,9 +174,12 @@ def blocked(report: GuardReport, error_shape: bool = False, show_text: bool = Tr
     return JSONResponse({"detail": f"blocked: {report.block_reason}", "blocked": True, "report": body}, status_code=403)
 
 
-def timed_out(seconds: float):
+def timed_out(seconds: float, error: BaseException | None = None):
+    """504 past the request timeout; 499 (nginx's "client closed request") when the client left first."""
     from fastapi.responses import JSONResponse
 
+    if isinstance(error, ClientGone):
+        return JSONResponse({"detail": "the client disconnected; its work was cancelled"}, status_code=499)
     return JSONResponse({"detail": f"the request took longer than {seconds} s"}, status_code=504)
 
 

@@ -99,6 +99,65 @@ def test_score_endpoint_past_its_timeout_is_a_504():
     assert r.status_code == 504 and "longer than 0.3 s" in r.json()["detail"]
 
 
+class Hog(Slow):
+    """A verifier whose call on any claim that holds "hog" runs 30 s (checking its deadline every 0.05 s,
+    as the model loops do); other calls are the lexical verifier's, at once."""
+
+    def __init__(self):
+        super().__init__(30.0)
+
+    def score(self, claims, passages):
+        if any("hog" in c for c in claims):
+            return super().score(claims, passages)
+        return self.inner.score(claims, passages)
+
+
+def _hog_body(route: str, claim: str) -> dict:
+    if route == "/v1/score":
+        return {"pairs": [{"claim": claim, "passage": "Aspirin inhibits cyclooxygenase in platelets."}]}
+    return {"answer": f"{claim} [1].", "passages": ["Aspirin inhibits cyclooxygenase in platelets."]}
+
+
+@pytest.mark.parametrize("route", ["/v1/score", "/v1/guard"])
+@pytest.mark.parametrize("how", ["client disconnects", "request timeout"])
+def test_a_gone_or_late_request_releases_the_verifier_within_a_second(route, how):
+    """Client A's request would hold the verifier for 30 s. A either disconnects at 0.5 s or meets the
+    service's 0.5 s request timeout; client B, arriving 0.3 s later, must then be answered within a second
+    of its latency alone (it waited behind A's 30 s call before the fix), and A's own answer is 504 on a
+    timeout. Measured: the two clients' latencies."""
+    timeout = 0.5 if how == "request timeout" else 60.0
+    with running(ServeConfig(verifier="lexical", request_timeout_s=timeout, max_wait_ms=5, reattributor=None),
+                 scorer=Hog()) as url:
+        t0 = time.perf_counter()
+        alone = httpx.post(url + route, json=_hog_body(route, "Aspirin inhibits cyclooxygenase."), timeout=30)
+        base = time.perf_counter() - t0
+        assert alone.status_code == 200
+        a_out: dict[str, object] = {}
+
+        def client_a():
+            t = time.perf_counter()
+            try:
+                a_out["status"] = httpx.post(url + route, json=_hog_body(route, "Aspirin hog cyclooxygenase."),
+                                             timeout=0.5 if how == "client disconnects" else 30).status_code
+            except httpx.TimeoutException:
+                a_out["status"] = "client gave up"
+            a_out["s"] = time.perf_counter() - t
+
+        a = threading.Thread(target=client_a)
+        a.start()
+        time.sleep(0.8)  # A is being scored now, and has gone or timed out 0.3 s ago
+        t = time.perf_counter()
+        b = httpx.post(url + route, json=_hog_body(route, "Aspirin inhibits cyclooxygenase."), timeout=30)
+        b_latency = time.perf_counter() - t
+        a.join(35)
+    assert b.status_code == 200 and b.json() == alone.json()
+    assert b_latency < base + 1.0, f"B waited {b_latency:.2f} s (alone {base:.2f} s): A still held the verifier"
+    if how == "request timeout":
+        assert a_out["status"] == 504 and a_out["s"] < 2.0
+    else:
+        assert a_out["status"] == "client gave up"
+
+
 @pytest.mark.parametrize("extra,status", [(-1, 200), (0, 200), (1, 413)])
 def test_a_body_at_max_request_bytes_passes_and_one_byte_more_is_refused(extra, status):
     body = json.dumps({"answer": "Aspirin lowers fever [1].", "passages": ["Aspirin lowers fever."]}).encode()

@@ -31,15 +31,24 @@ def run(args: argparse.Namespace) -> int:
     from citebound.guarding.convert import convert_records
     from citebound.scoring.io import DataError
 
+    from pathlib import Path
+
+    if not Path(args.path).is_file():
+        raise CLIError(f"{args.path}: no such file")
+    # the whole file is converted before anything is written: a bad record leaves no half-written output
+    try:
+        recs = list(convert_records(args.path, args.format))
+    except (DataError, KeyError, AttributeError, TypeError, ValueError) as e:
+        raise CLIError(f"{args.path}: cannot convert as {args.format!r} ({e})") from None
+    except OSError as e:
+        raise CLIError(f"{args.path}: cannot read ({e.strerror or e})") from None
     out = open_out(args.out)
     n = unresolved = 0
     try:
-        for rec in convert_records(args.path, args.format):
+        for rec in recs:
             out.write(json.dumps(rec) + "\n")
             n += 1
             unresolved += rec.get("unresolved_markers", 0)
-    except (DataError, KeyError, AttributeError, TypeError) as e:
-        raise CLIError(f"{args.path}: cannot convert as {args.format!r} ({e})") from None
     finally:
         close_out(out)
     print(f"converted {n} answers; {unresolved} markers left unresolved (unknown ids)", file=sys.stderr)

@@ -51,10 +51,28 @@ def _decode(data: bytes, where: str) -> str:
         raise CLIError(f"{where}:{line}: not UTF-8 text (byte {e.start}: {e.reason}); save the file as UTF-8") from None
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"a non-finite number ({name}); JSON has none, write a finite number or null")
+
+
+def _finite_float(text: str) -> float:
+    import math
+
+    x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(f"a number out of range ({text[:40]}); write a finite number")
+    return x
+
+
+def strict_json(text: str) -> Any:
+    """json.loads refusing NaN, Infinity and numbers that overflow to infinity (ValueError), as the service does."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
 def _loads(text: str, where: str) -> Any:
     """json.loads, with every way it can fail on hostile text as one CLIError naming ``where``."""
     try:
-        return json.loads(text)
+        return strict_json(text)
     except json.JSONDecodeError as e:
         raise CLIError(f"{where}: not valid JSON ({e.msg})") from None
     except RecursionError:
@@ -112,7 +130,7 @@ def iter_json_records(path: str, max_bytes: int | None = None) -> Iterator[tuple
         return
     text = fh.read()
     try:
-        data = json.loads(text)
+        data = strict_json(text)
     except json.JSONDecodeError as e:
         if sum(1 for ln in text.splitlines() if ln.strip()) > 1:  # JSONL on stdin
             yield from _jsonl(path, iter(text.splitlines()))

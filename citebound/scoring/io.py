@@ -92,32 +92,61 @@ def fetch_file(spec: FileSpec, dest: str | Path, mirror: str | None = None) -> s
             tmp.unlink()
 
 
-def read_records(path: str | Path) -> list[Any]:
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"a non-finite number ({name})")
+
+
+def _finite(text: str) -> float:
+    import math
+
+    x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(f"a number out of range ({text[:40]})")
+    return x
+
+
+def read_records(path: str | Path, strict: bool = False) -> list[Any]:
     """Read a ``.json`` list/dict or a ``.jsonl`` file into a list of records.
 
     Handles the known defect of a ``.jsonl`` file that is really one JSON
     array. Malformed content raises :class:`DataError` with file and line.
+    ``strict``: NaN, Infinity and numbers that overflow are malformed too (what the guard's readers of a
+    user's file do; the study reads upstream files as they are).
     """
+    loads = (lambda t: json.loads(t, parse_constant=_no_constant, parse_float=_finite)) if strict else json.loads
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    data_bytes = path.read_bytes()
+    try:
+        text = data_bytes.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data_bytes[:e.start].count(b"\n") + 1
+        raise DataError(f"{path}:{line}: not UTF-8 text (byte {e.start}: {e.reason}); save the file as UTF-8") from None
     stripped = text.lstrip()
     if path.suffix == ".jsonl" and not stripped.startswith("["):
-        return list(_iter_jsonl(path, text))
+        return list(_iter_jsonl(path, text, loads))
     try:
-        data = json.loads(text)
+        data = loads(text)
     except json.JSONDecodeError as e:
         raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg}); truncated or corrupted file?") from e
+    except RecursionError:
+        raise DataError(f"{path}: JSON nested too deeply") from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise DataError(f"{path}: not usable JSON ({str(e).splitlines()[0]})") from None
     return data if isinstance(data, list) else [data]
 
 
-def _iter_jsonl(path: Path, text: str) -> Iterator[Any]:
+def _iter_jsonl(path: Path, text: str, loads: Any = json.loads) -> Iterator[Any]:
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            yield loads(line)
         except json.JSONDecodeError as e:
             raise DataError(f"{path}:{lineno}: invalid JSON line ({e.msg})") from e
+        except RecursionError:
+            raise DataError(f"{path}:{lineno}: JSON nested too deeply") from None
+        except ValueError as e:
+            raise DataError(f"{path}:{lineno}: not usable JSON ({str(e).splitlines()[0]})") from None
 
 
 def read_json_object(path: str | Path) -> dict[str, Any]:

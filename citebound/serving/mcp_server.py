@@ -148,8 +148,8 @@ def build_server(guard: Guard) -> Any:
             answer: Annotated[str, Field(description="the answer text with [N] citation markers",
                                          examples=["Aspirin inhibits COX-1 [1]. Statins lower LDL [2]."])],
             passages: Passages,
-            citation_base: Annotated[Literal[0, 1], Field(
-                description="1 (default): [1] is the first passage; 0: [0] is the first passage")] = 1,
+            citation_base: Annotated[int, Field(  # strict: true is not 1
+                strict=True, ge=0, le=1, description="1 (default): [1] is the first passage; 0: [0] is the first passage")] = 1,
             group: Annotated[str | None, Field(
                 description="the calibration group the answer belongs to, for a grouped calibration (null: pooled)",
                 examples=["clinical"])] = None,
@@ -189,19 +189,31 @@ def rpc_problem(line: str) -> tuple[Any, int, str] | None:
     (-32602, 'params.a is not well-formed unicode (a lone surrogate)')
     """
     import json
+    import math
+
+    bad = object()  # a number Python cannot hold as JSON-RPC means it: non-finite, or an integer of > 4,000 digits
+
+    def number(text: str) -> Any:
+        v = float(text)
+        return v if math.isfinite(v) else bad
 
     try:
-        msg = json.loads(line)
+        msg = json.loads(line, parse_constant=lambda _: bad, parse_float=number,
+                         parse_int=lambda t: int(t) if len(t) <= 4000 else bad)
     except (ValueError, RecursionError) as e:
         return None, -32700, f"parse error: {str(e)[:200]}"
     if not isinstance(msg, dict):
         return None, -32600, "a JSON-RPC message must be an object"
     rid = msg.get("id") if isinstance(msg.get("id"), (str, int)) and not isinstance(msg.get("id"), bool) else None
+    if msg.get("id") is bad:
+        return None, -32600, "the id is a number out of range"
     if "params" in msg and not isinstance(msg["params"], dict):
         return rid, -32602, "'params' must be an object"
     stack: list[tuple[str, Any]] = [("params", msg.get("params")), ("method", msg.get("method"))]
     while stack:
         path, v = stack.pop()
+        if v is bad:
+            return rid, -32602, f"{path} is a non-finite number or one out of range"
         if isinstance(v, str):
             try:
                 v.encode("utf-8")

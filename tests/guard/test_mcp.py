@@ -97,4 +97,5 @@ def test_the_tools_describe_every_input_and_say_they_are_read_only():
         assert "not support" in tool.description and "contradicts" in tool.description
     guard = next(t for t in out["listed"] if t.name == "guard_answer")
     assert "passages[i-1]" in guard.input_schema["properties"]["passages"]["description"]
-    assert guard.input_schema["properties"]["citation_base"]["enum"] == [0, 1]
+    base = guard.input_schema["properties"]["citation_base"]
+    assert (base["type"], base["minimum"], base["maximum"]) == ("integer", 0, 1)  # and true is refused (strict)

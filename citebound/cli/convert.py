@@ -28,10 +28,10 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from citebound.guarding.convert import convert_records
     from citebound.scoring.io import DataError
-
-    from pathlib import Path
 
     if not Path(args.path).is_file():
         raise CLIError(f"{args.path}: no such file")

@@ -46,7 +46,9 @@ async def sse_events(resp: Any, cap: int, seconds: float | None = None) -> Async
     bytes for at most ``seconds`` in all (each read is bounded by the client's read timeout besides);
     StreamFailure on bad UTF-8, malformed JSON, more bytes than ``cap`` or a stream past ``seconds``."""
     decoder = codecs.getincrementaldecoder("utf-8")()
-    buf, data, n = "", [], 0
+    pending: list[str] = []  # the unfinished line's pieces: each read is scanned once, never the line again
+    data: list[str] = []
+    n = 0
     end = None if seconds is None else time.monotonic() + seconds
     async for chunk in resp.aiter_raw():
         n += len(chunk)
@@ -55,11 +57,17 @@ async def sse_events(resp: Any, cap: int, seconds: float | None = None) -> Async
         if end is not None and time.monotonic() > end:
             raise StreamFailure(f"the upstream's stream took longer than {seconds:g} s in all (max_stream_s)", "limit")
         try:
-            buf += decoder.decode(chunk)
+            text = decoder.decode(chunk)
         except UnicodeDecodeError:
             raise StreamFailure("the upstream's stream is not valid UTF-8") from None
-        while (i := buf.find("\n")) >= 0:
-            line, buf = buf[:i].rstrip("\r"), buf[i + 1:]
+        if "\n" not in text:
+            pending.append(text)
+            continue
+        lines = text.split("\n")  # one pass over the read, whatever its number of lines
+        lines[0] = "".join(pending) + lines[0]
+        pending = [lines.pop()]
+        for raw in lines:
+            line = raw.rstrip("\r")
             if line:
                 if line.startswith("data:"):
                     data.append(line[5:].removeprefix(" "))

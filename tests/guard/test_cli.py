@@ -260,8 +260,10 @@ def test_calibration_stamped_with_the_named_verifier_config(tmp_path, capsys, mo
 
 @pytest.mark.parametrize("rows,msg", [
     ([{"score": 0.5, "label": 1}, {"score": 0.7, "label": 1}], "no unsupported examples (label 0) among 2"),
-    ([{"score": 0.5, "label": 0}, '{"score": NaN, "label": 0}'], "s.jsonl:2: score is nan, not a finite number"),
-    ([{"score": 0.5, "label": 0}, '{"score": Infinity, "label": 1}'], "s.jsonl:2: score is inf"),
+    # JSON has no NaN or Infinity: every CLI reader refuses them as it parses the line
+    ([{"score": 0.5, "label": 0}, '{"score": NaN, "label": 0}'], "s.jsonl:2: not usable JSON (a non-finite number (NaN)"),
+    ([{"score": 0.5, "label": 0}, '{"score": Infinity, "label": 1}'], "s.jsonl:2: not usable JSON (a non-finite number (Infinity)"),
+    ([{"score": 0.5, "label": 0}, '{"score": 1e400, "label": 1}'], "s.jsonl:2: not usable JSON (a number out of range (1e400)"),
     ([{"score": "0.5", "label": 0}], "s.jsonl:1: expected a numeric 'score'"),
     ([{"score": 0.5, "label": 2}], "s.jsonl:1: expected 'label' 0 (unsupported) or 1"),
     ([{"score": 0.5, "label": 0.5}], "s.jsonl:1: expected 'label' 0"),

@@ -159,6 +159,8 @@ class OpenAIBackend:
     def __init__(self, cfg: Mapping[str, Any]):
         import openai
 
+        install_log_redaction()  # httpx logs each request's URL, credentials included
+
         self.cfg = dict(cfg)
         self.client = openai.OpenAI(base_url=cfg["base_url"], api_key=api_key(cfg), max_retries=3)
 
@@ -233,6 +235,47 @@ def redact_url(text: str) -> str:
     'http://***@host/v1 and https://***@h'
     """
     return _USERINFO.sub(r"\1***@", text)
+
+
+def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    """(the URL without its userinfo, (user, password) or None): the credentials go to the HTTP client as
+    basic auth, so that no client, log line or error built from the URL carries them.
+
+    >>> split_userinfo("http://me:p%40ss@host:8/v1")
+    ('http://host:8/v1', ('me', 'p@ss'))
+    >>> split_userinfo("http://host/v1")
+    ('http://host/v1', None)
+    """
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, _, password = userinfo.partition(":")
+    return urlunsplit(parts._replace(netloc=host)), (unquote(user), unquote(password))
+
+
+class _RedactingFilter(logging.Filter):
+    """Rewrites a record's message with :func:`redact_url` (httpx logs every request's full URL at INFO)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            msg = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that cannot format is left to logging's own handling
+            return True
+        clean = redact_url(msg)
+        if clean != msg:
+            record.msg, record.args = clean, None
+        return True
+
+
+def install_log_redaction() -> None:
+    """Credentials in URLs are redacted from the HTTP libraries' log records (httpx, httpcore, openai), once."""
+    for name in ("httpx", "httpcore", "openai"):
+        lg = logging.getLogger(name)
+        if not any(isinstance(f, _RedactingFilter) for f in lg.filters):
+            lg.addFilter(_RedactingFilter())
 
 
 

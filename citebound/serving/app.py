@@ -209,7 +209,12 @@ async def _start(state: ServiceState, scorer: Any, drain: Any) -> None:
         loop.add_signal_handler(signal.SIGTERM, lambda: asyncio.ensure_future(drain()))
     if cfg.upstream:
         import httpx
-        state.http = httpx.AsyncClient(timeout=cfg.request_timeout_s)
+
+        from citebound.scoring.llm_backends import install_log_redaction, split_userinfo
+
+        install_log_redaction()
+        # the URL's credentials travel as basic auth, never in a URL that a log line or an error could show
+        state.http = httpx.AsyncClient(timeout=cfg.request_timeout_s, auth=split_userinfo(cfg.upstream)[1])
     state.ready = True
 
 

@@ -9,10 +9,11 @@ a service started without a token file refuses every label post (403) and says h
 Guarding stays open."""
 from __future__ import annotations
 
+import json
 import secrets
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -57,6 +58,15 @@ def router(state: ServiceState) -> APIRouter:
     async def monitor():
         return {name or "default": _cards(g) for name, g in state.registry.guards.items()}
 
+    def admin(request: Request) -> None:
+        """The admin-token check as a dependency: FastAPI runs it before it reads the body, so a request
+        without the token is a 401 (403 with none configured) whatever its body, never a 422 about it."""
+        from fastapi import HTTPException
+
+        if (denied := admin_denied(state, request)) is not None:
+            raise HTTPException(denied.status_code, json.loads(denied.body)["detail"], headers=dict(
+                {"WWW-Authenticate": "Bearer"} if denied.status_code == 401 else {}))
+
     def admin_change(request: Request, profile: str | None, group: str | None, change: Any):
         """An admin-token change to one monitor (a fallback group's goes to the pooled one it uses); its card."""
         if (denied := admin_denied(state, request)) is not None:
@@ -70,12 +80,14 @@ def router(state: ServiceState) -> APIRouter:
 
     @r.post("/v1/monitor/labels", responses={401: {"description": "no or wrong admin token"},
                                              403: {"description": "the service has no admin token"},
-                                             422: {"description": "bad input, or a profile without a monitor"}})
+                                             422: {"description": "bad input, or a profile without a monitor"}},
+             dependencies=[Depends(admin)])
     async def labels(req: LabelsIn, request: Request):
         return admin_change(request, req.profile, req.group, lambda k: k.labels(req.missed, req.unsupported))
 
     @r.post("/v1/monitor/reset", responses={401: {"description": "no or wrong admin token"},
-                                            403: {"description": "the service has no admin token"}})
+                                            403: {"description": "the service has no admin token"}},
+             dependencies=[Depends(admin)])
     async def reset(req: ResetIn, request: Request):
         """Start a monitor afresh (after a recalibration, say); the card's history records who and when."""
         who = f"{req.by} ({request.client.host if request.client else 'unknown'})"

@@ -25,7 +25,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from citebound.scoring.llm_backends import redact_url  # noqa: F401 (one redaction for every face)
+from citebound.scoring.llm_backends import redact_url, split_userinfo  # noqa: F401 (one redaction for every face)
 from citebound.serving.models import ChatRequest
 from citebound.serving.state import GuardInputError, ServiceState, blocked, texts
 
@@ -92,7 +92,7 @@ def tool_calls(message: Any) -> int:
 def router(state: ServiceState) -> APIRouter:
     r = APIRouter()
     cfg = state.cfg
-    upstream = (cfg.upstream or "").rstrip("/")
+    upstream = split_userinfo(cfg.upstream or "")[0].rstrip("/")  # its credentials are the client's basic auth
     shown = redact_url(upstream)
 
     @r.post("/v1/chat/completions", responses={400: {"description": "no passages"},

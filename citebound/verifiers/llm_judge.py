@@ -103,6 +103,10 @@ class LLMVerifier:
     def __init__(self, cfg: Mapping[str, Any], store_path: str | Path):
         import openai
 
+        from citebound.scoring.llm_backends import install_log_redaction
+
+        install_log_redaction()  # httpx logs each request's URL, credentials included
+
         self.name = cfg.get("name", "llm_judge")
         self.cfg = dict(cfg)
         self.batch_size = int(cfg.get("max_concurrency", 8)) * 4

@@ -30,6 +30,9 @@ class RagasVerifier:
         self.name = cfg.get("name", "ragas")
         self.cfg = dict(cfg)
         self.batch_size = int(cfg.get("max_concurrency", 8)) * 4
+        from citebound.scoring.llm_backends import install_log_redaction
+
+        install_log_redaction()
         client = AsyncOpenAI(base_url=cfg["base_url"], api_key=api_key(cfg),
                              max_retries=int(cfg.get("max_retries", 5)),
                              timeout=float(cfg.get("timeout_seconds", 120)))

@@ -21,7 +21,7 @@ alarms.to_csv(sm.output.monitor, index=False)
 groups = G.group_vs_pooled(cal, cfg["group_col"], g["alpha"], g["group_beta"], g["delta"], g["group_splits"], seed,
                            g["min_group"])
 groups.to_csv(sm.output.groups, index=False)
-shift = G.shift_alarm(cal, hard, g["delta"], g["shares"], g["alarm_streams"], g["alarm_length"], seed)
+shift = G.shift_alarm(cal, hard, g["delta"], g["shares"], g["alarm_streams"], g["alarm_length"], seed, alpha=g["alpha"])
 shift.to_csv(sm.output.alarm, index=False)
 labels = G.label_test(g["alpha"], g["delta"], [(1, 1000), (10, 100), (100, 10), (1000, 1)], g["label_draws"], seed)
 labels.to_csv(sm.output.labels, index=False)

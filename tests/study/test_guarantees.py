@@ -131,8 +131,26 @@ def test_shift_alarm_ignores_a_changed_share_and_catches_hard_negatives():
     assert robust.within_delta.all() and (robust.alarms <= 5).all()
     old = t[t.alarm.str.startswith("mixture")].set_index("supported_share")
     assert old.loc[0.9, "alarm_rate"] > 0.5  # the older monitor fires on the share alone: the reason for the new one
-    transfer = t[t.setting == "transfer"].iloc[0]
+    transfer = t[(t.setting == "transfer") & (t.alarm == "label-shift robust")].iloc[0]
     assert transfer.alarm_rate > 0.8 and transfer.median_delay < 600 and transfer.calibration_share == pytest.approx(0.2)
+    # the label test on the same streams: the hard negatives score ~0.98, above any tau of the beta(2, 8) ones, so
+    # nearly every labelled unsupported citation is a miss; half the stream is unsupported, so about twice the
+    # unsupported labels it needs (2 misses: mean((1 + 9f)^2) >= 10, by hand below) are labelled
+    labels = t[(t.setting == "transfer") & (t.alarm.str.startswith("labels"))].iloc[0]
+    assert labels.realised_miss > 0.95 and labels.alarm_rate == 1.0 and 2 <= labels.median_delay <= 8
+
+
+def test_labels_to_void_by_hand():
+    """Void once the average of the bets' wealth reaches 1/delta, counting only unsupported labels: all-miss
+    labels need m with mean((1 + 9 f)^m) >= 10 over the 20 bet fractions (by hand: m = 2); supported labels
+    between them only move the position; no miss, no void."""
+    fs = (np.arange(20) + 0.5) / 20 * 0.98
+    m = next(k for k in range(1, 50) if np.mean((1 + 9 * fs) ** k) >= 10)
+    assert m == 2  # one miss: 1 + 9 E[f] = 5.41; two: 1 + 18 E[f] + 81 E[f^2] = 35.7
+    unsup = np.array([[True] * 10, [False, True, False, True, True, False, True, True, True, True], [True] * 10])
+    missed = np.array([[True] * 10, [True] * 10, [False] * 10])
+    got = G.labels_to_void(unsup, missed, 0.1, 0.1)
+    assert got.tolist() == [2, 4, 0]  # the second unsupported label is the 4th label in row 2
 
 
 def test_population_fdr_by_hand():

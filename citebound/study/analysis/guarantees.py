@@ -19,7 +19,8 @@
   whose supported share differs from the calibration's while the unsupported class is unchanged: the
   reference is half of each class of the gold set, the stream draws (with replacement) from the other half,
   supported with probability ``share``. Every alarm there is false; the rate must stay under delta. Also its
-  detection rate and delay on the transfer setting.
+  detection rate and delay on the transfer setting, beside the label test's on the same streams (every
+  citation labelled as it comes; the delay is the labels it took).
 - :func:`precision_guarantee`: the precision (false-discovery) guarantee for readers over calibration draws,
   as :func:`ltt_violations` does for the two-sided one: a draw **violates** when any certified threshold has
   a population false-discovery rate above q at the assumed supported share (the bound's worst case); with
@@ -287,10 +288,27 @@ def _half_by_class(s: np.ndarray, y: np.ndarray, rng: np.random.Generator) -> tu
     return ref, pool
 
 
+def labels_to_void(order_labels: np.ndarray, order_missed: np.ndarray, alpha: float, delta: float) -> np.ndarray:
+    """Per stream (row), how many citations had been labelled when the label e-process turned void (0: never):
+    ``order_labels`` marks the unsupported ones (the only ones the test counts), ``order_missed`` those the
+    deployed threshold passed. Labels arrive one at a time, in stream order; the e-process is the average of
+    :func:`log_wealth`'s bets, as the guard's :class:`~citebound.calibration.eprocess.MissRateTest` does."""
+    k = np.cumsum(order_labels & order_missed, axis=1)
+    n = np.cumsum(order_labels, axis=1)
+    parts = log_wealth(k, n, alpha)
+    top = parts.max(axis=2, keepdims=True)
+    lm = (top + np.log(np.mean(np.exp(parts - top), axis=2, keepdims=True)))[..., 0]
+    reached = lm >= np.log(1 / delta)
+    return np.where(reached.any(axis=1), reached.argmax(axis=1) + 1, 0)
+
+
 def shift_alarm(cal: dict[str, pd.DataFrame], hard: dict[str, pd.DataFrame], delta: float, shares: Sequence[float],
-                streams: int, length: int, seed: int, mixture: bool = True) -> pd.DataFrame:
-    """False-suspect rates of the alarms at each supported share (CP 95%), and the robust alarm's detection on
-    the transfer setting; ``mixture``: also the older mixture monitor, on the same streams."""
+                streams: int, length: int, seed: int, mixture: bool = True, alpha: float = 0.1) -> pd.DataFrame:
+    """False-suspect rates of the alarms at each supported share (CP 95%), and on the transfer setting the
+    robust alarm's detection beside the label test's: the same streams, each citation labelled as it comes,
+    the e-process testing the deployed threshold (the conformal tau at ``alpha`` on the whole calibration) on
+    the unsupported ones (``realised_miss``: how often that tau really passes the hard set's unsupported
+    citations). ``mixture``: also the older mixture monitor, on the same streams."""
     rows = []
     for v, df in cal.items():
         s, y = _scored(df, v)
@@ -317,17 +335,24 @@ def shift_alarm(cal: dict[str, pd.DataFrame], hard: dict[str, pd.DataFrame], del
                                     "within_delta": bool(lo <= delta), "median_delay": np.nan, "p90_delay": np.nan})
         if v not in hard:
             continue
-        hs, _ = _scored(hard[v], v)
-        order = np.stack([rng.permutation(hs) for _ in range(streams)])
+        hs, hy = _scored(hard[v], v)
+        idx = np.stack([rng.permutation(len(hs)) for _ in range(streams)])
+        order = hs[idx]
         at = alarm_times(s[y == 0], s[y == 1], order, rng.random(order.shape), delta)
-        fired = at[at > 0]
-        lo, hi = cp_interval(len(fired), streams)
-        rows.append(base | {"stream_length": len(hs), "calibration_share": float(np.mean(y == 1)),
-                            "alarm": "label-shift robust", "setting": "transfer", "supported_share": np.nan,
-                            "alarms": len(fired), "alarm_rate": len(fired) / streams, "ci_low": lo, "ci_high": hi,
-                            "within_delta": None,
-                            "median_delay": float(np.median(fired)) if len(fired) else np.nan,
-                            "p90_delay": float(np.percentile(fired, 90)) if len(fired) else np.nan})
+        with tau_warnings_silenced():
+            tau = conformal_threshold(s[y == 0], alpha)
+        realised = float(np.mean(hs[hy == 0] > tau)) if np.isfinite(tau) and (hy == 0).any() else np.nan
+        voids = (labels_to_void(hy[idx] == 0, order > tau, alpha, delta) if np.isfinite(tau)
+                 else np.zeros(streams, int))
+        for alarm, times in (("label-shift robust", at), ("labels (anytime-valid e-process)", voids)):
+            fired = times[times > 0]
+            lo, hi = cp_interval(len(fired), streams)
+            rows.append(base | {"stream_length": len(hs), "calibration_share": float(np.mean(y == 1)),
+                                "alarm": alarm, "setting": "transfer", "supported_share": np.nan,
+                                "alarms": len(fired), "alarm_rate": len(fired) / streams, "ci_low": lo, "ci_high": hi,
+                                "within_delta": None, "realised_miss": realised,
+                                "median_delay": float(np.median(fired)) if len(fired) else np.nan,
+                                "p90_delay": float(np.percentile(fired, 90)) if len(fired) else np.nan})
     return pd.DataFrame(rows)
 
 

@@ -26,6 +26,61 @@ def _log_pmf(n: int, p: float, k: np.ndarray) -> np.ndarray:
     return lf[n] - lf[kk] - lf[n - kk] + k * math.log(p) + (n - k) * math.log1p(-p)
 
 
+# Past this n, a tail is summed over a window around the mean (and around k), not from a table of n log
+# factorials: a count a client posts (returned labels) then costs O(sqrt n), not O(n) time and memory.
+EXACT_MAX_N = 100_000
+_SPAN_SD = 40  # terms further than 40 standard deviations from the mean are below exp(-800) of the mode's
+
+
+def _exact_log_pmf(n: int, p: float, j: int) -> float:
+    return (math.lgamma(n + 1.0) - math.lgamma(j + 1.0) - math.lgamma(n - j + 1.0) + j * math.log(p)
+            + (n - j) * math.log1p(-p))
+
+
+def _window_log_pmf(n: int, p: float, j0: int, j1: int, block: int = 256) -> np.ndarray:
+    """log P(Binomial(n, p) = j) for j = j0..j1 (inclusive): exact (lgamma) every ``block`` terms, and the
+    ratio of neighbours between, so the rounding of the running sum never spans more than a block."""
+    out = np.empty(j1 - j0 + 1)
+    ratio = math.log(p) - math.log1p(-p)
+    for b0 in range(j0, j1 + 1, block):
+        b1 = min(j1, b0 + block - 1)
+        i = np.arange(b0, b1, dtype=float)
+        out[b0 - j0:b1 - j0 + 1] = _exact_log_pmf(n, p, b0) + np.concatenate(
+            [[0.0], np.cumsum(np.log(n - i) - np.log(i + 1) + ratio)])
+    return out
+
+
+def _span(n: int, p: float) -> tuple[int, int]:
+    """The window [lo, hi] of j outside which no term of Binomial(n, p) matters."""
+    w = int(math.ceil(_SPAN_SD * math.sqrt(n * p * (1 - p)))) + 50
+    m = int(n * p)
+    return max(0, m - w), min(n, m + w)
+
+
+def _sf_windowed(k: int, n: int, p: float) -> float:
+    lo, hi = _span(n, p)
+    a = k + 1
+    if a > hi:  # the tail starts past the window: its terms only fall from a on
+        j0, j1 = a, min(n, a + (hi - lo) + 50)
+    else:
+        j0, j1 = max(a, lo), hi
+    return float(min(1.0, np.exp(_window_log_pmf(n, p, j0, j1)).sum()))
+
+
+def _cdf_windowed(ks: np.ndarray, n: int, p: float) -> np.ndarray:
+    lo, hi = _span(n, p)
+    top = int(min(max(np.floor(ks.max()), -1), n))
+    if top < lo:  # every k is below the window: sum back from each k's own terms
+        return np.array([np.exp(_window_log_pmf(n, p, max(0, int(k) - (hi - lo) - 50), int(k))).sum() if k >= 0
+                         else 0.0 for k in np.floor(ks)])
+    cdf = np.cumsum(np.exp(_window_log_pmf(n, p, lo, hi)))
+    idx = np.floor(ks).astype(np.int64)
+    inside = cdf[np.clip(idx - lo, 0, hi - lo)]
+    below = np.array([np.exp(_window_log_pmf(n, p, max(0, int(k) - (hi - lo) - 50), int(k))).sum() if 0 <= k < lo
+                      else 0.0 for k in idx])
+    return np.clip(np.where(idx < 0, 0.0, np.where(idx >= n, 1.0, np.where(idx < lo, below, inside))), 0.0, 1.0)
+
+
 def binom_cdf(k, n: int, p: float):
     """P(Binomial(n, p) <= k), for a number or an array of k (k < 0 gives 0, k >= n gives 1)."""
     ks = np.asarray(k, dtype=float)
@@ -35,6 +90,8 @@ def binom_cdf(k, n: int, p: float):
         out = np.where(ks >= 0, 1.0, 0.0)
     elif p >= 1.0:
         out = np.where(ks >= n, 1.0, 0.0)
+    elif n > EXACT_MAX_N:
+        out = _cdf_windowed(ks, n, p)
     else:
         top = int(min(max(np.floor(ks.max()), -1), n))
         cdf = np.cumsum(np.exp(_log_pmf(n, p, np.arange(top + 1, dtype=float)))) if top >= 0 else np.zeros(0)
@@ -52,6 +109,8 @@ def binom_sf(k: int, n: int, p: float) -> float:
         return 0.0
     if p >= 1.0:
         return 1.0
+    if n > EXACT_MAX_N:
+        return _sf_windowed(k, n, p)
     return float(min(1.0, np.exp(_log_pmf(n, p, np.arange(k + 1, n + 1, dtype=float))).sum()))
 
 

@@ -52,3 +52,32 @@ def test_binom_sf_is_scipy_even_in_a_tiny_tail():
     for k, n, p in ((8, 10, 0.1), (0, 5, 0.5), (40, 50, 0.1), (-1, 3, 0.2), (3, 3, 0.2)):
         assert binom_sf(k, n, p) == pytest.approx(stats.binom.sf(k, n, p), rel=1e-10, abs=1e-300)
     assert binom_sf(8, 10, 0.1) == pytest.approx(9.1e-9, rel=1e-12)  # by hand: 10 * 0.1**9 * 0.9 + 0.1**10
+
+
+@pytest.mark.parametrize("n,p,ks,rtol", [
+    (100_001, 0.5, [0, 49_000, 50_000, 50_001, 51_000, 100_000], 1e-8),   # just past the exact table
+    (1_000_000, 0.1, [0, 99_000, 100_000, 100_500, 105_000, 200_000, 999_999], 1e-8),
+    (300_000, 0.9, [260_000, 269_000, 270_000, 270_500, 280_000], 1e-8),
+    (200_000, 0.001, [0, 150, 200, 250, 400, 199_999], 1e-8),
+    (100_000_000, 0.1, [0, 9_990_000, 10_000_000, 10_010_000, 10_100_000], 1e-6),  # lgamma's own rounding at 1e9
+])
+def test_tails_past_the_exact_table_against_scipy(n, p, ks, rtol):
+    """Counts a client posts (returned labels) reach any n: the tails are summed over a window around the
+    mean, and must still equal scipy's (exact incomplete beta), scalar and array, upper and lower."""
+    from scipy import stats
+
+    for k in ks:
+        for ours, theirs in ((binom_sf(k, n, p), stats.binom.sf(k, n, p)), (binom_cdf(k, n, p), stats.binom.cdf(k, n, p))):
+            assert ours == pytest.approx(theirs, rel=rtol, abs=1e-290), (n, p, k)
+    assert np.allclose(binom_cdf(np.array(ks), n, p), stats.binom.cdf(ks, n, p), rtol=rtol, atol=1e-290)
+
+
+def test_a_billion_labels_cost_a_window_not_a_table():
+    """n = 10^9 would need an 8 GB table of log factorials; the windowed tail needs ~40 sd of terms."""
+    import tracemalloc
+
+    tracemalloc.start()
+    got = binom_sf(100_000_000, 1_000_000_000, 0.1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert got == pytest.approx(0.49997, abs=1e-4) and peak < 50 << 20  # P(X > mean) for a near-symmetric binomial

@@ -254,7 +254,8 @@ def test_credentials_never_reach_an_error(upstream):
     host = f"127.0.0.1:{free_port()}"  # nothing listens there: a transport error
     with running(ServeConfig(verifier="lexical", upstream=upstream.format(host=host), request_timeout_s=5)) as url:
         r = httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=30)
-    assert r.status_code in (502, 504) and "p@ss" not in r.text and "tttt" not in r.text and "***@" in r.text
+    # the upstream is named by its host (its credentials travel as basic auth, never in a shown URL)
+    assert r.status_code in (502, 504) and "p@ss" not in r.text and "tttt" not in r.text and host in r.text
 
 
 def test_the_audit_page_and_labelling_page_refuse_framing(lexical_url):

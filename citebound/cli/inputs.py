@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from citebound.cli.common import CLIError
+from citebound.scoring.io import strict_json
 
 
 def open_in(path: str, max_bytes: int | None = None) -> TextIO:
@@ -49,24 +50,6 @@ def _decode(data: bytes, where: str) -> str:
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
         raise CLIError(f"{where}:{line}: not UTF-8 text (byte {e.start}: {e.reason}); save the file as UTF-8") from None
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"a non-finite number ({name}); JSON has none, write a finite number or null")
-
-
-def _finite_float(text: str) -> float:
-    import math
-
-    x = float(text)
-    if not math.isfinite(x):
-        raise ValueError(f"a number out of range ({text[:40]}); write a finite number")
-    return x
-
-
-def strict_json(text: str) -> Any:
-    """json.loads refusing NaN, Infinity and numbers that overflow to infinity (ValueError), as the service does."""
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 def _loads(text: str, where: str) -> Any:

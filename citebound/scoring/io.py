@@ -93,7 +93,7 @@ def fetch_file(spec: FileSpec, dest: str | Path, mirror: str | None = None) -> s
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"a non-finite number ({name})")
+    raise ValueError(f"a non-finite number ({name}); JSON has none, write a finite number or null")
 
 
 def _finite(text: str) -> float:
@@ -101,8 +101,13 @@ def _finite(text: str) -> float:
 
     x = float(text)
     if not math.isfinite(x):
-        raise ValueError(f"a number out of range ({text[:40]})")
+        raise ValueError(f"a number out of range ({text[:40]}); write a finite number")
     return x
+
+
+def strict_json(text: str) -> Any:
+    """json.loads refusing NaN, Infinity and numbers that overflow to infinity (ValueError), as the service does."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
 
 
 def read_records(path: str | Path, strict: bool = False) -> list[Any]:
@@ -113,7 +118,7 @@ def read_records(path: str | Path, strict: bool = False) -> list[Any]:
     ``strict``: NaN, Infinity and numbers that overflow are malformed too (what the guard's readers of a
     user's file do; the study reads upstream files as they are).
     """
-    loads = (lambda t: json.loads(t, parse_constant=_no_constant, parse_float=_finite)) if strict else json.loads
+    loads = strict_json if strict else json.loads
     path = Path(path)
     data_bytes = path.read_bytes()
     try:

@@ -297,14 +297,16 @@ def test_a_chunked_body_past_the_limit_is_a_413():
 
 
 class Upstream:
-    """A scripted OpenAI-compatible upstream on loopback (a real HTTP server)."""
+    """A scripted OpenAI-compatible upstream on loopback (a real HTTP server). ``body`` and ``content_type``
+    may be changed between requests (the generated suites set them per case)."""
 
-    def __init__(self, body: bytes, status: int = 200, delay: float = 0.0):
+    def __init__(self, body: bytes, status: int = 200, delay: float = 0.0, content_type: str = "application/json"):
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         outer = self
         self.calls = 0
         self.bodies: list[dict] = []
+        self.body, self.content_type = body, content_type
 
         class H(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802
@@ -312,10 +314,10 @@ class Upstream:
                 outer.bodies.append(json.loads(self.rfile.read(int(self.headers.get("content-length", 0)))))
                 time.sleep(delay)
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
+                self.send_header("content-type", outer.content_type)
+                self.send_header("content-length", str(len(outer.body)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(outer.body)
 
             def log_message(self, *a):
                 pass

@@ -20,8 +20,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -121,7 +119,9 @@ def test_every_cli_reader_answers_a_hostile_file_with_one_line(reader, line, bef
 
 @pytest.fixture(scope="module")
 def upstream():
-    up = ProgrammableUpstream()
+    from tests.guard.test_hostile import Upstream
+
+    up = Upstream(b"{}")  # each case sets up.body and up.content_type
     yield up
     up.close()
 
@@ -176,34 +176,6 @@ def test_a_non_finite_number_anywhere_is_a_422_naming_its_path(url, route, data,
 
 # ---------------------------------------------------------------- the proxy: choices and tool calls
 
-class ProgrammableUpstream:
-    """A real HTTP server on loopback that answers each request with ``self.reply`` (content type, bytes)."""
-
-    def __init__(self):
-        outer = self
-        self.reply: tuple[str, bytes] = ("application/json", b"{}")
-
-        class H(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                self.rfile.read(int(self.headers.get("content-length", 0)))
-                ctype, body = outer.reply
-                self.send_response(200)
-                self.send_header("content-type", ctype)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *a):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self):
-        self.server.shutdown()
-
-
 WORDS = ["Aspirin", "reduces", "heart", "attacks", "Mitochondria", "produce", "cells", "risk", "adults", "energy"]
 
 # a sentence: 3-6 words, then 0-3 distinct citation numbers (0 to 3: valid, invalid and index 0) in one marker
@@ -235,8 +207,8 @@ def test_no_second_choice_passes_and_tool_calls_pass_unchecked(url, upstream, ch
         text = _text(sentences, k)[0] if sentences else None
         msgs.append({"index": k, "finish_reason": "tool_calls" if calls else "stop",
                      "message": {"role": "assistant", "content": text} | ({"tool_calls": calls} if calls else {})})
-    upstream.reply = ("application/json", json.dumps({"id": "c", "object": "chat.completion", "created": 0,
-                                                      "model": "m", "choices": msgs}).encode())
+    upstream.content_type, upstream.body = "application/json", json.dumps({
+        "id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": msgs}).encode()
     r = httpx.post(f"{url}/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": "q"}],
                                                         "citebound": {"passages": P}}, timeout=30)
     for k in range(1, len(choices)):
@@ -278,7 +250,7 @@ def test_a_stream_never_passes_a_second_choice_and_passes_tool_calls(url, upstre
         events = [e for pair in zip(per_choice[0], per_choice[1]) for e in pair]
     for e in events:
         e.update({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"})
-    upstream.reply = ("text/event-stream", _sse(events))
+    upstream.content_type, upstream.body = "text/event-stream", _sse(events)
     with httpx.stream("POST", f"{url}/v1/chat/completions", json={"model": "m", "stream": True, "messages": [
             {"role": "user", "content": "q"}], "citebound": {"passages": P}}, timeout=30) as r:
         raw = r.read().decode()

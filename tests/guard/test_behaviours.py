@@ -84,6 +84,41 @@ def test_one_cancelled_request_does_not_stop_its_batch_mates():
     assert isinstance(out["quitter"], deadline.Cancelled) and out["stayer"] == pytest.approx(1.0)
 
 
+def test_a_batch_closes_on_units_not_requests():
+    """max_units counts pairs: with a limit of 4, requests of 1 and 3 pairs fill a batch (4 >= 4) that is scored
+    at once, and a third request of 1 pair, arriving after, goes to the next batch. Counting requests
+    instead (2 < 4) would wait the whole 1.5 s for more and score all three together."""
+    from citebound.scoring.loader import load_scorer
+
+    class Recording:
+        def __init__(self):
+            self.inner, self.calls = load_scorer("lexical"), []
+
+        def score(self, claims, passages):
+            self.calls.append((len(claims), time.perf_counter()))
+            return self.inner.score(claims, passages)
+
+    rec = Recording()
+    b = UnitBatcher(rec, max_units=4, max_wait_ms=1500)
+    done: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    def call(name, n):
+        b.score(["Aspirin inhibits cyclooxygenase."] * n, ["Aspirin inhibits cyclooxygenase."] * n)
+        done[name] = time.perf_counter() - t0
+
+    threads = []
+    for name, n in (("a", 1), ("b", 3), ("c", 1)):
+        threads.append(threading.Thread(target=call, args=(name, n)))
+        threads[-1].start()
+        time.sleep(0.1)  # in this order: a is the batch's first, b fills it, c comes after
+    for t in threads:
+        t.join(10)
+    b.close()
+    assert [n for n, _ in rec.calls] == [4, 1]
+    assert done["a"] < 1.0 and done["b"] < 1.0  # scored when b filled the batch, not at the 1.5 s wait
+
+
 def test_a_batch_stops_once_every_request_in_it_gave_up():
     tokens = [deadline.WorkToken(None), deadline.WorkToken(None)]
     both = deadline.AllOf(tokens)

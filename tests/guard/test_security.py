@@ -314,3 +314,36 @@ def test_a_file_that_claims_its_own_digest_is_still_refused(what, tmp_path):
     (tmp_path / "graph.json").write_text(json.dumps(meta))
     with pytest.raises(GraphTampered):
         shipped_graph(tmp_path)
+
+
+def test_each_redaction_layer_holds_alone(monkeypatch, caplog):
+    """Two layers keep upstream credentials out of logs: the proxy never puts them in a URL (basic auth), and
+    the HTTP libraries' log records are redacted. Each is tested with the other off."""
+    import logging
+
+    from citebound.scoring import llm_backends
+    from tests.guard.test_hostile import Upstream
+
+    secret = "only-the-auth-layer"
+    caplog.set_level(logging.INFO)
+    # layer 2 alone: a record that names a URL with credentials is redacted once the filter is installed
+    llm_backends.install_log_redaction()
+    logging.getLogger("httpx").info("HTTP Request: POST %s", f"http://u:{secret}@127.0.0.1:1/v1/chat/completions")
+    assert caplog.records and not any(_leaks(r.getMessage(), secret) for r in caplog.records)
+    caplog.clear()
+    # layer 1 alone: no filter on the HTTP libraries' loggers, and still no credentials in what httpx logs
+    for name in ("httpx", "httpcore", "openai"):
+        lg = logging.getLogger(name)
+        for f in [f for f in lg.filters if isinstance(f, llm_backends._RedactingFilter)]:
+            monkeypatch.setattr(lg, "filters", [x for x in lg.filters if x is not f])
+    monkeypatch.setattr(llm_backends, "install_log_redaction", lambda: None)
+    up = Upstream(json.dumps({"choices": [{"message": {"content": "Aspirin reduces heart attacks [1]."}}]}).encode())
+    try:
+        with running(ServeConfig(verifier="lexical", upstream=up.url.replace("user:s3cret", f"u:{secret}"))) as url:
+            r = httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=30)
+    finally:
+        up.close()
+    assert r.status_code == 200
+    logged = [rec.getMessage() for rec in caplog.records if rec.name.startswith("httpx")]
+    assert any("HTTP Request: POST" in m for m in logged)  # httpx did log the upstream call
+    assert not any(_leaks(m, secret) for m in logged), logged

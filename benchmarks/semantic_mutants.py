@@ -331,8 +331,8 @@ MUTANTS = [
            "k = np.cumsum(order_missed, axis=1)", "the label test on transfer counts passed supported citations as misses"),
     Mutant("service", "citebound/serving/batcher.py", "                n += len(job.claims)", "                n += 1",
            "the batcher counts requests instead of units toward max_batch_units"),
-    Mutant("cli", "citebound/guarding/convert.py", "    for i, rec in enumerate(read_records(path, strict=True)):",
-           "    for i, rec in enumerate(read_records(path)):", "convert accepts NaN and Infinity in a released file"),
+    Mutant("cli", "citebound/cli/convert.py", "out.write(json.dumps(finite_only(rec, nonfinite)) + \"\\n\")",
+           "out.write(json.dumps(rec) + \"\\n\")", "convert writes a released file's NaN into its JSON output"),
 
 ]
 

@@ -1,7 +1,8 @@
 """citebound convert: released answers -> guard input JSONL with [N] markers.
 
 Formats: nora (ScholarQA-CS Nora, qa_metadata_all.jsonl), sections (SQA-style sections with
-citations), ctxs (OpenScholar output with ctxs). A file of another format is refused (exit 2).
+citations), ctxs (OpenScholar output with ctxs). A file of another format is refused (exit 2). Released
+files may hold NaN or Infinity (upstream's own fields); they are written as null, and counted.
 
 Example::
 
@@ -27,6 +28,25 @@ def add_parser(sub: Any) -> None:
     v.set_defaults(func=run)
 
 
+def finite_only(value: Any, count: list[int]) -> Any:
+    """``value`` with every NaN or infinite float as None (released files hold them; the guard's input, JSON,
+    cannot), counted in ``count[0]``.
+
+    >>> c = [0]; finite_only({"a": [1.5, float("nan")], "b": float("inf")}, c), c[0]
+    ({'a': [1.5, None], 'b': None}, 2)
+    """
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        count[0] += 1
+        return None
+    if isinstance(value, dict):
+        return {k: finite_only(v, count) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite_only(v, count) for v in value]
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -44,12 +64,16 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(f"{args.path}: cannot read ({e.strerror or e})") from None
     out = open_out(args.out)
     n = unresolved = 0
+    nonfinite = [0]
     try:
         for rec in recs:
-            out.write(json.dumps(rec) + "\n")
+            out.write(json.dumps(finite_only(rec, nonfinite)) + "\n")
             n += 1
             unresolved += rec.get("unresolved_markers", 0)
     finally:
         close_out(out)
+    if nonfinite[0]:
+        print(f"{nonfinite[0]} non-finite numbers (NaN, Infinity) of {args.path} written as null: JSON has none",
+              file=sys.stderr)
     print(f"converted {n} answers; {unresolved} markers left unresolved (unknown ids)", file=sys.stderr)
     return 0

@@ -54,7 +54,7 @@ def convert_records(path: str | Path, kind: str) -> Iterator[dict[str, Any]]:
 
     if kind not in FORMAT_FIELDS:
         raise DataError(f"unknown format {kind!r}; one of {sorted(FORMAT_FIELDS)}")
-    for i, rec in enumerate(read_records(path, strict=True)):
+    for i, rec in enumerate(read_records(path)):
         if kind == "ctxs":
             if not isinstance(rec, dict) or not isinstance(rec.get("output"), str) or not isinstance(rec.get("ctxs"), list):
                 raise DataError(f"{path}: record {i + 1} has no {FORMAT_FIELDS[kind]}: not the {kind!r} format")

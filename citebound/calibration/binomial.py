@@ -69,15 +69,13 @@ def _sf_windowed(k: int, n: int, p: float) -> float:
 
 def _cdf_windowed(ks: np.ndarray, n: int, p: float) -> np.ndarray:
     lo, hi = _span(n, p)
-    top = int(min(max(np.floor(ks.max()), -1), n))
-    if top < lo:  # every k is below the window: sum back from each k's own terms
-        return np.array([np.exp(_window_log_pmf(n, p, max(0, int(k) - (hi - lo) - 50), int(k))).sum() if k >= 0
-                         else 0.0 for k in np.floor(ks)])
-    cdf = np.cumsum(np.exp(_window_log_pmf(n, p, lo, hi)))
     idx = np.floor(ks).astype(np.int64)
-    inside = cdf[np.clip(idx - lo, 0, hi - lo)]
+    # a k below the window: its lower tail is summed back from k over its own terms, which only fall
     below = np.array([np.exp(_window_log_pmf(n, p, max(0, int(k) - (hi - lo) - 50), int(k))).sum() if 0 <= k < lo
                       else 0.0 for k in idx])
+    inside = np.zeros(len(idx))
+    if idx.max() >= lo:  # some k reaches the window: one cumulative sum over it serves them all
+        inside = np.cumsum(np.exp(_window_log_pmf(n, p, lo, hi)))[np.clip(idx - lo, 0, hi - lo)]
     return np.clip(np.where(idx < 0, 0.0, np.where(idx >= n, 1.0, np.where(idx < lo, below, inside))), 0.0, 1.0)
 
 

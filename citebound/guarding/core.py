@@ -39,11 +39,13 @@ from citebound.guarding.rewrite import by_marker as _by_marker
 from citebound.guarding.rewrite import rewrite as _rewrite
 from citebound.guarding.rewrite import target as _target
 from citebound.scoring import deadline
-from citebound.text.citations import SUSPECT_RE, Citation, sentence_citations, sentences, strip_markers
+from citebound.text.citations import (OTHER_FORMS_RE, SUSPECT_RE, TAG_FORMS_RE, Citation, sentence_citations, sentences,
+                                      strip_markers)
 
 # GuardInputError (bad input) and its subclass LimitExceeded: callers catch them from here too
 from citebound.text.limits import GuardInputError, LimitExceeded, Limits, check_text  # noqa: F401
-from citebound.text.visible import blank_hidden, drop_invisible, fold_markers, hidden_spans
+from citebound.text.visible import HIDDEN, OBSCURED, drop_invisible, fold_markers, passage_view, scan
+from citebound.text.visible import _blank as blank_spans
 from citebound.verifiers import SCALES
 from citebound.verifiers.base import window_spans
 
@@ -101,12 +103,12 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
     check_text(answer, "'answer'")  # before it can join a batch: a lone surrogate would fail the batch's call
     for i, p in enumerate(passages):
         check_text(p, f"passage {i}")
-    # a passage is read as a reader sees it too: hidden markup in it supports nothing
-    passages = [drop_invisible(blank_hidden(p)) for p in passages]
-    hidden = hidden_spans(answer)
-    # what a reader sees, at the same offsets: hidden markup is neither claim nor marker, and a full-width or
-    # dash-variant marker is the marker it looks like
-    view = fold_markers(blank_hidden(answer))
+    # a passage is read as a reader sees it: text a browser hides or a reader cannot see supports nothing
+    passages = [passage_view(p) for p in passages]
+    seen = scan(answer)
+    # what a reader sees, at the same offsets: markup and hidden elements are neither claim nor marker, and a
+    # full-width or dash-variant marker is the marker it looks like
+    view = fold_markers(blank_spans(answer, seen.spans[HIDDEN]))
     sents = sentences(view)
     limits.check_sentences(len(sents))
     cites, total = {}, 0
@@ -118,19 +120,22 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
     odd: dict[int, list[tuple[int, int]]] = {}
     parsed = sorted((c.start, c.end) for cs in cites.values() for c in cs)
     starts = [s.start for s in sents]
-    for m in SUSPECT_RE.finditer(view):  # brackets a reader takes for citations that the guard cannot read
-        k = bisect.bisect_left(parsed, (m.end(), -1))
-        if k and parsed[k - 1][1] > m.start() or not sents:
+    for lo, hi in _other_forms(answer, view):  # what a reader takes for a citation that the guard cannot read
+        k = bisect.bisect_left(parsed, (hi, -1))
+        if k and parsed[k - 1][1] > lo or not sents:
             continue  # overlaps a parsed marker
-        si = sents[max(bisect.bisect_right(starts, m.start()) - 1, 0)].index
-        odd.setdefault(si, []).append((m.start(), m.end()))
+        si = sents[max(bisect.bisect_right(starts, lo) - 1, 0)].index
+        odd.setdefault(si, []).append((lo, hi))
         total += 1
         limits.check_citations(len(cites[si]) + len(odd[si]), total, si)
+    # sentences holding text a reader may not see (styled invisible, or the guard cannot tell): their
+    # citations cannot be checked against what the reader takes the claim to be
+    obscured = _sentences_touching(sents, [(lo, hi) for lo, hi in seen.spans[OBSCURED] if view[lo:hi].strip()])
     claims = {si: strip_markers(drop_invisible(sents[si].text)) for si, cs in cites.items() if cs or si in odd}
     uncited = [s.index for s in sents if s.index not in claims and _uncited(drop_invisible(s.text))]
     report = GuardReport(n_sentences=len(sents), n_cited_sentences=len(claims), guarantee=guarantee,
                          rule=f"pass iff score > tau = {tau:.6g}" if tau is not None else "pass iff verifier verdict",
-                         hidden_regions=len(hidden), uncited=len(uncited))
+                         hidden_regions=seen.hidden_regions, uncited=len(uncited))
     # one audit per distinct target of a sentence; repeats ([1][1]) share it
     audits: list[CitationAudit] = []
     audit_of: dict[tuple[int, Any], CitationAudit] = {}
@@ -145,16 +150,58 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
             if c.passage_index < 0:
                 a.reason = f"citation [{c.key}] points at no passage (have {len(passages)}, numbered from {base})"
             elif not passages[c.passage_index].strip():  # fails closed: nothing to check the sentence against
-                a.action, a.reason = "unverified", f"passage [{c.key}] is empty: there is nothing to check it against"
+                a.action, a.reason = "unverified", (f"passage [{c.key}] has no text a reader can see (empty, hidden "
+                                                    "or styled invisible): there is nothing to check it against")
+            elif si in obscured:
+                a.action, a.reason = "unverified", ("part of this sentence is text a reader may not see (styled "
+                                                    "invisible, or styled in a way the guard cannot read): what the "
+                                                    "reader takes the claim to be cannot be checked")
             audit_of[(si, target)] = a
             audits.append(a)
     for si, found in odd.items():
         for lo, hi in found:
-            audits.append(CitationAudit(si, claims[si], -1, view[lo:hi], [(lo, hi)], None, "unverified",
-                                        reason=f"{view[lo:hi][:60]} looks like a citation but is not one the guard can "
+            shown = view[lo:hi] if view[lo:hi].strip() else answer[lo:hi]
+            audits.append(CitationAudit(si, claims[si], -1, shown, [(lo, hi)], None, "unverified",
+                                        reason=f"{shown[:60]} looks like a citation but is not one the guard can "
                                                "read ([N], [N, M], [N-M]): it was not checked"))
     report.n_citations = len(audits)
     return _Plan(answer, passages, base, sents, cites, audit_of, audits, report, view, odd, uncited)
+
+
+def _other_forms(answer: str, view: str) -> list[tuple[int, int]]:
+    """Spans of what a reader takes for a citation and the guard cannot read, in reading order: brackets with
+    a digit that no marker pattern parses ([1-3-5], [1a]), superscript, parenthesised, braced, angled and
+    circled numbers, brackets written as character references, and a number in <sup> or <cite>."""
+    found = [(m.start(), m.end()) for m in SUSPECT_RE.finditer(view)]
+    found += [(m.start(), m.end()) for m in OTHER_FORMS_RE.finditer(view)]
+    for m in TAG_FORMS_RE.finditer(answer):
+        if not view[m.start():m.end()].strip():
+            continue  # inside a hidden element
+        before = answer[max(m.start() - 3, 0):m.start()]
+        if m.group(1).lower() == "sup" and re.search(r"(?:\d|(?<![^\W\d_])[^\W\d_]{1,2})$", before):
+            continue  # an exponent: 10<sup>6</sup>, m<sup>2</sup>
+        found.append((m.start(), m.end()))
+    found.sort()
+    out: list[tuple[int, int]] = []
+    for lo, hi in found:  # overlapping finds ([²] is a bracket and a superscript) are one
+        if out and lo < out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _sentences_touching(sents: list[Any], spans: list[tuple[int, int]]) -> set[int]:
+    """Indices of the sentences that overlap any of ``spans`` (both sorted by start)."""
+    out: set[int] = set()
+    starts = [s.start for s in sents]
+    for lo, hi in spans:
+        k = max(bisect.bisect_right(starts, lo) - 1, 0)
+        while k < len(sents) and sents[k].start < hi:
+            if sents[k].end > lo:
+                out.add(sents[k].index)
+            k += 1
+    return out
 
 
 class Unavailable:
@@ -292,7 +339,10 @@ def _finish(plan: _Plan, remove: bool, mark_reattributed: bool = True, fail_open
                                           [int(c.key) for c in group], mark_reattributed, fail_open))
     for found in plan.odd.values():
         for start, end in found:
-            edits[start] = (end, plan.view[start:end - 1] + " UNVERIFIED]")
+            if plan.view[end - 1] == "]":
+                edits[start] = (end, plan.view[start:end - 1] + " UNVERIFIED]")
+            else:
+                edits[start] = (end, plan.answer[start:end] + " [UNVERIFIED]")
     spans = [(s.start, s.end) for s in plan.sents if s.index in drop]
     if open_end:  # a sentinel stands for the text to come: a removed sentence takes the whitespace after it, as mid-answer
         return _apply(plan.answer + "\x00", edits, spans)[:-1], report

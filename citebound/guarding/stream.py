@@ -31,9 +31,8 @@ from typing import Any
 from citebound.guarding.report import GuardReport
 from citebound.text.citations import sentences
 from citebound.text.limits import LimitExceeded, Limits
-from citebound.text.visible import blank_hidden, hidden_spans
+from citebound.text.visible import HIDDEN, MAX_TAG, _blank, scan
 
-_TAG_REACH = 2030  # a tag is '<', a name of <= 21 characters and <= 2000 more before '>' (text.visible._TAG)
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
@@ -43,15 +42,15 @@ def _join_surrogates(text: str) -> str:
 
 
 def stable_end(text: str) -> int:
-    """How much of ``text`` more text cannot re-blank: up to an unclosed hidden region, a ``<`` whose tag
-    may still complete, or a trailing lone high surrogate."""
+    """How much of ``text`` more text cannot re-read: up to an element, comment or tag that the end of the
+    text leaves open (more text may close it, and what it hides or obscures is decided by all of it), a ``<``
+    whose tag may still complete, or a trailing lone high surrogate."""
     end = len(text)
-    for lo, hi in hidden_spans(text):
-        if hi == len(text):  # runs to the end: it may close later, or not
-            end = min(end, lo)
-            break
+    opened = scan(text).open_to_end
+    if opened is not None:
+        end = opened
     lt = text.rfind("<")
-    if lt >= 0 and len(text) - lt <= _TAG_REACH and ">" not in text[lt + 1:]:
+    if lt >= 0 and len(text) - lt <= MAX_TAG and ">" not in text[lt + 1:]:
         end = min(end, lt)
     if end and "\ud800" <= text[end - 1] <= "\udbff":
         end -= 1
@@ -60,8 +59,11 @@ def stable_end(text: str) -> int:
 
 def commit_point(text: str) -> int:
     """The length of ``text``'s prefix that is complete sentences whose boundaries more text cannot move
-    (0: none yet). ``text`` starts at a sentence's own start."""
-    view = blank_hidden(text[:stable_end(text)])
+    (0: none yet), never inside an element that obscures its text (the rest of it, guarded alone, would lose
+    what obscures it). ``text`` starts at a sentence's own start."""
+    stable = text[:stable_end(text)]
+    seen = scan(stable)
+    view = _blank(stable, seen.spans[HIDDEN])
     sents = sentences(view)
     if len(sents) < 2:
         return 0
@@ -69,9 +71,12 @@ def commit_point(text: str) -> int:
     q = last.start
     while q < len(view) and view[q] in " ,;":  # where the last sentence's leading-marker parse stopped
         q += 1
-    if q < len(view) and view[q] not in "[(":  # nothing more can join the sentence before as a marker
-        return last.start
-    return sents[-2].start if len(sents) >= 3 else 0
+    # nothing more can join the sentence before the last as a marker: the last one's start is a cut
+    cuts = [s.start for s in sents[1:-1]] + ([last.start] if q < len(view) and view[q] not in "[(" else [])
+    for cut in reversed(cuts):
+        if not any(lo < cut < hi for lo, hi in seen.elements):
+            return cut
+    return 0
 
 
 class SentenceHold:

@@ -1,81 +1,474 @@
-"""What a reader sees of an answer: markup that a renderer hides is not part of any claim.
+"""What a reader sees of an answer or a passage that holds HTML, decided as a browser decides it.
 
-Model output is often shown through a markdown or HTML renderer, which hides HTML comments, elements
-marked hidden (``hidden``, ``display:none``, ``visibility:hidden``, ``aria-hidden="true"``,
-``font-size:0``), ``<script>``/``<style>``/``<template>`` contents, and zero-width characters. Text there
-could lift a claim the reader sees bare to "verified", so the guard verifies the visible text only:
-:func:`blank_hidden` replaces hidden regions by spaces of the same length (every span into the answer
-stays valid, and a marker inside a hidden region is no citation), and :func:`drop_invisible` removes
-zero-width characters from a claim. The scan is linear: tags are matched with bounded patterns and
-nesting is counted, never backtracked.
+Model output and web pages are shown through renderers. :func:`scan` reads a text once (linear time: one
+pass over its tags with bounded patterns, a bounded element stack, nothing backtracked) and sorts every
+character into one of four classes:
+
+* **shown**: text a browser renders where a reader can see it;
+* **hidden**: text a browser does not render at all (it is not in the page's ``innerText``): comments,
+  ``<script>``/``<style>``/``<template>``/``<noscript>``/``<title>`` contents, elements with the ``hidden``
+  attribute, ``display:none``, ``visibility:hidden`` (a child can set ``visibility:visible`` again, as in
+  CSS), and the markup itself (tags and their attribute values are never text a reader sees);
+* **obscured**: text a browser renders that a reader cannot see, or where the guard cannot tell:
+  ``opacity`` near 0, transparent text, text in the colour of its background (white on the white page
+  too), a font under 4px, ``clip``/``clip-path``/``transform``/``filter``, an offset of 1,000px or more,
+  a box under 2px with ``overflow:hidden``, a closed ``<details>``, a style the guard cannot read
+  (``var()``, ``calc()``, escapes), and, where the text carries a stylesheet, everything;
+* **uncertain** (passages only): a tag never closed before the end, ``<textarea>``/``<select>`` and the
+  like. An answer keeps it as text.
+
+A *word in an attribute* never hides anything: ``style="overflow:hidden"``, ``class="hidden-xs"`` and
+``title="a hidden gem"`` are shown. Two views follow:
+
+* :func:`blank_hidden` (the answer): hidden characters become spaces, at the same offsets, so every
+  claim and marker a reader sees is checked; :func:`obscured_spans` lists the rest, and the guard makes
+  every citation of a sentence that holds obscured text ``unverified`` (it cannot tell what the reader
+  takes the claim to be);
+* :func:`passage_view` (a passage): only shown text is left; the rest supports nothing.
 
 >>> blank_hidden("Aspirin cures migraine<!-- in a trial of 12 -->.") == "Aspirin cures migraine" + " " * 25 + "."
 True
+>>> blank_hidden('<div style="overflow:hidden">Seen [2].</div>').strip()
+'Seen [2].'
+>>> passage_view('ATP <span style="color:transparent">is made by mitochondria</span>.').split()
+['ATP', '.']
 >>> drop_invisible("cu\\u200bres")
 'cures'
 """
 from __future__ import annotations
 
+import html
 import re
+from dataclasses import dataclass, field
 
 # zero-width and other invisible format characters
 INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-_TAG = re.compile(r"<(/?)([a-zA-Z][a-zA-Z0-9-]{0,20})\b([^<>]{0,2000})>")
-_HIDING_ATTR = re.compile(r"\bhidden\b|display\s*:\s*none|visibility\s*:\s*hidden|aria-hidden\s*=\s*[\"']?true|"
-                          r"font-size\s*:\s*0(?![.\d]*[1-9])|opacity\s*:\s*0(?![.\d]*[1-9])", re.I)
-_HIDING_TAGS = {"script", "style", "template", "noscript"}
-_VOID = {"br", "img", "hr", "input", "meta", "link", "wbr", "source", "area", "base", "col", "embed", "param", "track"}
+
+SHOWN, HIDDEN, OBSCURED, UNCERTAIN = 0, 1, 2, 3
+
+MAX_TAG = 4000  # characters one tag may take, '<' to '>' (a longer one is text)
+MAX_ATTRS = 100  # attributes read from one tag (the rest are ignored: they can only add markup)
+MAX_DEPTH = 256  # open elements; deeper, the guard cannot tell (obscured)
+
+_TAG_OPEN = re.compile(r"<(/?)([a-zA-Z][^\s/>\x00]{0,40})")
+_ATTR_NAME = re.compile(r"[\s/]*([^\s/>][^\s/>=]{0,200})?")
+_ATTR_VALUE = re.compile(r"\s*=\s*(?:\"([^\"]{0,3000})\"|'([^']{0,3000})'|([^\s>]{0,3000}))")
+_TAG_END = re.compile(r"\s*/?>")
+_BOGUS = re.compile(r"<(?:!|\?|/[^a-zA-Z>])")  # <!DOCTYPE …>, <?xml …?>, </3 …>: bogus comments to the next '>'
+# elements whose contents are raw text up to their close tag
+_RAW_HIDDEN = {"script", "style", "title", "iframe", "noembed", "noframes", "noscript", "xmp"}
+_RAW_UNCERTAIN = {"textarea"}
+_HIDDEN_TAGS = {"template", "head"}
+_UNCERTAIN_TAGS = {"select", "datalist", "option", "optgroup", "svg", "math", "object", "video", "audio", "canvas",
+                   "map", "frameset", "dialog", "button", "meter", "progress", "ruby", "rt", "rp", "marquee"}
+_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
+         "param", "keygen"}
+# opening one of these closes an open <p> (HTML's "close a p element"); an <li> closes an open <li> likewise
+_CLOSES_P = {"address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div", "dl",
+             "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header",
+             "hgroup", "hr", "main", "menu", "nav", "ol", "p", "pre", "section", "summary", "table", "ul", "li",
+             "dd", "dt", "listing", "plaintext", "search"}
+# text inside these moves in ways the guard does not model (a table foster-parents text out of a hidden
+# element): where the text holds one, what looks hidden is uncertain (an answer checks it, a passage drops it)
+_TREE_CHANGERS = {"table", "tbody", "thead", "tfoot", "tr", "td", "th", "caption", "colgroup", "frame", "html",
+                  "body", "plaintext", "image", "frameset", "applet"}
+# close tags of formatting elements run HTML's adoption agency; the others stop at a "special" element
+_FORMATTING = {"a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u"}
+_SPECIAL = _CLOSES_P | {"li", "dd", "dt", "template", "iframe", "img", "br", "hr", "object", "select", "textarea",
+                        "button", "marquee", "applet", "caption", "td", "th", "tr", "table"}
+
+_NAMED_COLOURS = {"white": (255, 255, 255), "black": (0, 0, 0), "red": (255, 0, 0), "green": (0, 128, 0),
+                  "blue": (0, 0, 255), "yellow": (255, 255, 0), "gray": (128, 128, 128), "grey": (128, 128, 128),
+                  "silver": (192, 192, 192), "snow": (255, 250, 250), "ivory": (255, 255, 240),
+                  "whitesmoke": (245, 245, 245), "ghostwhite": (248, 248, 255), "navy": (0, 0, 128),
+                  "orange": (255, 165, 0), "purple": (128, 0, 128)}
+_HEX = re.compile(r"#([0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$")
+_RGB = re.compile(r"rgba?\(\s*([\d.]+%?)[\s,]+([\d.]+%?)[\s,]+([\d.]+%?)(?:\s*[,/]\s*([\d.]+%?))?\s*\)$")
+_LENGTH = re.compile(r"(-?[\d.]+)(px|pt|em|rem|%|vw|vh|ch|ex|cm|mm|in)?$")
+_OFFSET_PROPS = ("left", "top", "right", "bottom", "margin-left", "margin-top", "margin-right", "margin-bottom",
+                 "margin", "text-indent", "inset", "translate")
+_SIZE_PROPS = ("width", "height", "max-width", "max-height")
 
 
-def hidden_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of every region a renderer hides: comments (an unclosed one hides the rest) and
-    hidden elements with their contents (to their matching close tag, nesting counted; else the end)."""
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    while True:
-        lt = text.find("<", pos)
-        if lt < 0:
-            return spans
-        if text.startswith("<!--", lt):
-            end = text.find("-->", lt + 4)
-            spans.append((lt, len(text) if end < 0 else end + 3))
-            pos = spans[-1][1]
+@dataclass(frozen=True)
+class _State:
+    """What an element passes on to its contents."""
+
+    hidden: bool = False  # display:none or inside one: nothing inside can be shown again
+    invisible: bool = False  # visibility:hidden inherited (a descendant may set visible)
+    obscured: bool = False  # rendered, but a reader cannot see it (or the guard cannot tell)
+    uncertain: bool = False
+    colour: tuple | None = None  # the inherited text colour (r, g, b, alpha); None: the default (black)
+    backdrop: tuple = (255, 255, 255, 1.0)  # the nearest background painted behind (the page's is white)
+
+
+@dataclass
+class Visibility:
+    """One scan of a text: per class, the (start, end) spans; ``elements`` are the spans of whole elements
+    that obscure (a stream must not cut inside one: the cut would lose what hides the rest)."""
+
+    text: str
+    spans: dict[int, list[tuple[int, int]]] = field(default_factory=lambda: {HIDDEN: [], OBSCURED: [],
+                                                                              UNCERTAIN: []})
+    hidden_regions: int = 0  # comments and hidden elements (not tags)
+    elements: list[tuple[int, int]] = field(default_factory=list)
+    open_to_end: int | None = None  # where an element, comment or tag that the end of the text cut starts
+
+    def _add(self, kind: int, lo: int, hi: int) -> None:
+        if hi <= lo or kind == SHOWN:
+            return
+        runs = self.spans[kind]
+        if runs and runs[-1][1] >= lo:
+            runs[-1] = (runs[-1][0], max(runs[-1][1], hi))
+        else:
+            runs.append((lo, hi))
+
+
+def _colour(value: str) -> tuple | None:
+    v = value.strip().lower()
+    if v == "transparent":
+        return (0, 0, 0, 0.0)
+    if v in _NAMED_COLOURS:
+        return (*_NAMED_COLOURS[v], 1.0)
+    m = _HEX.match(v)
+    if m:
+        h = m.group(1)
+        if len(h) in (3, 4):
+            h = "".join(c * 2 for c in h)
+        alpha = int(h[6:8], 16) / 255 if len(h) == 8 else 1.0
+        return (int(h[0:2], 16), int(h[2:4], 16), int(h[4:6], 16), alpha)
+    m = _RGB.match(v)
+    if m:
+        def channel(x: str, scale: float) -> float:
+            return float(x[:-1]) * scale / 100 if x.endswith("%") else float(x)
+        try:
+            r, g, b = (channel(m.group(i), 255) for i in (1, 2, 3))
+            a = channel(m.group(4), 1) if m.group(4) else 1.0
+        except ValueError:
+            return None
+        return (r, g, b, min(a, 1.0))
+    return None
+
+
+def _luminance(c: tuple) -> float:
+    def lin(x: float) -> float:
+        x = min(max(x, 0), 255) / 255
+        return x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4
+    return 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2])
+
+
+def unreadable(colour: tuple, backdrop: tuple) -> bool:
+    """Text a reader cannot tell from its background: nearly transparent, or a contrast ratio under 1.5
+    (WCAG's ratio; black on white is 21).
+
+    >>> unreadable((255, 255, 255, 1.0), (255, 255, 255, 1.0)), unreadable((0, 0, 0, 1.0), (255, 255, 255, 1.0))
+    (True, False)
+    """
+    if colour[3] < 0.1:
+        return True
+    hi, lo = sorted((_luminance(colour), _luminance(backdrop)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05) < 1.5
+
+
+def _length_px(value: str) -> float | None:
+    m = _LENGTH.match(value.strip().lower())
+    if not m:
+        return None
+    try:
+        x = float(m.group(1))
+    except ValueError:
+        return None
+    unit = m.group(2) or "px"
+    return x * {"px": 1, "pt": 4 / 3, "em": 16, "rem": 16, "%": 0.16, "vw": 8, "vh": 6, "ch": 8, "ex": 8,
+                "cm": 37.8, "mm": 3.78, "in": 96}[unit]
+
+
+def _declarations(style: str) -> dict[str, str] | None:
+    """The declarations of a style attribute, lower-cased; None when the guard cannot read them."""
+    style = re.sub(r"/\*.*?\*/", " ", style, flags=re.S)
+    if "\\" in style or "/*" in style:
+        return None
+    out: dict[str, str] = {}
+    for decl in style.split(";"):
+        name, colon, value = decl.partition(":")
+        if not colon:
             continue
-        m = _TAG.match(text, lt)
-        if not m or m.group(1):
-            pos = lt + 1
-            continue
-        tag = m.group(2).lower()
-        if tag in _VOID or not (tag in _HIDING_TAGS or _HIDING_ATTR.search(m.group(3))):
-            pos = m.end()
-            continue
-        end = _close(text, m.end(), tag)
-        spans.append((lt, end))
-        pos = end
+        value = re.sub(r"!\s*important\s*$", "", value.strip(), flags=re.I).strip().lower()
+        out[name.strip().lower()] = value
+    return out
 
 
-def _close(text: str, pos: int, tag: str) -> int:
-    """Where the element opened just before ``pos`` ends: after its matching close tag, or the text's end."""
-    depth = 1
-    pattern = re.compile(r"<(/?)" + re.escape(tag) + r"\b[^<>]{0,2000}>", re.I)
-    for m in pattern.finditer(text, pos):
-        depth += -1 if m.group(1) else 1
-        if depth == 0:
-            return m.end()
-    return len(text)
+def _apply(parent: _State, tag: str, attrs: dict[str, str], sheet: bool) -> _State:
+    """The state an element opened in ``parent`` gives its contents."""
+    hidden, invisible, obscured = parent.hidden, parent.invisible, parent.obscured
+    uncertain = parent.uncertain or tag in _UNCERTAIN_TAGS
+    colour, backdrop = parent.colour, parent.backdrop
+    decls = _declarations(attrs["style"]) if "style" in attrs else {}
+    if decls is None:
+        return _State(hidden, invisible, True, uncertain, colour, backdrop)
+    display = decls.get("display", "")
+    if display == "none" or ("hidden" in attrs and not display and attrs["hidden"].lower() != "until-found"):
+        hidden = True
+    if "hidden" in attrs and attrs["hidden"].lower() == "until-found":
+        obscured = True
+    if tag in _HIDDEN_TAGS or (tag == "input" and attrs.get("type", "").lower() == "hidden"):
+        hidden = True
+    vis = decls.get("visibility")
+    if vis in ("hidden", "collapse"):
+        invisible = True
+    elif vis == "visible":
+        invisible = False
+    elif vis is not None and vis not in ("inherit", "unset", "initial", "revert"):
+        obscured = True
+    if tag == "details" and "open" not in attrs:
+        obscured = True  # a closed <details> shows its <summary> only; the guard does not split the two
+    if sheet and tag not in _VOID:
+        obscured = True  # a stylesheet in the text may restyle any element: the guard cannot tell
+    for name, value in decls.items():
+        if any(f in value for f in ("var(", "calc(", "env(", "attr(", "expression(", "url(")):
+            obscured = True
+        elif name == "opacity":
+            try:
+                obscured |= float(value.rstrip("%")) / (100 if value.endswith("%") else 1) < 0.1
+            except ValueError:
+                obscured = True
+        elif name == "font-size":
+            px = _length_px(value)
+            obscured |= px is not None and px < 4 or value in ("0",)
+        elif name in ("clip", "clip-path", "transform", "filter", "mask", "mask-image", "-webkit-mask",
+                      "-webkit-text-fill-color", "-webkit-text-stroke", "zoom", "scale", "rotate",
+                      "content-visibility", "backdrop-filter", "mix-blend-mode", "text-shadow",
+                      "-webkit-background-clip", "background-clip", "columns", "writing-mode", "perspective"):
+            if value not in ("none", "auto", "normal", "visible", "initial", "unset", "inherit", "", "1", "0"):
+                obscured = True
+            elif name == "zoom" and value == "0":
+                obscured = True
+        elif name in _OFFSET_PROPS:
+            for part in value.split():
+                px = _length_px(part)
+                if px is not None and abs(px) >= 1000:
+                    obscured = True
+        elif name == "color":
+            c = _colour(value)
+            if c is None and value not in ("inherit", "initial", "unset", "currentcolor"):
+                obscured = True
+            elif c is not None:
+                colour = c
+        elif name in ("background", "background-color"):
+            c = _colour(value) if name == "background-color" else _colour(value.split()[0]) if value.split() else None
+            if c is not None and c[3] >= 0.99:
+                backdrop = c
+            elif value not in ("none", "transparent", "initial", "unset", "inherit", "") and c is None:
+                obscured = True  # an image or a gradient behind the text: the guard cannot tell its contrast
+    overflow = decls.get("overflow", "") + " " + decls.get("overflow-x", "") + " " + decls.get("overflow-y", "")
+    if "hidden" in overflow or "clip" in overflow or "scroll" in overflow or "auto" in overflow:
+        for name in _SIZE_PROPS:
+            px = _length_px(decls.get(name, "x"))
+            if px is not None and px < 2:
+                obscured = True
+    if colour is not None and unreadable(colour, backdrop):
+        obscured = True
+    elif colour is None and unreadable((0, 0, 0, 1.0), backdrop):
+        obscured = True
+    return _State(hidden, invisible, obscured, uncertain, colour, backdrop)
 
 
-def blank_hidden(text: str) -> str:
-    """``text`` with every hidden region replaced by spaces (same length, so spans stay valid)."""
-    spans = hidden_spans(text)
+def _attributes(text: str, pos: int) -> tuple[dict[str, str], int] | None:
+    """The attributes of a tag from ``pos`` (after its name) and where the tag ends; None when the tag does
+    not end within :data:`MAX_TAG` characters (or at all)."""
+    attrs: dict[str, str] = {}
+    limit = pos + MAX_TAG
+    while pos <= limit:
+        end = _TAG_END.match(text, pos)
+        if end:
+            return attrs, end.end()
+        m = _ATTR_NAME.match(text, pos)
+        if not m.group(1):
+            return None  # the end of the text
+        pos = m.end()
+        v = _ATTR_VALUE.match(text, pos)
+        value = ""
+        if v:
+            if v.group(3) is not None and v.group(3)[:1] in ("\"", "'"):
+                return None  # a quoted value that does not close within reach
+            value = next(g for g in v.groups() if g is not None)
+            pos = v.end()
+        name = m.group(1).lower()
+        if name not in attrs and len(attrs) < MAX_ATTRS:
+            attrs[name] = html.unescape(value)
+    return None
+
+
+class _Scanner:
+    """One pass of :func:`scan` (HTML's tree building, as far as visibility needs it)."""
+
+    def __init__(self, text: str):
+        self.text, self.lower = text, text.lower()
+        self.vis = Visibility(text)
+        self.sheet = bool(re.search(r"<style\b|<link\b[^<>]{0,2000}stylesheet", self.lower))
+        self.tree = bool(re.search(r"</?(?:%s)\b" % "|".join(sorted(_TREE_CHANGERS)), self.lower))
+        self.broken = False  # from here on the guard cannot tell what a browser shows (misnested, unreadable)
+        self.stack: list[tuple[str, _State, int]] = []  # (tag, the state inside, where its open tag starts)
+        self.base = _State(obscured=self.sheet)
+
+    def state(self) -> _State:
+        return self.stack[-1][1] if self.stack else self.base
+
+    def text_class(self) -> int:
+        st = self.state()
+        if st.hidden or st.invisible:  # where the tree may differ, hidden text may be shown: checked, fails closed
+            return OBSCURED if self.tree or self.broken else HIDDEN
+        if st.obscured:
+            return OBSCURED
+        return UNCERTAIN if st.uncertain or self.broken else SHOWN
+
+    def add_text(self, lo: int, hi: int) -> None:
+        self.vis._add(self.text_class(), lo, hi)
+
+    def pop_to(self, k: int, at: int) -> None:
+        for _, st, start in self.stack[k:]:
+            if st.obscured and not self.base.obscured:
+                self.vis.elements.append((start, at))
+        del self.stack[k:]
+
+    def close(self, tag: str, at: int) -> None:
+        """An end tag: pop to its element, as HTML does (an end tag that matches nothing is ignored)."""
+        for k in range(len(self.stack) - 1, -1, -1):
+            name, st, _ = self.stack[k]
+            if name == tag:
+                if tag in _FORMATTING and any(s != st for _, s, _ in self.stack[k + 1:]):
+                    self.broken = True  # misnested formatting: the adoption agency rearranges what is inside
+                self.pop_to(k, at)
+                return
+            if name in _SPECIAL and tag not in _SPECIAL and tag not in _FORMATTING:
+                return  # "any other end tag" stops at a special element
+            if name in _SPECIAL and tag in _FORMATTING:
+                self.broken = True
+                return
+
+    def open(self, tag: str, attrs: dict[str, str], lt: int, tag_end: int) -> int:
+        """A start tag ending at ``tag_end``; returns where scanning goes on."""
+        if tag in _CLOSES_P:
+            for k in range(len(self.stack) - 1, max(len(self.stack) - 32, -1), -1):
+                name = self.stack[k][0]
+                if name == "p" or (tag == "li" and name == "li") or (tag in ("dd", "dt") and name in ("dd", "dt")):
+                    self.pop_to(k, lt)
+                    break
+        parent = self.state()
+        inner = _apply(parent, tag, attrs, self.sheet)
+        if tag in _RAW_HIDDEN or tag in _RAW_UNCERTAIN:
+            close = re.compile(r"</%s[\s/>]" % re.escape(tag)).search(self.lower, tag_end)
+            hi = len(self.text) if close is None else (self.text.find(">", close.start()) + 1 or len(self.text))
+            if tag in _RAW_HIDDEN:
+                self.vis._add(HIDDEN, tag_end, hi)
+                self.vis.hidden_regions += 1
+            else:
+                self.vis._add(HIDDEN if inner.hidden or inner.invisible else UNCERTAIN, tag_end, hi)
+            if close is None and self.vis.open_to_end is None:
+                self.vis.open_to_end = lt
+            return hi
+        if tag in _VOID:
+            return tag_end
+        if (inner.hidden and not parent.hidden) or (inner.invisible and not parent.invisible):
+            self.vis.hidden_regions += 1
+        if len(self.stack) >= MAX_DEPTH:
+            inner = _State(inner.hidden, inner.invisible, True, inner.uncertain, inner.colour, inner.backdrop)
+        self.stack.append((tag, inner, lt))
+        return tag_end
+
+    def run(self) -> Visibility:
+        text, vis, pos = self.text, self.vis, 0
+        while pos < len(text):
+            lt = text.find("<", pos)
+            if lt < 0:
+                self.add_text(pos, len(text))
+                break
+            self.add_text(pos, lt)
+            if text.startswith("<!--", lt):
+                end = text.find("-->", lt + 4)
+                hi = len(text) if end < 0 else end + 3
+                vis._add(HIDDEN, lt, hi)
+                vis.hidden_regions += 1
+                if end < 0:
+                    vis.open_to_end = lt
+                pos = hi
+                continue
+            m = _TAG_OPEN.match(text, lt)
+            if not m:
+                end = text.find(">", lt + 2, lt + MAX_TAG) if _BOGUS.match(text, lt) else -1
+                if end >= 0:
+                    vis._add(HIDDEN, lt, end + 1)
+                    pos = end + 1
+                else:
+                    self.add_text(lt, lt + 1)
+                    pos = lt + 1
+                continue
+            parsed = _attributes(text, m.end())
+            if parsed is None:  # a tag the guard cannot read within reach: a browser may make it anything
+                if vis.open_to_end is None and len(text) - lt <= MAX_TAG:
+                    vis.open_to_end = lt  # a stream may still complete it
+                self.broken = True
+                self.add_text(lt, lt + 1)
+                pos = lt + 1
+                continue
+            attrs, tag_end = parsed
+            vis._add(HIDDEN, lt, tag_end)  # the markup itself
+            tag = m.group(2).lower()
+            if m.group(1):
+                self.close(tag, tag_end)
+                pos = tag_end
+            else:
+                pos = self.open(tag, attrs, lt, tag_end)
+        first = next((start for _, st, start in self.stack
+                      if st.hidden or st.invisible or st.obscured or st.uncertain), None)
+        if first is not None and not self.base.obscured:
+            vis.open_to_end = first if vis.open_to_end is None else min(vis.open_to_end, first)
+        self.pop_to(0, len(text))
+        return vis
+
+
+def scan(text: str) -> Visibility:
+    """Sort every character of ``text`` into shown, hidden, obscured and uncertain (the module's rules)."""
+    if "<" not in text:
+        return Visibility(text)
+    return _Scanner(text).run()
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
     if not spans:
         return text
     out, pos = [], 0
-    for lo, hi in spans:
+    for lo, hi in sorted(spans):
+        if hi <= pos:
+            continue
+        lo = max(lo, pos)
         out += [text[pos:lo], " " * (hi - lo)]
         pos = hi
     out.append(text[pos:])
     return "".join(out)
+
+
+def hidden_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every region a browser does not render: comments, hidden elements and markup."""
+    return scan(text).spans[HIDDEN]
+
+
+def obscured_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of text a browser renders that a reader cannot see (or the guard cannot tell)."""
+    return scan(text).spans[OBSCURED]
+
+
+def blank_hidden(text: str) -> str:
+    """The answer as checked: ``text`` with every region a browser does not render replaced by spaces (same
+    length, so spans stay valid). Obscured and uncertain text stays: it is checked, and fails closed."""
+    return _blank(text, scan(text).spans[HIDDEN])
+
+
+def passage_view(text: str) -> str:
+    """The passage as it can support: only shown text, the rest as spaces (same length), invisible
+    characters dropped (so offsets move only where those are)."""
+    v = scan(text)
+    return drop_invisible(_blank(text, v.spans[HIDDEN] + v.spans[OBSCURED] + v.spans[UNCERTAIN]))
 
 
 def drop_invisible(text: str) -> str:
@@ -95,10 +488,12 @@ def safe_link(url: str) -> bool:
 
 
 # One code point for one code point (so every span stays valid): full-width digits, brackets and
-# separators, lenticular and tortoise-shell brackets, and the dash family, as the ASCII a marker uses.
+# separators, lenticular, tortoise-shell and white square brackets, and the dash family, as the ASCII a
+# marker uses.
 _FOLD = str.maketrans({**{chr(0xFF10 + d): str(d) for d in range(10)},
                        "\uff3b": "[", "\uff3d": "]", "\u3010": "[", "\u3011": "]", "\u3014": "[", "\u3015": "]",
-                       "\u3016": "[", "\u3017": "]", "\u301a": "[", "\u301b": "]", "\uff0c": ",", "\u3001": ",",
+                       "\u3016": "[", "\u3017": "]", "\u301a": "[", "\u301b": "]", "\u27e6": "[", "\u27e7": "]",
+                       "\ufe5d": "[", "\ufe5e": "]", "\uff0c": ",", "\u3001": ",",
                        "\uff1b": ";", "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2014": "-", "\u2015": "-",
                        "\u2212": "-", "\ufe58": "-", "\ufe63": "-", "\uff0d": "-", "\u00a0": " ", "\u2009": " ",
                        "\u202f": " ", "\u3000": " "})
@@ -107,7 +502,7 @@ _FOLD = str.maketrans({**{chr(0xFF10 + d): str(d) for d in range(10)},
 def fold_markers(text: str) -> str:
     """``text`` with the characters a reader takes for marker syntax as their ASCII forms, one for one.
 
-    >>> fold_markers("X holds \uff3b\uff11\uff3d and \u30102\u3011 [1\u20143].")
-    'X holds [1] and [2] [1-3].'
+    >>> fold_markers("X holds \uff3b\uff11\uff3d and \u30102\u3011 [1\u20143] \u27e64\u27e7.")
+    'X holds [1] and [2] [1-3] [4].'
     """
     return text.translate(_FOLD)

@@ -138,12 +138,21 @@ def test_limits_have_hard_ceilings_that_no_flag_passes(capsys):
 # ---------------------------------------------------------------- what a reader sees
 
 
-@pytest.mark.parametrize("hide", [
-    "<!-- {w} -->", "<span hidden>{w}</span>", '<span style="display: none">{w}</span>',
-    '<div aria-hidden="true">{w}</div>', "<span style='font-size:0'>{w}</span>", "<script>{w}</script>",
-    "<span hidden><span>x</span>{w}</span>", "<!-- {w}",  # nested, and an unclosed comment
+@pytest.mark.parametrize("hide,outcome", [
+    ("<!-- {w} -->", "hidden"), ("<span hidden>{w}</span>", "hidden"), ('<span style="display: none">{w}</span>', "hidden"),
+    ("<script>{w}</script>", "hidden"), ("<span hidden><span>x</span>{w}</span>", "hidden"),
+    ("<!-- {w}", "no citation"),  # an unclosed comment hides the marker too: nothing a reader sees is cited
+    # rendered, but a reader cannot see it: the sentence's citation fails closed
+    ("<span style='font-size:0'>{w}</span>", "obscured"), ('<span style="opacity: 0">{w}</span>', "obscured"),
+    ('<span style="color:#fff">{w}</span>', "obscured"), ('<span style="color:transparent">{w}</span>', "obscured"),
+    ('<span style="position:absolute;left:-9999px">{w}</span>', "obscured"),
+    ('<span style="transform:scale(0)">{w}</span>', "obscured"),
+    ("<style>.x{{display:none}}</style><span class=x>{w}</span>", "obscured"),
+    # shown to a reader (a word in an attribute hides nothing): checked as part of the claim
+    ('<div aria-hidden="true">{w}</div>', "shown"), ('<span style="overflow:hidden">{w}</span>', "shown"),
+    ('<span class="hidden-xs" title="a hidden gem">{w}</span>', "shown"),
 ])
-def test_hidden_markup_in_an_answer_cannot_lift_a_verdict(hide):
+def test_hidden_markup_in_an_answer_cannot_lift_a_verdict(hide, outcome):
     words = "irreversibly inhibits cyclooxygenase which blocks thromboxane production platelets"
     bare = "Aspirin also cures migraine in every patient [1]."
     lifted = "Aspirin also cures migraine in every patient " + hide.format(w=words) + " [1]."
@@ -151,11 +160,16 @@ def test_hidden_markup_in_an_answer_cannot_lift_a_verdict(hide):
     _, r_bare = g.guard(bare, PASSAGES)
     text, r = g.guard(lifted, PASSAGES)
     assert r_bare.flagged == 1
-    if "{w}" in hide and not hide.startswith("<!-- {w}") or hide.endswith("-->"):
+    if outcome == "hidden":
         assert r.flagged == 1 and r.verified == 0 and r.hidden_regions >= 1
         assert r.audit[0].claim == r_bare.audit[0].claim  # the claim is the visible sentence
-    else:  # an unclosed comment hides the marker too: nothing a reader sees is cited
+    elif outcome == "no citation":
         assert r.n_citations == 0 and r.hidden_regions == 1
+    elif outcome == "obscured":
+        assert r.unverified == 1 and r.verified == 0 and "may not see" in r.audit[0].reason
+        assert "[1 UNVERIFIED]" in text
+    else:  # the words are the reader's too, so they are part of the claim checked
+        assert "cyclooxygenase" in r.audit[0].claim and r.unverified == 0
 
 
 def test_zero_width_characters_are_not_part_of_a_claim():
@@ -213,7 +227,7 @@ def test_a_batch_returns_one_result_or_one_error_per_answer():
     assert (res[1]["index"], res[1]["limit"]) == (1, "max_range")
     # a blank passage is nothing to check against: its citation fails closed, the answer is still guarded
     assert res[2]["guarded_answer"] == "Claim [1 UNVERIFIED]." and res[2]["report"]["unverified"] == 1
-    assert "is empty" in res[2]["report"]["audit"][0]["reason"]
+    assert "no text a reader can see" in res[2]["report"]["audit"][0]["reason"]
     c = r.json()["counts"]
     assert (c["answers"], c["failed_answers"], c["n_citations"], c["unverified"]) == (3, 1, 3, 1)
 

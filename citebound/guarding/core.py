@@ -173,7 +173,9 @@ def _other_forms(answer: str, view: str) -> list[tuple[int, int]]:
     a digit that no marker pattern parses ([1-3-5], [1a]), superscript, parenthesised, braced, angled and
     circled numbers, brackets written as character references, and a number in <sup> or <cite>."""
     found = [(m.start(), m.end()) for m in SUSPECT_RE.finditer(view)]
-    found += [(m.start(), m.end()) for m in OTHER_FORMS_RE.finditer(view)]
+    for m in OTHER_FORMS_RE.finditer(view):  # a bracket around it ([²]) is part of what the reader sees
+        lo, hi = m.start(), m.end()
+        found.append((lo - 1, hi + 1) if lo and view[lo - 1] == "[" and view[hi:hi + 1] == "]" else (lo, hi))
     for m in TAG_FORMS_RE.finditer(answer):
         if not view[m.start():m.end()].strip():
             continue  # inside a hidden element

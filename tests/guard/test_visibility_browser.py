@@ -1,0 +1,166 @@
+"""Visibility against a real browser: generated HTML fragments (hypothesis), rendered in headless Chromium.
+
+Each text node holds one unique token. The browser says which tokens are in the page's ``innerText`` and which
+of those a reader can see (the element is rendered, its box has a size on the page, its font is at least 4px,
+its colour is not transparent and stands out from the background behind it). The guard must then:
+
+* check every token in ``innerText`` in an answer (it is in :func:`blank_hidden`'s view);
+* fail closed on every token in ``innerText`` that a reader cannot see (it lies in an obscured span);
+* let a passage support with seen tokens only (:func:`passage_view` keeps nothing else).
+
+The browser is the oracle, not this code: where they disagree, the guard is wrong.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from citebound.text.visible import OBSCURED, blank_hidden, passage_view, scan
+
+pytestmark = pytest.mark.slow  # a real browser
+
+TOKEN = re.compile(r"tk\d+")
+
+DECLARATIONS = [
+    "display:none", "display:block", "display:inline", "visibility:hidden", "visibility:visible",
+    "visibility:collapse", "opacity:0", "opacity:0.5", "font-size:0", "font-size:1px", "font-size:14px",
+    "color:#fff", "color:white", "color:transparent", "color:#000", "color:red", "color:rgba(0,0,0,0)",
+    "background:#fff", "background-color:#000", "overflow:hidden", "height:0", "height:20px", "width:0",
+    "position:absolute;left:-9999px", "position:absolute;left:10px", "clip-path:inset(50%)",
+    "transform:scale(0)", "transform:none", "text-indent:-9999px", "margin-left:4px",
+]
+ATTRIBUTES = ["hidden", 'aria-hidden="true"', 'class="hidden-xs"', 'title="a hidden gem"', 'id="not-hidden"',
+              'data-hidden="false"', 'hidden="hidden"']
+TAGS = ["span", "div", "p", "b", "em", "sup", "cite", "section"]
+
+
+@st.composite
+def fragments(draw, depth=0):
+    """A well-formed fragment; every text node is a fresh token (numbered later)."""
+    n = draw(st.integers(1, 3))
+    parts = []
+    for _ in range(n):
+        kind = draw(st.sampled_from(["text", "element", "element", "comment", "raw", "input"] if depth < 4
+                                    else ["text"]))
+        if kind == "text":
+            parts.append(" TOKEN ")
+        elif kind == "comment":
+            parts.append("<!-- TOKEN -->")
+        elif kind == "raw":
+            tag = draw(st.sampled_from(["script", "template", "noscript", "title"]))
+            parts.append(f"<{tag}> TOKEN </{tag}>")
+        elif kind == "input":
+            parts.append(draw(st.sampled_from(['<input type="hidden" value="TOKEN">', '<input value="TOKEN">',
+                                               '<img alt="TOKEN">', '<br>'])))
+        else:
+            tag = draw(st.sampled_from(TAGS))
+            style = draw(st.lists(st.sampled_from(DECLARATIONS), max_size=3))
+            attrs = draw(st.lists(st.sampled_from(ATTRIBUTES), max_size=2, unique=True))
+            attrs += [f'data-note="TOKEN"'] if draw(st.booleans()) else []
+            head = " ".join([tag] + ([f'style="{";".join(style)}"'] if style else []) + attrs)
+            inner = draw(fragments(depth=depth + 1))
+            parts.append(f"<{head}>{inner}</{tag}>")
+    return "".join(parts)
+
+
+def number(fragment: str) -> str:
+    count = iter(range(10_000))
+    return re.sub("TOKEN", lambda _: f"tk{next(count)}", fragment)
+
+
+ORACLE = """() => {
+  const inner = document.body.innerText;
+  const seen = [];
+  const lum = (c) => { const f = (x) => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; };
+                       return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const rgba = (s) => { const m = s.match(/[\\d.]+/g).map(Number); return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const W = document.documentElement.scrollWidth, H = document.documentElement.scrollHeight;
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!el.checkVisibility({opacityProperty: true, visibilityProperty: true})) continue;
+    const range = document.createRange(); range.selectNodeContents(n);
+    const r = range.getBoundingClientRect();
+    if (r.width <= 0 || r.height <= 0 || r.right <= 0 || r.bottom <= 0 || r.left >= W || r.top >= H) continue;
+    const cs = getComputedStyle(el);
+    if (parseFloat(cs.fontSize) < 4) continue;
+    let op = 1; for (let e = el; e; e = e.parentElement) op *= parseFloat(getComputedStyle(e).opacity);
+    if (op < 0.1) continue;
+    const fg = rgba(cs.color);
+    if (fg[3] < 0.1) continue;
+    let bg = [255, 255, 255, 1];
+    for (let e = el; e; e = e.parentElement) { const b = rgba(getComputedStyle(e).backgroundColor);
+                                               if (b[3] >= 0.99) { bg = b; break; } }
+    const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+    if ((hi + 0.05) / (lo + 0.05) < 1.5) continue;
+    seen.push(n.textContent);
+  }
+  return {inner: inner, seen: seen.join(' ')};
+}"""
+
+
+@pytest.fixture(scope="module")
+def page():
+    playwright = pytest.importorskip("playwright.sync_api")
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not exe:
+        pytest.fail("chromium is not installed; .ci/run installs Debian's chromium for this test")
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        pg = browser.new_page(viewport={"width": 1000, "height": 800}, java_script_enabled=True)
+        yield pg
+        browser.close()
+
+
+def browser_view(page, fragment: str) -> tuple[set[str], set[str]]:
+    page.set_content(f"<!doctype html><html><body>{fragment}</body></html>")
+    out = page.evaluate(ORACLE)
+    return set(TOKEN.findall(out["inner"])), set(TOKEN.findall(out["seen"]))
+
+
+def check(page, fragment: str) -> None:
+    inner, seen = browser_view(page, fragment)
+    seen &= inner
+    checked = set(TOKEN.findall(blank_hidden(fragment)))
+    assert inner <= checked, f"shown by the browser but not checked in an answer: {inner - checked}\n{fragment}"
+    obscured = {t for lo, hi in scan(fragment).spans[OBSCURED] for t in TOKEN.findall(fragment[lo:hi])}
+    unseen = inner - seen
+    assert unseen <= obscured, f"in innerText but unseen, and not failed closed: {unseen - obscured}\n{fragment}"
+    supports = set(TOKEN.findall(passage_view(fragment)))
+    assert supports <= seen, f"supports in a passage but a reader cannot see it: {supports - seen}\n{fragment}"
+
+
+HAND_PICKED = [
+    '<div style="overflow:hidden">tk1 The moon is made of green cheese [2].</div> tk2',
+    '<span class="hidden-xs">tk1</span><span id="not-hidden">tk2</span><span title="a hidden gem">tk3</span>',
+    '<span data-hidden="false">tk1</span><span data-note="tk9">tk2</span><input type="hidden" value="tk8">',
+    '<span style="color:transparent">tk1</span><span style="clip-path:inset(50%)">tk2</span>',
+    '<span style="position:absolute;left:-9999px">tk1</span><span style="transform:scale(0)">tk2</span>',
+    '<div style="background:#fff"><span style="color:#fff">tk1</span></div><span style="color:white">tk2</span>',
+    '<div style="visibility:hidden">tk1<span style="visibility:visible">tk2</span>tk3</div>',
+    '<p style="display:none">tk1<div>tk2</div>tk3',  # a <div> closes the hidden <p>: tk2, tk3 are shown
+    '<div hidden style="display:block">tk1</div><div hidden>tk2</div>',
+    '<details><summary>tk1</summary>tk2</details><details open><summary>tk3</summary>tk4</details>',
+    '<div style="display:none"><span>tk1</div>tk2</span>',
+    '<div style="background-color:#000"><span style="color:#000">tk1</span>tk2</div>',  # black on black
+    '<div style="background-color:#000;color:#fff">tk1</div>',
+    '<span style="font-size:0">tk1<b style="font-size:16px">tk2</b></span>',
+    '<table style="display:none">tk1<tr><td>tk2</td></tr></table>',  # tk1 is foster-parented out
+    '<span style="display:n\\one">tk1</span><span style="display&#58;none">tk2</span>',
+]
+
+
+@pytest.mark.parametrize("fragment", HAND_PICKED)
+def test_hand_picked_fragments_agree_with_chromium(page, fragment):
+    check(page, fragment)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(fragments())
+def test_generated_fragments_agree_with_chromium(page, fragment):
+    check(page, number(fragment))

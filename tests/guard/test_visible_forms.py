@@ -1,0 +1,114 @@
+"""Round two of "nothing passes unchecked": what a browser shows is checked, what it hides is not, and every
+citation form a reader sees beside (or instead of) a parsed marker is parsed or sent to review. Expected
+values are worked out by hand from the rules in ``citebound/text/visible.py`` and ``citations.py``."""
+import numpy as np
+import pytest
+
+from citebound.guarding.guard import guard_answer
+from citebound.text.visible import OBSCURED, blank_hidden, passage_view, scan
+
+P = ["Aspirin reduces the risk of heart attacks in adults.", "Mitochondria produce ATP in eukaryotic cells."]
+
+
+def topic(claims, passages):
+    """1.0 iff the passage holds the claim's first word (lower case), else 0.0."""
+    s = np.array([1.0 if c.split()[0].lower() in p.lower() else 0.0 for c, p in zip(claims, passages)])
+    return s, s > 0.5
+
+
+def test_the_issue_repro_the_false_sentence_is_checked_and_flagged():
+    answer = ('<div style="overflow:hidden">The moon is made of green cheese [2].</div> '
+              "Mitochondria produce ATP in eukaryotic cells [2].")
+    text, r = guard_answer(answer, P, topic, reattribute=None)
+    assert r.n_citations == 2 and r.flagged == 1 and r.verified == 1  # before: 1 citation, budget 0
+    assert r.review_budget == pytest.approx(1 / 2)
+    assert "cheese [2 UNVERIFIED]" in text
+
+
+@pytest.mark.parametrize("attrs", ['style="overflow:hidden"', 'class="hidden-xs"', 'id="not-hidden"',
+                                   'title="a hidden gem"', 'data-hidden="false"', 'aria-hidden="true"'])
+def test_a_word_in_an_attribute_hides_nothing(attrs):
+    frag = f"<span {attrs}>Seen text [1].</span>"
+    view = blank_hidden(frag)
+    assert view.strip() == "Seen text [1]." and len(view) == len(frag)
+    assert passage_view(frag).strip() == "Seen text [1]."
+
+
+@pytest.mark.parametrize("frag,kept", [
+    ("<span hidden>x</span>y", "y"), ('<span style="display:none">x</span>y', "y"), ("<!-- x -->y", "y"),
+    ("<script>x</script>y", "y"), ("<template>x</template>y", "y"), ('<input type="hidden" value="x">y', "y"),
+    ('<div style="visibility:hidden">x<b style="visibility:visible">y</b></div>', "y"),
+    ('<p style="display:none">x<div>y</div>', "y"),  # a <div> closes the hidden <p>
+    ('<div hidden style="display:block">y</div>', "y"),  # an author display beats [hidden]
+])
+def test_only_what_a_browser_does_not_render_is_left_out_of_an_answer(frag, kept):
+    assert blank_hidden(frag).split() == [kept]
+
+
+@pytest.mark.parametrize("frag", [
+    '<span style="color:transparent">x</span>', '<span style="opacity:0">x</span>',
+    '<span style="font-size:0">x</span>', '<span style="font-size:2px">x</span>', '<span style="color:#fff">x</span>',
+    '<b style="background:#000"><i style="color:black">x</i></b>', '<span style="clip-path:inset(50%)">x</span>',
+    '<span style="position:absolute;left:-9999px">x</span>', '<span style="text-indent:-1000px">x</span>',
+    '<span style="transform:scale(0)">x</span>', '<div style="height:0;overflow:hidden">x</div>',
+    '<span style="color:var(--c)">x</span>', '<span style="col\\or:white">x</span>', "<details>x</details>",
+    "<style>p{color:white}</style><p>x</p>",
+])
+def test_text_a_reader_cannot_see_is_obscured_in_an_answer_and_supports_nothing(frag):
+    assert "x" in blank_hidden(frag)  # checked: a browser renders it
+    assert any("x" in frag[lo:hi] for lo, hi in scan(frag).spans[OBSCURED])  # and it fails closed
+    assert "x" not in passage_view(frag).split()
+
+
+@pytest.mark.parametrize("support", [
+    '<span style="color:transparent">Mitochondria produce ATP</span>', '<i data-note="Mitochondria produce ATP"></i>',
+    '<input type="hidden" value="Mitochondria produce ATP">', '<span style="clip-path:inset(50%)">Mitochondria</span>',
+    '<span style="position:absolute;top:-5000px">Mitochondria</span>', '<span style="transform:scale(0)">Mitochondria</span>',
+    '<span style="color:white;background:white">Mitochondria</span>',
+])
+def test_a_passage_whose_support_a_reader_cannot_see_supports_nothing(support):
+    _, r = guard_answer("Mitochondria produce ATP [1].", [f"Unrelated text. {support}"], topic, reattribute=None)
+    assert r.verified == 0 and r.flagged == 1
+
+
+def test_an_obscured_part_of_a_sentence_fails_every_citation_of_it_closed_and_only_that_sentence():
+    answer = ('Aspirin reduces heart attacks <span style="opacity:0">in adults</span> [1][2]. '
+              "Mitochondria produce ATP [2].")
+    text, r = guard_answer(answer, P, topic, reattribute=None)
+    assert [a.action for a in r.audit] == ["unverified", "unverified", "verified"]
+    assert r.review_budget == pytest.approx(2 / 3)
+    assert text.endswith("Mitochondria produce ATP [2].") and "[1 UNVERIFIED][2 UNVERIFIED]" in text
+
+
+@pytest.mark.parametrize("form,rewritten", [
+    ("\u00b2", "\u00b2 [UNVERIFIED]"), ("<sup>2</sup>", "<sup>2</sup> [UNVERIFIED]"), ("(2)", "(2) [UNVERIFIED]"),
+    ("&#91;2&#93;", "&#91;2&#93; [UNVERIFIED]"), ("\u207d\u00b2\u207e", "\u207d\u00b2\u207e [UNVERIFIED]"),
+    ("[\u00b2]", "[\u00b2 UNVERIFIED]"), ("{2}", "{2} [UNVERIFIED]"), ("\u27e82\u27e9", "\u27e82\u27e9 [UNVERIFIED]"),
+    ("\uff082\uff09", "\uff082\uff09 [UNVERIFIED]"), ("\u2461", "\u2461 [UNVERIFIED]"),
+    ("<cite>2</cite>", "<cite>2</cite> [UNVERIFIED]"),
+])
+def test_a_citation_form_beside_a_parsed_marker_is_sent_to_review(form, rewritten):
+    answer = f"Aspirin reduces heart attacks [1]{form}."
+    text, r = guard_answer(answer, P, topic, reattribute=None)
+    assert r.n_citations == 2 and r.verified == 1 and r.unverified == 1
+    assert r.review_budget == pytest.approx(1 / 2)
+    assert text == f"Aspirin reduces heart attacks [1]{rewritten}."
+
+
+@pytest.mark.parametrize("form,cited", [("\u27e62\u27e7", 2), ("\ufe5d2\ufe5e", 2)])
+def test_bracket_look_alikes_are_parsed_as_the_marker_they_look_like(form, cited):
+    _, r = guard_answer(f"Mitochondria produce ATP {form}.", P, topic, reattribute=None)
+    assert [a.cited for a in r.audit] == [cited] and r.verified == 1
+
+
+@pytest.mark.parametrize("text", ["Cells grow 10\u2076 fold in 5 m\u00b2 plates [2].", "Decay is 3 s\u207b\u00b9 [2].",
+                                  "Mitochondria produce 10<sup>6</sup> ATP [2].", "Mitochondria were seen in 2020 [2]."])
+def test_exponents_and_years_are_not_citations(text):
+    _, r = guard_answer(text, P, lambda c, p: (np.ones(len(c)), np.ones(len(c), bool)), reattribute=None)
+    assert r.n_citations == 1 and r.unverified == 0
+
+
+def test_a_form_alone_makes_its_sentence_cited_and_unverified_at_index_0():
+    _, r = guard_answer("Aspirin works\u00b9. Mitochondria produce ATP [0].", P, topic, base=0, reattribute=None)
+    assert sorted((a.sentence_index, a.cited, a.action) for a in r.audit) == [(0, -1, "unverified"), (1, 0, "flagged")]
+    assert r.uncited == 0 and r.review_budget == 1.0

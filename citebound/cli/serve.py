@@ -85,10 +85,21 @@ def admin_token(path: str | None) -> str | None:
         token = Path(path).read_text(encoding="utf-8").strip().splitlines()[0].strip() if Path(path).is_file() else ""
     except (OSError, UnicodeDecodeError, IndexError) as e:
         raise CLIError(f"--admin-token-file {path}: cannot read a token ({e})") from None
-    if len(token) < 16:
-        raise CLIError(f"--admin-token-file {path}: needs a token of at least 16 characters on its first line "
-                       "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))' > FILE)")
+    if len(token) < MIN_TOKEN_CHARS:
+        raise CLIError(f"--admin-token-file {path}: needs a token of at least {MIN_TOKEN_CHARS} characters on its first "
+                       "line (e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))' > FILE)")
+    bad = next((i for i, ch in enumerate(token) if not "\x21" <= ch <= "\x7e"), None)
+    if bad is not None:
+        raise CLIError(f"--admin-token-file {path}: character {bad + 1} of the token ({token[bad]!r}) cannot travel "
+                       "in an HTTP header; use printable ASCII without spaces (secrets.token_urlsafe makes one)")
+    mode = Path(path).stat().st_mode
+    if mode & 0o077:
+        print(f"warning: --admin-token-file {path} can be read by other users (mode {mode & 0o777:o}); "
+              f"chmod 600 {path}", file=sys.stderr)
     return token
+
+
+MIN_TOKEN_CHARS = 16
 
 
 def run(args: argparse.Namespace) -> int:

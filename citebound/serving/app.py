@@ -324,13 +324,29 @@ def serve(cfg: ServeConfig, host: str = "127.0.0.1", port: int = 8000, workers: 
     if workers == 1:
         uvicorn.run(create_app(cfg), host=host, port=port, log_level="info", timeout_graceful_shutdown=30)
         return
-    os.environ["CITEBOUND_SERVE_CONFIG"] = json.dumps(asdict(cfg))
-    uvicorn.run("citebound.serving.app:app_from_env", factory=True, host=host, port=port, workers=workers,
-                log_level="info", timeout_graceful_shutdown=30)
+    # the config holds secrets (the admin token, upstream credentials): the workers read it from a file only
+    # this user can read, never from the environment (readable in /proc/PID/environ); removed when serve ends
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="citebound-serve-")  # mode 0700
+    path = os.path.join(folder, "config.json")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(asdict(cfg), f)
+    os.environ["CITEBOUND_SERVE_CONFIG_FILE"] = path
+    try:
+        uvicorn.run("citebound.serving.app:app_from_env", factory=True, host=host, port=port, workers=workers,
+                    log_level="info", timeout_graceful_shutdown=30)
+    finally:
+        os.environ.pop("CITEBOUND_SERVE_CONFIG_FILE", None)
+        os.remove(path)
+        os.rmdir(folder)
 
 
 def app_from_env():
-    """The app of one uvicorn worker process (``--workers`` > 1), from ``CITEBOUND_SERVE_CONFIG``."""
-    d = json.loads(os.environ["CITEBOUND_SERVE_CONFIG"])
+    """The app of one uvicorn worker process (``--workers`` > 1), from the file ``CITEBOUND_SERVE_CONFIG_FILE``
+    names (it holds secrets, so it is never the environment itself)."""
+    with open(os.environ["CITEBOUND_SERVE_CONFIG_FILE"], encoding="utf-8") as f:
+        d = json.load(f)
     d["limits"] = Limits(**d["limits"])
     return create_app(ServeConfig(**d))

@@ -13,26 +13,54 @@ import json
 import secrets
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
 from citebound.serving.state import GuardInputError, ServiceState, refuse
 
 
-class LabelsIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    profile: str | None = Field(None, description="the calibration profile (null: the default guard)")
-    missed: int = Field(..., ge=0, description="labelled unsupported citations the guard passed")
-    unsupported: int = Field(..., ge=1, le=1_000_000, description="labelled unsupported citations in the sample")
+class _AdminIn(BaseModel):
+    """Strict: integers are JSON integers (never true, "3" or 3.0), strings are well-formed unicode."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @field_validator("*")
+    @classmethod
+    def _well_formed(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise ValueError(f"not well-formed unicode: a lone surrogate at character {e.start}") from None
+        return v
+
+
+class LabelsIn(_AdminIn):
+    profile: str | None = Field(None, max_length=200, description="the calibration profile (null: the default guard)")
+    missed: StrictInt = Field(..., ge=0, description="labelled unsupported citations the guard passed")
+    unsupported: StrictInt = Field(..., ge=1, le=1_000_000, description="labelled unsupported citations in the sample")
     group: str | None = Field(None, max_length=200, description="the calibration group they belong to (null: pooled)")
 
 
-class ResetIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    profile: str | None = Field(None, description="the calibration profile (null: the default guard)")
+class ResetIn(_AdminIn):
+    profile: str | None = Field(None, max_length=200, description="the calibration profile (null: the default guard)")
     group: str | None = Field(None, max_length=200, description="the calibration group (null: pooled)")
     by: str = Field("admin", max_length=200, description="who resets (kept in the card's history)")
+
+
+async def _admin_body(request: Request, model: type[BaseModel]) -> BaseModel | JSONResponse:
+    """The body of an admin route, read only after the token was checked: a 422 naming each field."""
+    raw = await request.body()
+    if len(raw) > 64 * 1024:
+        return JSONResponse({"detail": f"an admin request body has at most 65536 bytes, got {len(raw)}"},
+                            status_code=413)
+    try:
+        return model.model_validate_json(raw or b"{}")
+    except ValidationError as e:
+        return JSONResponse({"detail": [{"loc": ["body", *err["loc"]], "msg": err["msg"], "type": err["type"]}
+                                        for err in e.errors(include_url=False, include_input=False)]},
+                            status_code=422)
 
 
 def _cards(guard: Any) -> dict[str, Any]:
@@ -58,19 +86,8 @@ def router(state: ServiceState) -> APIRouter:
     async def monitor():
         return {name or "default": _cards(g) for name, g in state.registry.guards.items()}
 
-    def admin(request: Request) -> None:
-        """The admin-token check as a dependency: FastAPI runs it before it reads the body, so a request
-        without the token is a 401 (403 with none configured) whatever its body, never a 422 about it."""
-        from fastapi import HTTPException
-
-        if (denied := admin_denied(state, request)) is not None:
-            raise HTTPException(denied.status_code, json.loads(denied.body)["detail"], headers=dict(
-                {"WWW-Authenticate": "Bearer"} if denied.status_code == 401 else {}))
-
     def admin_change(request: Request, profile: str | None, group: str | None, change: Any):
         """An admin-token change to one monitor (a fallback group's goes to the pooled one it uses); its card."""
-        if (denied := admin_denied(state, request)) is not None:
-            return denied
         try:
             keeper, fallback = state.registry.guard_for(profile).calibrations.resolve(group)
             change(keeper)
@@ -78,18 +95,30 @@ def router(state: ServiceState) -> APIRouter:
             return refuse(e)
         return keeper.card(None if fallback else group)
 
+    # the token is checked before the body is read, so a request without it is a 401 (403 with none
+    # configured) whatever its body, never a 422 about it; the body schema is in the OpenAPI document
     @r.post("/v1/monitor/labels", responses={401: {"description": "no or wrong admin token"},
                                              403: {"description": "the service has no admin token"},
                                              422: {"description": "bad input, or a profile without a monitor"}},
-             dependencies=[Depends(admin)])
-    async def labels(req: LabelsIn, request: Request):
+             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": LabelsIn.model_json_schema()}}}})
+    async def labels(request: Request):
+        if (denied := admin_denied(state, request)) is not None:
+            return denied
+        req = await _admin_body(request, LabelsIn)
+        if isinstance(req, JSONResponse):
+            return req
         return admin_change(request, req.profile, req.group, lambda k: k.labels(req.missed, req.unsupported))
 
     @r.post("/v1/monitor/reset", responses={401: {"description": "no or wrong admin token"},
                                             403: {"description": "the service has no admin token"}},
-             dependencies=[Depends(admin)])
-    async def reset(req: ResetIn, request: Request):
+             openapi_extra={"requestBody": {"content": {"application/json": {"schema": ResetIn.model_json_schema()}}}})
+    async def reset(request: Request):
         """Start a monitor afresh (after a recalibration, say); the card's history records who and when."""
+        if (denied := admin_denied(state, request)) is not None:
+            return denied
+        req = await _admin_body(request, ResetIn)
+        if isinstance(req, JSONResponse):
+            return req
         who = f"{req.by} ({request.client.host if request.client else 'unknown'})"
         return admin_change(request, req.profile, req.group, lambda k: k.reset(who))
 

@@ -95,10 +95,15 @@ def label_counts(path: str, keeper: Any) -> tuple[int, int, int]:
     from citebound.cli.inputs import is_label, is_score
 
     tau = in_force(keeper.cal)[1]
-    missed = unsupported = unsure = 0
+    vhash = keeper.cal.get("verifier_hash")
+    missed = unsupported = unsure = foreign = n_records = 0
     for n, rec in _records(path):
         if not isinstance(rec, dict) or "label" not in rec:
             raise CLIError(f'{path}:{n}: expected a label record ("label": 0|1|null, and "passed" or "score")')
+        n_records += 1
+        if rec.get("verifier_hash") is not None and rec["verifier_hash"] != vhash:
+            foreign += 1  # labels of citations another verifier judged: they say nothing of this calibration
+            continue
         if rec["label"] is None:
             unsure += 1
             continue
@@ -116,10 +121,13 @@ def label_counts(path: str, keeper: Any) -> tuple[int, int, int]:
         if rec["label"] == 0:
             unsupported += 1
             missed += passed
+    if n_records and foreign == n_records:
+        raise CLIError(f"{path}: all {foreign} labels carry another verifier's hash than the calibration's "
+                       f"({keeper.cal.get('verifier')!r}, id {vhash}): label the citations this verifier judged")
     if unsupported:
         keeper.labels(missed, unsupported)
-    print(f"labels: {unsupported} unsupported, {missed} of them passed by the guard; {unsure} can't-tell skipped",
-          file=sys.stderr)
+    print(f"labels: {unsupported} unsupported, {missed} of them passed by the guard; {unsure} can't-tell skipped; "
+          f"{foreign} of another verifier skipped", file=sys.stderr)
     return missed, unsupported, unsure
 
 
@@ -136,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(f"group {args.group!r}'s calibration carries no monitor_scores: recalibrate")
     mon, target = keeper.monitor, keeper.cal.get("group") or "pooled"
     reports = skipped = other = 0
+    names: dict[str, int] = {}
     for n, rec in _records(args.reports):
         report = (rec.get("report") or {}) if isinstance(rec, dict) else {}
         audit = report.get("audit") if isinstance(report, dict) else None
@@ -143,11 +152,19 @@ def run(args: argparse.Namespace) -> int:
             skipped += 1
             continue
         card = report.get("guarantee_card")
-        if isinstance(card, dict) and card.get("calibrated_on", target) != target:
+        # one monitor, one calibration: a report counts only when its card names this calibration's hash
+        named = card.get("calibration_hash") if isinstance(card, dict) else None
+        if named != keeper.hash:
             other += 1
+            names[str(named)] = names.get(str(named), 0) + 1
             continue
         keeper.observe_scores(_scores(args.reports, n, audit))
         reports += 1
+    if not reports:
+        seen = ", ".join(f"{k} ({v})" for k, v in sorted(names.items(), key=lambda kv: -kv[1])[:3])
+        raise CLIError(f"{args.reports}: no report was guarded under this calibration (hash {keeper.hash}, "
+                       f"{target!r})" + (f"; the {other} reports name {seen}" if other else
+                                         f": the file holds no guarded reports ({skipped} lines without one)"))
     if args.labels:
         label_counts(args.labels, keeper)
     out = open_out(args.out)
@@ -157,5 +174,5 @@ def run(args: argparse.Namespace) -> int:
         close_out(out)
     print(f"{reports} reports, {mon.n_seen} citation scores ({skipped} lines without a report skipped, {other} reports "
           f"of another calibration than {target!r} skipped): state "
-          f"{mon.state}, martingale {mon.value:.4g} (alarm at {1 / mon.delta:g})", file=sys.stderr)
+          f"{mon.state}, martingale {mon.value:.4g} (alarm at {mon.card()['alarm_at']:g})", file=sys.stderr)
     return 0

@@ -158,3 +158,41 @@ def test_citebound_monitor_reads_guarded_reports_offline(tmp_path, capsys):
     assert main(["monitor", "--reports", str(tmp_path / "g.jsonl"), "--verifier", "lexical",
                  "--labels", str(tmp_path / "bad.jsonl")]) == 2
     assert "bad.jsonl:1" in capsys.readouterr().err
+
+
+def test_the_monitor_takes_one_calibration_and_one_verifier_only(tmp_path, capsys):
+    """#52 item 5: reports of another calibration (another hash) and labels of another verifier are skipped and
+    counted; a file with none of this calibration's is refused, as is one with no report at all."""
+    from citebound.calibrations import shipped
+    from citebound.cli.main import main
+
+    g = Guard("lexical")
+    ours = [g.guard(EXAMPLE["answer"], EXAMPLE["passages"])[1].to_dict() for _ in range(2)]
+    foreign = json.loads(json.dumps(ours[0]))
+    foreign["guarantee_card"]["calibration_hash"] = "0" * 16  # guarded under another calibration
+    foreign["audit"] = [dict(a, score=0.0) for a in foreign["audit"]] * 8  # 24 scores that would turn it suspect
+    rows = [{"report": ours[0]}, {"report": foreign}, {"report": ours[1]}]
+    (tmp_path / "g.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    vhash = shipped("lexical")["verifier_hash"]
+    labels = [{"label": 0, "passed": True, "verifier_hash": "f" * 16}] * 5 + [{"label": 0, "passed": False,
+                                                                               "verifier_hash": vhash}] * 3
+    (tmp_path / "l.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labels))
+    assert main(["monitor", "--reports", str(tmp_path / "g.jsonl"), "--verifier", "lexical",
+                 "--labels", str(tmp_path / "l.jsonl")]) == 0
+    out, err = capsys.readouterr()
+    card = json.loads(out)
+    assert card["monitor"]["deployed_scores"] == 6  # 2 reports x 3 scores; the 24 foreign ones left out
+    assert "1 reports of another calibration" in err and "5 of another verifier skipped" in err
+    assert card["monitor"]["labels"]["missed"] == 0 and card["monitor"]["labels"]["unsupported"] == 3
+    assert f"alarm at {card['monitor']['alarm_at']:g}" in err  # as the card has it (2/delta for the robust alarm)
+    # nothing of this calibration: refused, naming the hash found
+    (tmp_path / "f.jsonl").write_text(json.dumps({"report": foreign}) + "\n")
+    assert main(["monitor", "--reports", str(tmp_path / "f.jsonl"), "--verifier", "lexical"]) == 2
+    assert "0000000000000000 (1)" in capsys.readouterr().err
+    (tmp_path / "e.jsonl").write_text(json.dumps({"id": "x", "error": "refused"}) + "\n")
+    assert main(["monitor", "--reports", str(tmp_path / "e.jsonl"), "--verifier", "lexical"]) == 2
+    assert "holds no guarded reports" in capsys.readouterr().err
+    (tmp_path / "lf.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labels[:5]))
+    assert main(["monitor", "--reports", str(tmp_path / "g.jsonl"), "--verifier", "lexical",
+                 "--labels", str(tmp_path / "lf.jsonl")]) == 2
+    assert "another verifier's hash" in capsys.readouterr().err

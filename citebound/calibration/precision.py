@@ -60,9 +60,10 @@ def calibrate_precision(scores: Any, labels: Any, q: float, delta: float, suppor
     grid = np.sort(np.asarray(default_grid() if grid is None else grid, float))
     bound = fdr_bounds(scores, labels, grid, delta, supported_share_min)
     ok = bound <= q
-    tau = float(grid[ok].min()) if ok.any() else None
+    at = int(np.flatnonzero(ok)[0]) if ok.any() else None  # the smallest certified tau keeps the most citations
+    tau = float(grid[at]) if at is not None else None
     out = {"q": q, "delta": delta, "supported_share_min": supported_share_min, "certified": int(ok.sum()),
-           "tau": tau, "fdr_bound_at_tau": float(bound[ok].min()) if ok.any() else None}
+           "tau": tau, "fdr_bound_at_tau": float(bound[at]) if at is not None else None}
     out["guarantee"] = (f"with probability >= {1 - delta:.3g} over the calibration draw, at most {q:g} of the citations "
                         f"the guard passes are unsupported, if the deployment's supported share is >= "
                         f"{supported_share_min:g}" if tau is not None else

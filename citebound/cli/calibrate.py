@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from citebound.calibration.files import in_force
 from citebound.calibration.groups import check_group_name
 from citebound.cli.common import (
     DEFAULT_VERIFIER,
@@ -54,10 +55,14 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--supported-share-min", type=float, metavar="P",
                    help="with --precision: the stated assumption that the deployment's share of supported citations is "
                         "at least P (the bound holds for every share >= P)")
-    c.add_argument("--ltt-method", choices=["bonferroni", "holm", "fixed_sequence"], default="bonferroni",
-                   help="with --beta: the multiple-testing scheme over the threshold grid")
-    c.add_argument("--grid", default="0,1,201", metavar="LO,HI,N",
-                   help="with --beta: the fixed grid of thresholds tested (N points from LO to HI)")
+    c.add_argument("--accept-refuted-share", action="store_true",
+                   help="with --precision: write the calibration even when the labels' own supported share refutes "
+                        "--supported-share-min (the refutation is recorded on its card); default: refuse")
+    c.add_argument("--ltt-method", choices=["bonferroni", "holm", "fixed_sequence"], default=None,
+                   help="with --beta: the multiple-testing scheme over the threshold grid (default: bonferroni)")
+    c.add_argument("--grid", default=None, metavar="LO,HI,N",
+                   help="with --beta or --precision: the fixed grid of thresholds tested, N points from LO to HI "
+                        "(default: 0,1,201)")
     add_out_arg(c, "the calibration JSON")
     add_verifier_args(c, default=None)
     c.set_defaults(func=run)
@@ -87,6 +92,18 @@ def _check_options(args: argparse.Namespace) -> None:
     if (args.precision is None) != (args.supported_share_min is None):
         raise CLIError("--precision Q needs --supported-share-min P (the deployment's supported share is an assumption "
                        "you state), and --supported-share-min is only for --precision")
+    if args.precision is not None and args.beta is not None:
+        raise CLIError("give --precision Q or --beta B, not both: the guard deploys one threshold, certified by one "
+                       "rule")
+    if args.ltt_method is not None and args.beta is None:
+        raise CLIError(f"--ltt-method {args.ltt_method} is only for --beta (Learn-then-Test); without --beta it would "
+                       "be ignored")
+    if args.grid is not None and args.beta is None and args.precision is None:
+        raise CLIError("--grid is only for --beta or --precision; without either it would be ignored")
+    if args.accept_refuted_share and args.precision is None:
+        raise CLIError("--accept-refuted-share is only for --precision")
+    args.ltt_method = args.ltt_method or "bonferroni"
+    args.grid = args.grid or "0,1,201"
     if bool(args.scores) == bool(args.labels):
         raise CLIError("give exactly one of --scores (frozen scores) or --labels (claims to score)")
     check_out(args.out)
@@ -254,9 +271,32 @@ def _summary(scores: Any, labels: Any, args: argparse.Namespace, vname: str, vha
 
         summary["precision"] = calibrate_precision(scores, labels, args.precision, args.delta, args.supported_share_min,
                                                    _grid(args, scores))
+        check_share(summary, labels, args)
         if summary["precision"]["tau"] is None:
             summary["warnings"].append(summary["precision"]["guarantee"] + "; the guard keeps the catch-rate rule")
     return summary
+
+
+def check_share(summary: dict[str, Any], labels: Any, args: argparse.Namespace) -> None:
+    """Test the stated supported share against the labels' own: the one-sided Clopper-Pearson upper bound at
+    1 - delta on their supported share. Below --supported-share-min the labels refute it: refuse, or (with
+    --accept-refuted-share) record the refutation on the calibration's card."""
+    from citebound.calibration.binomial import upper_bound
+
+    y = np.asarray(labels, int)
+    n, k = len(y), int(y.sum())
+    upper = upper_bound(k, n, args.delta)
+    if upper >= args.supported_share_min:
+        return
+    line = (f"the labels refute --supported-share-min {args.supported_share_min:g}: {k} of {n} are supported "
+            f"({k / n:.1%}; at most {upper:.1%} at confidence {1 - args.delta:.3g}, one-sided Clopper-Pearson)")
+    if not args.accept_refuted_share:
+        raise CLIError(line + "; state the share your deployment has, or pass --accept-refuted-share if these labels "
+                              "were sampled to over-represent unsupported citations")
+    summary["precision"]["assumption_refuted"] = {"supported_share_min": args.supported_share_min, "n": n,
+                                                  "n_supported": k, "upper_bound": upper, "level": 1 - args.delta}
+    summary["precision"]["guarantee"] += f" (refuted by the calibration labels: {k} of {n} supported)"
+    summary["warnings"].append(line + "; written anyway (--accept-refuted-share), the refutation is on the card")
 
 
 def _groups(summary: dict[str, Any], r: _Read, args: argparse.Namespace, vname: str, vhash: str) -> None:
@@ -278,6 +318,16 @@ def _groups(summary: dict[str, Any], r: _Read, args: argparse.Namespace, vname: 
                                    "toward the pooled calibration only")
     for g in fallback:
         summary["warnings"].append(f"group {g!r} falls back to the pooled calibration: {summary['groups'][g]['reason']}")
+
+
+def deployed_line(summary: dict[str, Any], scores: Any) -> str:
+    """The threshold the guard deploys from this calibration, its rule and how many labelled citations it flags;
+    the conformal tau only labelled as such when it is not the one in force."""
+    kind, tau, promise = in_force(summary)
+    flagged = float(np.mean(np.asarray(scores, float) <= tau)) if len(scores) else 0.0
+    other = f"; conformal tau {summary['tau']:.6g} (not deployed)" if kind in ("pac", "precision") else ""
+    return (f"tau in force ({kind}) = {tau:.6g}, flagging {100 * flagged:.1f}% of the labelled citations{other}\n"
+            f"  guarantee: {promise}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -305,9 +355,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{head}: no threshold ({summary['no_tau_reason']}); the guard refuses this file until you label more",
               file=sys.stderr)
     else:
-        print(f"{head}: tau = {summary['tau']:.6g}, flagging {100 * summary['expected_flag_rate']['estimate']:.1f}% of "
-              f"the labelled citations", file=sys.stderr)
+        print(f"{head}: {deployed_line(summary, r.scores)}", file=sys.stderr)
     for g, e in summary.get("groups", {}).items():
-        own = "pooled (too few)" if e.get("fallback") else f"tau = {e['tau']:.6g}"
+        own = "pooled (too few)" if e.get("fallback") else f"tau in force = {in_force(e)[1]:.6g} ({in_force(e)[0]})"
         print(f"  group {g}: {e['n_unsupported']} unsupported, {e['n_supported']} supported: {own}", file=sys.stderr)
     return 0

@@ -39,8 +39,15 @@ from citebound.guarding.rewrite import by_marker as _by_marker
 from citebound.guarding.rewrite import rewrite as _rewrite
 from citebound.guarding.rewrite import target as _target
 from citebound.scoring import deadline
-from citebound.text.citations import (OTHER_FORMS_RE, SUSPECT_RE, TAG_FORMS_RE, Citation, sentence_citations, sentences,
-                                      strip_markers)
+from citebound.text.citations import (
+    OTHER_FORMS_RE,
+    SUSPECT_RE,
+    TAG_FORMS_RE,
+    Citation,
+    sentence_citations,
+    sentences,
+    strip_markers,
+)
 
 # GuardInputError (bad input) and its subclass LimitExceeded: callers catch them from here too
 from citebound.text.limits import GuardInputError, LimitExceeded, Limits, check_text  # noqa: F401

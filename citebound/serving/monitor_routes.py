@@ -9,7 +9,6 @@ a service started without a token file refuses every label post (403) and says h
 Guarding stays open."""
 from __future__ import annotations
 
-import json
 import secrets
 from typing import Any
 
@@ -47,6 +46,10 @@ class ResetIn(_AdminIn):
     profile: str | None = Field(None, max_length=200, description="the calibration profile (null: the default guard)")
     group: str | None = Field(None, max_length=200, description="the calibration group (null: pooled)")
     by: str = Field("admin", max_length=200, description="who resets (kept in the card's history)")
+
+
+def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
 
 
 async def _admin_body(request: Request, model: type[BaseModel]) -> BaseModel | JSONResponse:
@@ -100,7 +103,7 @@ def router(state: ServiceState) -> APIRouter:
     @r.post("/v1/monitor/labels", responses={401: {"description": "no or wrong admin token"},
                                              403: {"description": "the service has no admin token"},
                                              422: {"description": "bad input, or a profile without a monitor"}},
-             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": LabelsIn.model_json_schema()}}}})
+             openapi_extra=_body_schema(LabelsIn))
     async def labels(request: Request):
         if (denied := admin_denied(state, request)) is not None:
             return denied
@@ -111,7 +114,7 @@ def router(state: ServiceState) -> APIRouter:
 
     @r.post("/v1/monitor/reset", responses={401: {"description": "no or wrong admin token"},
                                             403: {"description": "the service has no admin token"}},
-             openapi_extra={"requestBody": {"content": {"application/json": {"schema": ResetIn.model_json_schema()}}}})
+             openapi_extra=_body_schema(ResetIn))
     async def reset(request: Request):
         """Start a monitor afresh (after a recalibration, say); the card's history records who and when."""
         if (denied := admin_denied(state, request)) is not None:

@@ -306,7 +306,7 @@ class _Scanner:
         self.text, self.lower = text, text.lower()
         self.vis = Visibility(text)
         self.sheet = bool(re.search(r"<style\b|<link\b[^<>]{0,2000}stylesheet", self.lower))
-        self.tree = bool(re.search(r"</?(?:%s)\b" % "|".join(sorted(_TREE_CHANGERS)), self.lower))
+        self.tree = bool(re.search(r"</?(?:{})\b".format("|".join(sorted(_TREE_CHANGERS))), self.lower))
         self.broken = False  # from here on the guard cannot tell what a browser shows (misnested, unreadable)
         self.stack: list[tuple[str, _State, int]] = []  # (tag, the state inside, where its open tag starts)
         self.base = _State(obscured=self.sheet)
@@ -357,7 +357,7 @@ class _Scanner:
         parent = self.state()
         inner = _apply(parent, tag, attrs, self.sheet)
         if tag in _RAW_HIDDEN or tag in _RAW_UNCERTAIN:
-            close = re.compile(r"</%s[\s/>]" % re.escape(tag)).search(self.lower, tag_end)
+            close = re.compile(rf"</{re.escape(tag)}[\s/>]").search(self.lower, tag_end)
             hi = len(self.text) if close is None else (self.text.find(">", close.start()) + 1 or len(self.text))
             if tag in _RAW_HIDDEN:
                 self.vis._add(HIDDEN, tag_end, hi)

@@ -58,7 +58,7 @@ def render(sents):
         marks = []
         for kind, nums in groups:
             if any(x < 0 for x in nums):  # a negative number is prose, not a marker: write it as text
-                marks.append(f"({' '.join(str(x) for x in nums)})")
+                marks.append(f"(value {' '.join(str(x) for x in nums)})")  # '(0 -1)' alone would look like a range
             elif kind == "one":
                 marks.append(f"[{nums[0]}]")
             elif kind == "list":

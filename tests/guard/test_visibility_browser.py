@@ -60,7 +60,7 @@ def fragments(draw, depth=0):
             tag = draw(st.sampled_from(TAGS))
             style = draw(st.lists(st.sampled_from(DECLARATIONS), max_size=3))
             attrs = draw(st.lists(st.sampled_from(ATTRIBUTES), max_size=2, unique=True))
-            attrs += [f'data-note="TOKEN"'] if draw(st.booleans()) else []
+            attrs += ['data-note="TOKEN"'] if draw(st.booleans()) else []
             head = " ".join([tag] + ([f'style="{";".join(style)}"'] if style else []) + attrs)
             inner = draw(fragments(depth=depth + 1))
             parts.append(f"<{head}>{inner}</{tag}>")

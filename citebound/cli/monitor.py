@@ -2,8 +2,8 @@
 
 Feeds the scores of every citation the reports verified (in file order; an invalid pointer has no
 score) to the conformal test martingale of a calibration, and prints the guarantee card it ends with:
-``ok``, ``suspect`` (the martingale reached 1/delta: deployed scores no longer look exchangeable with the
-calibration's) or ``void`` (``--labels``: labelled deployed citations reject the certified miss rate).
+``ok``, ``suspect`` (the martingale reached the card's ``alarm_at``, 2/delta for the label-shift-robust
+alarm: deployed scores no longer look like any mix of the calibration's two classes) or ``void`` (``--labels``: labelled deployed citations reject the certified miss rate).
 
 Example::
 
@@ -11,7 +11,8 @@ Example::
     citebound monitor --reports guarded.jsonl --verifier embedding
     citebound monitor --reports guarded.jsonl --calibration cal.json --labels checked.jsonl
 
-A report whose guarantee card names another calibration (another group's) is skipped and counted.
+A report whose guarantee card names another calibration (another hash: another file, or another group's)
+is skipped and counted, as are labels that carry another verifier's hash; when none match, it refuses.
 
 ``--labels``: ``citebound label``'s output on a sample of the guarded citations (``--from-reports``),
 whose scores say whether the guard passed each (score > the calibration's tau in force); or one

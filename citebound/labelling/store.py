@@ -271,7 +271,7 @@ class LabelStore:
 
 def panel(records: Sequence[Mapping[str, Any]], alpha: float, sample_size: int) -> dict[str, Any]:
     """What calibrating on these labels gives now."""
-    from citebound.calibration.files import CalibrationError, calibration_summary, guarantee_line
+    from citebound.calibration.files import CalibrationError, calibration_summary, guarantee_line, in_force
 
     scores = [float(r["score"]) for r in records if r["label"] is not None]
     labels = [int(r["label"]) for r in records if r["label"] is not None]
@@ -289,7 +289,10 @@ def panel(records: Sequence[Mapping[str, Any]], alpha: float, sample_size: int) 
         s = calibration_summary(scores, labels, alpha, 0.1, "labels", "-")
     except CalibrationError:
         return out
-    out["tau"] = s["tau"]  # None until there are enough unsupported labels
+    # the tau the guard would deploy from these labels, beside the guarantee in force (the conformal tau is
+    # deployed only when there are too few unsupported labels for the PAC one); None until there are enough
+    out["conformal_tau"] = s["tau"]
+    out["in_force"], out["tau"] = in_force(s)[:2] if s["tau"] is not None else (None, None)
     out["guarantee"] = (guarantee_line(s) if out["tau"] is not None
                         else "none yet: with tau = +inf every citation would be flagged")
     fr = s["expected_flag_rate"]

@@ -122,3 +122,23 @@ def test_the_alarm_costs_the_same_per_update_however_long_the_stream():
     size = a._log.nbytes
     a.update(np.linspace(0, 1, 5000))
     assert a._log.nbytes == size and a.n_seen == 5000 and math.isfinite(math.log(max(a.value, 1e-300)))
+
+
+def test_the_alarm_level_is_two_over_delta_not_one_over_delta():
+    """#56: pinned from the definition (delta/2 for Ville's inequality, delta/2 for the references' error): a
+    stream whose smallest martingale passes 1/delta and stays below 2/delta does not fire; it fires at the first
+    citation where it reaches 2/delta, and never before."""
+    rng = np.random.default_rng(11)
+    a = ShiftRobustAlarm(rng.uniform(0, 0.4, 1000), rng.uniform(0.3, 0.7, 250), DELTA, seed=0)
+    between = 0
+    for n, s in enumerate(rng.uniform(0.8, 1.0, 400), start=1):
+        a.update([s])
+        m = float(a.log_martingales().min())
+        if math.log(1 / DELTA) <= m < math.log(2 / DELTA):
+            between += 1
+            assert not a.suspect  # a 1/delta alarm would have fired here
+        if m >= math.log(2 / DELTA):
+            assert a.suspect and a.alarm_at == n
+            break
+        assert not a.suspect
+    assert between >= 1 and a.suspect

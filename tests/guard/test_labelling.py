@@ -114,6 +114,22 @@ def test_session_keeps_the_order_and_the_panel_matches_a_hand_calibration(tmp_pa
     # with 3 unsupported at alpha 0.2, 1/alpha - 1 = 4 are needed: one more
     few = panel([{"label": 0, "score": 0.1}] * 3 + [{"label": 1, "score": 0.9}], 0.2, 10)
     assert few["tau"] is None and few["warning"].startswith("1 more unsupported labels needed")
+    assert st["panel"]["in_force"] == "marginal"  # 6 unsupported: too few for the PAC tau, so the conformal one
+
+
+def test_the_panel_shows_the_tau_in_force_beside_its_guarantee():
+    """#52: with enough unsupported labels the guard deploys the PAC tau, and the panel shows that one (the
+    conformal tau only as conformal_tau): the PAC rank by hand, the k-th smallest unsupported score with k the
+    smallest for which P(Binomial(n, 1 - alpha) >= k) <= delta."""
+    from scipy.stats import binom
+
+    uns = [i / 400 for i in range(200)]
+    records = [{"label": 0, "score": s} for s in uns] + [{"label": 1, "score": 0.9}] * 50
+    p = panel(records, 0.1, 250)
+    n = len(uns)
+    k = next(k for k in range(1, n + 1) if binom.sf(k - 1, n, 0.9) <= 0.1)
+    assert p["in_force"] == "pac" and p["tau"] == pytest.approx(sorted(uns)[k - 1])
+    assert p["conformal_tau"] == pytest.approx(sorted(uns)[math.ceil((n + 1) * 0.9) - 1]) != p["tau"]
 
 
 def test_agreement_against_scikit_learn_and_by_hand():

@@ -100,3 +100,15 @@ def test_the_serve_block_runs_as_written(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
+
+
+def test_the_readme_taus_are_the_ones_the_shipped_calibrations_deploy():
+    """#52: every tau the README prints for a shipped calibration is the one in force (rounded as printed)."""
+    from citebound.calibration.files import in_force
+    from citebound.calibrations import shipped
+
+    m = re.search(r"above τ \(([\d.]+) for `embedding`, ([\d.]+) for `lexical`", README)
+    assert m, "the README's default-calibration sentence moved: update this test"
+    for verifier, printed in zip(("embedding", "lexical"), m.groups()):
+        kind, tau, _ = in_force(shipped(verifier))
+        assert printed == f"{tau:.{len(printed.split('.')[1])}f}", (verifier, printed, tau, kind)

@@ -26,7 +26,8 @@ conformal p-values against each class's calibration scores,
 ``p_pi = pi * p1 + (1 - pi) * p0``, uniform under the null with that ``pi``; the average over a fixed
 family of betting functions (:func:`log_bets`: power functions on either tail, and tents on the middle) of
 their products is then a test martingale for that ``pi``. The alarm fires only when the martingale is past ``2/delta``
-(``delta/2`` for Ville, ``delta/2`` for the references' error, below) for *every* ``pi`` on the grid: under the null the martingale of the true ``pi`` stays below it with
+(``delta/2`` for Ville, ``delta/2`` for the references' error, below) for *every* ``pi`` on the grid: under
+the null the martingale of the true ``pi`` stays below it with
 probability ``>= 1 - delta`` (Ville), and so does the minimum. A change of the supported share alone is
 the null with another ``pi``, so it does not fire; unsupported citations that start scoring where no
 mixture of the two classes puts them (the transfer setting: hard negatives scored between the classes)

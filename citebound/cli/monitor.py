@@ -3,7 +3,8 @@
 Feeds the scores of every citation the reports verified (in file order; an invalid pointer has no
 score) to the conformal test martingale of a calibration, and prints the guarantee card it ends with:
 ``ok``, ``suspect`` (the martingale reached the card's ``alarm_at``, 2/delta for the label-shift-robust
-alarm: deployed scores no longer look like any mix of the calibration's two classes) or ``void`` (``--labels``: labelled deployed citations reject the certified miss rate).
+alarm: deployed scores no longer look like any mix of the calibration's two classes) or ``void``
+(``--labels``: labelled deployed citations reject the certified miss rate).
 
 Example::
 

@@ -15,6 +15,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from citebound.models import uses_shipped_graph
+from citebound.scoring import deadline
 from citebound.scoring.modelpath import resolve_model
 
 
@@ -92,8 +93,8 @@ class EmbeddingVerifier:
         from citebound.verifiers.runtimes import encode_sorted
 
         with torch.inference_mode():
-            for idx, enc in encode_sorted(self.tokenizer, todo, None, max_length=self.max_length,
-                                          batch_size=self.batch_size):
+            for idx, enc in deadline.checked(encode_sorted(self.tokenizer, todo, None, max_length=self.max_length,
+                                                           batch_size=self.batch_size)):
                 enc = enc.to(self.device)
                 yield idx, mean_pool(self.forward(enc).float(), enc["attention_mask"]).cpu().numpy()
 

@@ -8,12 +8,15 @@ length-sorted batch and runs the graph. Its output is the hidden states after la
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from citebound.models import SHIPPED, GraphMissing, GraphTampered, graph_dir, shipped_graph
+from citebound.scoring import deadline
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +97,41 @@ class GraphEncoder:
         if not len(texts):
             return
         encs = self.tokenizer.encode_batch(list(texts), add_special_tokens=True)
-        for idx in sorted_batches([len(e.ids) for e in encs], self.batch_size):
+        for idx in deadline.checked(sorted_batches([len(e.ids) for e in encs], self.batch_size)):
             width = max(len(encs[i].ids) for i in idx)
             ids = np.zeros((len(idx), width), np.int64)
             mask = np.zeros((len(idx), width), np.int64)
             for r, i in enumerate(idx):
                 n = len(encs[i].ids)
                 ids[r, :n], mask[r, :n] = encs[i].ids, 1
-            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask,
-                                             "token_type_ids": np.zeros_like(ids)})[0]
+            hidden = run_stoppable(self.session, {"input_ids": ids, "attention_mask": mask,
+                                                  "token_type_ids": np.zeros_like(ids)})[0]
             yield idx, hidden, mask, ids
+
+
+def run_stoppable(session: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """``session.run`` that stops within ~50 ms when the current request gives up (ONNX Runtime's terminate
+    flag, set by a watcher while the run lasts): one batch of long windows takes seconds on two cores."""
+    import onnxruntime as ort
+
+    token = deadline.current()
+    if token is None:
+        return session.run(None, feeds)
+    token.check()
+    opts, done = ort.RunOptions(), threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.05):
+            if token.cancelled:
+                opts.terminate = True
+                return
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        return session.run(None, feeds, opts)
+    except Exception:
+        if token.cancelled:
+            raise deadline.Cancelled("the request was cancelled while its batch was being embedded") from None
+        raise
+    finally:
+        done.set()

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from transformers import AutoTokenizer
 
+from citebound.scoring import deadline
 from citebound.verifiers.runtimes import Forward, encode_sorted, runtime_of, set_threads, weights_key
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -54,8 +55,8 @@ def classify(forward: Forward, tokenizer: Any, first: Sequence[str], second: Seq
              max_length: int, batch_size: int, device: torch.device, truncation: str | bool = True) -> np.ndarray:
     """(n, n_classes) softmax probabilities, from length-sorted batches, in input order."""
     out: np.ndarray | None = None
-    for idx, enc in encode_sorted(tokenizer, first, second, max_length=max_length, batch_size=batch_size,
-                                  truncation=truncation):
+    for idx, enc in deadline.checked(encode_sorted(tokenizer, first, second, max_length=max_length,
+                                                   batch_size=batch_size, truncation=truncation)):
         p = torch.softmax(forward(enc.to(device)).float(), dim=-1).cpu().numpy()
         if out is None:
             out = np.zeros((len(first), p.shape[1]))

@@ -14,12 +14,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from citebound.scoring import deadline
 from citebound.scoring.llm_backends import api_key
 
 log = logging.getLogger(__name__)
@@ -77,11 +78,14 @@ def parse_verdict(text: str, positive: str, negative: str) -> bool | None:
     return said_positive
 
 
-def call_with_retries(fn: Callable[[], str], max_retries: int, backoff: float) -> str:
-    """Retry transient failures (5xx, 429, timeouts, connection errors) with exponential backoff."""
+def call_with_retries(fn: Callable[[], str], max_retries: int, backoff: float, token: Any = None) -> str:
+    """Retry transient failures (5xx, 429, timeouts, connection errors) with exponential backoff; with a
+    request's work ``token``, no retry starts and no backoff waits once the request is gone."""
     import openai
 
     for attempt in range(max_retries + 1):
+        if token is not None:
+            token.check()
         try:
             return fn()
         except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as e:
@@ -93,8 +97,26 @@ def call_with_retries(fn: Callable[[], str], max_retries: int, backoff: float) -
         if attempt < max_retries:
             wait = backoff * (2 ** attempt)
             log.warning("LLM call failed (%s); retry %d/%d in %.1fs", type(err).__name__, attempt + 1, max_retries, wait)
-            time.sleep(wait)
+            _sleep(wait, token)
     raise RuntimeError(f"LLM call failed after {max_retries + 1} attempts: {err}") from err
+
+
+def _sleep(seconds: float, token: Any) -> None:
+    """Sleep, waking every 0.05 s to stop (Cancelled) when the request is gone."""
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        if token is not None:
+            token.check()
+        time.sleep(min(left, 0.05))
+
+
+def _time_left(token: Any, cap: float) -> float:
+    """A call's timeout: the verifier's own, cut to what is left of the request's deadline (at least 0.1 s)."""
+    end = getattr(token, "deadline", None)
+    if end is None and token is not None:  # a merged batch: the latest deadline of its requests
+        ends = [getattr(t, "deadline", None) for t in getattr(token, "tokens", [])]
+        end = None if not ends or None in ends else max(ends)
+    return cap if end is None else max(0.1, min(cap, end - time.monotonic()))
 
 
 class LLMVerifier:
@@ -118,20 +140,22 @@ class LLMVerifier:
                                     timeout=float(cfg.get("timeout_seconds", 60)))
         self.n_unparsed = 0
 
-    def _ask(self, prompt: str) -> str:
+    def _ask(self, prompt: str, token: Any = None) -> str:
         h = ResponseStore.hash(self.model, prompt)
         cached = self.store.get(h)
         if cached is not None:
             return cached
+        cap = float(self.cfg.get("timeout_seconds", 60))
 
-        def once() -> str:
-            r = self.client.chat.completions.create(
+        def once() -> str:  # each call gets its own deadline: the request's, or the verifier's timeout
+            r = self.client.with_options(timeout=_time_left(token, cap)).chat.completions.create(
                 model=self.model, messages=[{"role": "user", "content": prompt}],
                 temperature=float(self.cfg.get("temperature", 0)), max_tokens=int(self.cfg.get("max_tokens", 8)))
             return r.choices[0].message.content or ""
 
         try:
-            text = call_with_retries(once, int(self.cfg.get("max_retries", 5)), float(self.cfg.get("backoff_seconds", 1.0)))
+            text = call_with_retries(once, int(self.cfg.get("max_retries", 5)), float(self.cfg.get("backoff_seconds", 1.0)),
+                                     token)
         except RuntimeError as e:
             from citebound.scoring.llm_backends import EndpointError, redact_url
             raise EndpointError(f"verifier {self.cfg.get('name')}: the LLM endpoint {redact_url(str(self.cfg['base_url']))} "
@@ -141,8 +165,17 @@ class LLMVerifier:
 
     def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         prompts = [self.template.format(claim=c, passage=w) for c, w in zip(claims, windows)]
-        with ThreadPoolExecutor(max_workers=int(self.cfg.get("max_concurrency", 8))) as pool:
-            answers = list(pool.map(self._ask, prompts))
+        token = deadline.current()  # the pool's threads do not see the context: the token travels by hand
+        pool = ThreadPoolExecutor(max_workers=int(self.cfg.get("max_concurrency", 8)))
+        try:
+            futures = [pool.submit(self._ask, p, token) for p in prompts]
+            while wait(futures, timeout=0.05).not_done:
+                # a request that gave up (or ran out of time) releases the verifier now, not when a hung
+                # endpoint's calls time out: the calls in flight end on their own deadline, unwaited
+                deadline.check()
+            answers = [f.result() for f in futures]
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
         verdicts = [parse_verdict(a, self.positive, self.negative) for a in answers]
         self.n_unparsed += sum(v is None for v in verdicts)
         scores = np.array([np.nan if v is None else float(v) for v in verdicts])

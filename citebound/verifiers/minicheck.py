@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoModelForSequenceClassification
 
+from citebound.scoring import deadline
 from citebound.scoring.llm_backends import build_backend
 from citebound.verifiers.hf import classify, encoder_forward, load_pretrained, string_constants
 from citebound.verifiers.runtimes import encode_sorted, quantize_model, runtime_of, set_threads
@@ -90,8 +91,8 @@ class MiniCheckVerifier:
                             max_length=self.max_length, batch_size=self.batch_size, device=self.device)[:, 1]
         if self.variant == "seq2seq":
             out = np.zeros(len(claims))
-            for idx, enc in encode_sorted(self.tokenizer, self._texts(claims, windows), None,
-                                          max_length=self.max_length, batch_size=self.batch_size):
+            for idx, enc in deadline.checked(encode_sorted(self.tokenizer, self._texts(claims, windows), None,
+                                                           max_length=self.max_length, batch_size=self.batch_size)):
                 enc = enc.to(self.device)
                 start = torch.full((len(idx), 1), int(self.model.config.decoder_start_token_id or 0),
                                    dtype=torch.long, device=self.device)
@@ -103,7 +104,7 @@ class MiniCheckVerifier:
                  {"role": "user", "content": self.user.replace("[DOCUMENT]", w).replace("[CLAIM]", c)}]
                 for c, w in zip(claims, windows)]
         p: list[float] = []
-        for i in range(0, len(msgs), self.batch_size):
+        for i in deadline.checked(range(0, len(msgs), self.batch_size)):
             p += self.backend.yes_probability(msgs[i:i + self.batch_size])
         return np.asarray(p, float)
 

@@ -29,6 +29,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from citebound.models import LAYERS, uses_shipped_graph
+from citebound.scoring import deadline
 from citebound.scoring.hashing import DESIGN_FILE, head_path, model_digest  # noqa: F401 (re-exported)
 from citebound.scoring.modelpath import resolve_model
 from citebound.verifiers.lexical import term_recall
@@ -153,8 +154,8 @@ class FrozenEncoder:
         from citebound.verifiers.runtimes import encode_sorted
 
         with torch.inference_mode():
-            for idx, enc in encode_sorted(self.tokenizer, texts, None, max_length=self.max_length,
-                                          batch_size=self.batch_size):
+            for idx, enc in deadline.checked(encode_sorted(self.tokenizer, texts, None, max_length=self.max_length,
+                                                           batch_size=self.batch_size)):
                 h = self.forward(enc).float()  # (batch, layers, seq, d)
                 mask = enc["attention_mask"].unsqueeze(1).unsqueeze(-1).to(h.dtype)
                 pooled = torch.nn.functional.normalize((h * mask).sum(2) / mask.sum(2).clamp(min=1e-9), dim=-1).numpy()

@@ -363,3 +363,49 @@ def test_a_merged_call_that_fails_fails_only_the_job_whose_units_caused_it():
     with pytest.raises(RuntimeError, match="verifier failed"):
         jobs[1].future.result()
     assert jobs[2].future.result().score.tolist()[0] == 1.0 and len(jobs[2].future.result().score) == 2
+
+
+@pytest.mark.slow  # the real embedding verifier on a large request
+@pytest.mark.parametrize("route", ["/v1/guard", "/v1/score"])
+def test_a_large_in_bounds_request_whose_client_leaves_releases_the_real_verifier(route):
+    """#52 item 3, as the issue measured it (scaled to 2 cores): A sends 60 citations over two 120,000-character
+    passages to the real embedding verifier (~800 windows to embed, ~20 s) and leaves after 2 s; B's one
+    small request, sent at 3 s, is answered within 1 s of its latency alone (it waited for A's whole
+    embedding loop before every batch checked the request)."""
+    import random
+
+    rng = random.Random(7)
+    words = [f"w{n}x" for n in range(5000)]
+
+    def passage():
+        return " ".join(rng.choice(words) for _ in range(24_000))[:120_000]
+
+    big_passages = [passage(), passage()]
+    claims = [" ".join(rng.choice(words) for _ in range(12)) for _ in range(60)]
+    answer = " ".join(f"Claim {c} [{1 + k % 2}]." for k, c in enumerate(claims))
+    small = {"answer": "Aspirin inhibits cyclooxygenase [1].", "passages": ["Aspirin inhibits cyclooxygenase."]}
+    if route == "/v1/score":
+        big = {"pairs": [{"claim": c, "passage": big_passages[k % 2]} for k, c in enumerate(claims)]}
+        small = {"pairs": [{"claim": "Aspirin inhibits cyclooxygenase.", "passage": "Aspirin inhibits cyclooxygenase."}]}
+    else:
+        big = {"answer": answer, "passages": big_passages}
+    with running(ServeConfig(verifier="embedding", request_timeout_s=120, reattributor=None)) as url:
+        t0 = time.perf_counter()
+        assert httpx.post(url + route, json=small, timeout=60).status_code == 200
+        base = time.perf_counter() - t0
+
+        def client_a():
+            try:
+                httpx.post(url + route, json=big, timeout=2.0)
+            except httpx.TimeoutException:
+                pass
+
+        a = threading.Thread(target=client_a)
+        a.start()
+        time.sleep(3.0)
+        t = time.perf_counter()
+        b = httpx.post(url + route, json=small, timeout=60)
+        b_latency = time.perf_counter() - t
+        a.join(60)
+    assert b.status_code == 200
+    assert b_latency < base + 1.0, f"B waited {b_latency:.2f} s (alone {base:.2f} s): A still held the verifier"

@@ -86,6 +86,7 @@ class _Plan:
     view: str = ""  # the answer as a reader sees it (hidden markup blanked, marker look-alikes folded)
     odd: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # per sentence: brackets it cannot read
     uncited: list[int] = field(default_factory=list)  # sentences with words and no citation
+    max_units: int = Limits.max_units_per_answer  # (claim, window) units re-attribution may add
 
 
 UNCITED = ("flag", "ignore")  # whether sentences that cite nothing count toward the review budget and block
@@ -172,7 +173,10 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
                                         reason=f"{shown[:60]} looks like a citation but is not one the guard can "
                                                "read ([N], [N, M], [N-M]): it was not checked"))
     report.n_citations = len(audits)
-    return _Plan(answer, passages, base, sents, cites, audit_of, audits, report, view, odd, uncited)
+    windows = [n_windows(len(p)) for p in passages]
+    limits.check_units(sum(windows[a.cited - base] for a in audits if a.action == "verified"))
+    return _Plan(answer, passages, base, sents, cites, audit_of, audits, report, view, odd, uncited,
+                 limits.max_units_per_answer)
 
 
 def _other_forms(answer: str, view: str) -> list[tuple[int, int]]:
@@ -211,6 +215,15 @@ def _sentences_touching(sents: list[Any], spans: list[tuple[int, int]]) -> set[i
                 out.add(sents[k].index)
             k += 1
     return out
+
+
+def n_windows(chars: int, window_chars: int = 600, stride: int = 300) -> int:
+    """How many windows the verifier scores in a passage of ``chars`` characters (at 600/300 by default).
+
+    >>> n_windows(0), n_windows(600), n_windows(601), n_windows(900), n_windows(901)
+    (1, 1, 2, 2, 3)
+    """
+    return 1 if chars <= window_chars else -(-(chars - window_chars) // stride) + 1
 
 
 class Unavailable:
@@ -304,10 +317,17 @@ def _reattribute(plans: list[_Plan], scorer: Any, tau: float | None, reattribute
             continue
         deadline.check()
         propose = reattribute.proposer(plan.passages)  # one index per answer, not per failed citation
+        units = 0  # bounded as verification is: past the answer's limit, no more proposals are scored
         for a in failed:
             cited_here = {c.passage_index for c in plan.cites[a.sentence_index] if c.passage_index >= 0}
             cited_here |= {i for i, p in enumerate(plan.passages) if not p.strip()}  # an empty one supports nothing
-            props += [(plan, a, p) for p in propose(a.claim, cited_here)]
+            for p in propose(a.claim, cited_here):
+                units += n_windows(len(plan.passages[p]))
+                if units > plan.max_units:
+                    a.reason = (a.reason + "; " if a.reason else "") + (
+                        "re-attribution stopped at the answer's max_units_per_answer limit")
+                    break
+                props.append((plan, a, p))
     j = _judge_units(scorer, [(plan, a.claim, p) for plan, a, p in props], tau)
     best: dict[int, tuple[CitationAudit, float, Evidence]] = {}
     for (_, a, _), sc, ok, ev in zip(props, j.score, j.passed, j.evidence):

@@ -59,6 +59,9 @@ class Limits:
     max_passages: int = 1000  # per answer
     max_passage_chars: int = 1_000_000  # per passage; every window of a passage is scored, none is cut
     max_answer_chars: int = 500_000
+    # (claim, window) units the verifier scores for one answer, windows counted at 600/300: what a request's
+    # memory grows with (~170 bytes a unit; 2,000,000 units: ~0.4 GB with lexical, measured in docs/GUARD.md)
+    max_units_per_answer: int = 2_000_000
     max_request_bytes: int = 32 * 1024 * 1024  # one input file / request body
     max_answers_per_request: int = 1000  # answers in one batch request to the service
     max_upstream_bytes: int = 8 * 1024 * 1024  # the guarding proxy's read of its upstream's answer (or stream)
@@ -70,7 +73,7 @@ class Limits:
     CEILINGS: ClassVar[dict[str, int]] = {
         "max_range": 10_000, "max_citations_per_sentence": 2_000, "max_citations_per_answer": 50_000,
         "max_sentences": 100_000, "max_passages": 10_000, "max_passage_chars": 10_000_000,
-        "max_answer_chars": 5_000_000, "max_request_bytes": 256 * 1024 * 1024, "max_answers_per_request": 10_000,
+        "max_answer_chars": 5_000_000, "max_units_per_answer": 20_000_000, "max_request_bytes": 256 * 1024 * 1024, "max_answers_per_request": 10_000,
         "max_upstream_bytes": 64 * 1024 * 1024, "max_stream_held_chars": 1_000_000, "upstream_read_timeout_s": 3600,
         "max_stream_s": 86_400}
 
@@ -117,6 +120,11 @@ class Limits:
         if in_answer > self.max_citations_per_answer:
             raise LimitExceeded(f"the answer makes more than {self.max_citations_per_answer} citations",
                                 "max_citations_per_answer", self.max_citations_per_answer)
+
+    def check_units(self, n: int) -> None:
+        if n > self.max_units_per_answer:
+            raise LimitExceeded(f"the answer's citations make {n} (claim, passage window) units to score",
+                                "max_units_per_answer", self.max_units_per_answer)
 
     def check_held(self, n: int) -> None:
         if n > self.max_stream_held_chars:

@@ -196,6 +196,7 @@ def _pair_units(claims: Sequence[Any], passages: Sequence[Any], window_chars: in
     unit_index: dict[tuple[str, str], int] = {}
     units: list[tuple[str, str]] = []
     pair_units: list[list[int]] = []
+    windows_of: dict[str, list[str]] = {}  # one copy of a passage's windows, however many pairs cite it
     for i, (c, p) in enumerate(zip(claims, passages)):
         if i % 64 == 0:
             deadline.check()  # a cancelled request stops here too: windowing a large batch takes seconds
@@ -205,7 +206,10 @@ def _pair_units(claims: Sequence[Any], passages: Sequence[Any], window_chars: in
             continue
         claim = str(c)[:claim_cap]
         ids = []
-        for w in make_windows(str(p), window_chars, stride)[:max_windows]:
+        text = str(p)
+        if text not in windows_of:
+            windows_of[text] = make_windows(text, window_chars, stride)[:max_windows]
+        for w in windows_of[text]:
             u = (claim, w)
             if u not in unit_index:
                 unit_index[u] = len(units)
@@ -221,7 +225,7 @@ def _judge_units(verifier: Verifier, units: list[tuple[str, str]], cache: ScoreC
     u_score = np.full(len(units), np.nan)
     u_verdict = np.zeros(len(units), dtype=bool)
     keys = []
-    for j, (c, w) in enumerate(units):
+    for j, (c, w) in enumerate(units if cache is not None else ()):  # the content hashes only a cache needs
         if j % 4096 == 0:
             deadline.check()
         keys.append(ScoreCache.key(c, w))

@@ -153,3 +153,30 @@ def test_guard_on_random_answers_keeps_its_invariants(answer, passages):
             assert a.action == "unverified" and a.marker.startswith("[")
         else:
             assert a.action == ("verified" if 1 <= a.cited <= len(passages) else "invalid")
+
+
+def test_the_units_an_answer_makes_are_bounded_at_the_limit_and_one_past_it():
+    """#52 item 3: memory grows with (claim, window) units; an answer at the limit is guarded, one unit more is
+    refused before anything is scored. Windows counted by hand at 600/300: a 1,500-character passage has
+    windows at 0, 300, 600 and 900 (the last ends at 1,500): 4."""
+    import numpy as np
+
+    from citebound.guarding.core import n_windows
+    from citebound.guarding.guard import guard_answer
+    from citebound.text.limits import LimitExceeded, Limits
+
+    # the last window starts at the first multiple of 300 whose window reaches the end: 1,000,000 - 600 = 999,400
+    # -> 300 * 3332 = 999,600, so starts 0 .. 3332: 3333 windows
+    assert n_windows(1500) == 4 and n_windows(1) == 1 and n_windows(1_000_000) == 3333
+    from citebound.verifiers.base import window_spans
+
+    assert all(n_windows(n) == len(window_spans(n, 600, 300)) for n in [0, 1, 599, 600, 601, 899, 900, 901, 1200])
+    passages = ["a " * 750, "b " * 100]  # 4 windows and 1 window
+    answer = "A holds [1]. B holds [2]. C holds [1][2]."  # 4 + 1 + 4 + 1 = 10 units
+
+    def anything(claims, windows):
+        return np.ones(len(claims)), np.ones(len(claims), bool)
+    _, r = guard_answer(answer, passages, anything, reattribute=None, limits=Limits(max_units_per_answer=10))
+    assert r.verified == 4
+    with pytest.raises(LimitExceeded, match="10 .claim, passage window. units.*max_units_per_answer"):
+        guard_answer(answer, passages, anything, reattribute=None, limits=Limits(max_units_per_answer=9))

@@ -86,9 +86,23 @@ def naive_threshold(neg_scores: Sequence[float], alpha: float) -> float:
 
 
 def pac_rank(n: int, alpha: float, delta: float) -> int:
-    """Smallest k with P(Binom(n, 1 - alpha) <= k - 1) >= 1 - delta; n + 1 if none."""
-    ks = np.arange(1, n + 2)  # k = n + 1 always qualifies (the cdf at n is 1): it stands for 'none'
-    return int(ks[binom_cdf(ks - 1, n, 1 - alpha) >= 1 - delta][0])
+    """Smallest k with P(Binom(n, 1 - alpha) <= k - 1) >= 1 - delta; n + 1 if none.
+
+    The cdf rises with k, so the rank is found by bisection: O(log n) cdf values, each O(sqrt n) past
+    :data:`~citebound.calibration.binomial.EXACT_MAX_N` (a million labels calibrate in seconds), and the same k
+    as testing every k in turn.
+
+    >>> pac_rank(10, 0.1, 0.1), pac_rank(100, 0.1, 0.1), pac_rank(5, 0.5, 0.1)
+    (11, 95, 5)
+    """
+    lo, hi = 1, n + 1  # k = n + 1 always qualifies (the cdf at n is 1): it stands for 'none'
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if binom_cdf(mid - 1, n, 1 - alpha) >= 1 - delta:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 @dataclass

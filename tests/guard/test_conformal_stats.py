@@ -153,3 +153,16 @@ def test_wilson_is_statsmodels_to_the_last_bit():
                 lo, hi = proportion_confint(k, n, alpha=alpha, method="wilson")
                 w = wilson(k, n, alpha)
                 assert (w.estimate, w.low, w.high) == (k / n, float(lo), float(hi)), (k, n, alpha)
+
+
+@pytest.mark.parametrize("alpha,delta", [(0.1, 0.1), (0.05, 0.01), (0.3, 0.2)])
+def test_pac_rank_equals_an_exhaustive_search_at_every_scale(alpha, delta):
+    """#52 item 8: the bisection deploys the same rank as testing every k with SciPy's cdf, for every n up to
+    300, around the exact/windowed switch (100,000), and at 1,000,000."""
+    from scipy.stats import binom
+
+    def exhaustive(n):
+        ks = np.arange(1, n + 2)
+        return int(ks[binom.cdf(ks - 1, n, 1 - alpha) >= 1 - delta][0])
+    for n in [*range(0, 301), 99_999, 100_000, 100_001, 1_000_000]:
+        assert pac_rank(n, alpha, delta) == exhaustive(n), n

@@ -73,7 +73,8 @@ class Limits:
     CEILINGS: ClassVar[dict[str, int]] = {
         "max_range": 10_000, "max_citations_per_sentence": 2_000, "max_citations_per_answer": 50_000,
         "max_sentences": 100_000, "max_passages": 10_000, "max_passage_chars": 10_000_000,
-        "max_answer_chars": 5_000_000, "max_units_per_answer": 20_000_000, "max_request_bytes": 256 * 1024 * 1024, "max_answers_per_request": 10_000,
+        "max_answer_chars": 5_000_000, "max_units_per_answer": 20_000_000,
+        "max_request_bytes": 256 * 1024 * 1024, "max_answers_per_request": 10_000,
         "max_upstream_bytes": 64 * 1024 * 1024, "max_stream_held_chars": 1_000_000, "upstream_read_timeout_s": 3600,
         "max_stream_s": 86_400}
 

@@ -153,6 +153,10 @@ def make_label_session(args: argparse.Namespace):
         raise CLIError(str(e)) from None
     if not items:
         raise CLIError(f"{args.input}: no citation that points at a passage, nothing to label")
+    for line in counts["skipped"]:
+        print(f"skipped: {line}", file=sys.stderr)
+    if counts["answers_skipped"]:
+        print(f"{counts['answers_skipped']} answers skipped (not sampled from); see the lines above", file=sys.stderr)
     sample = uniform_sample(items, args.sample, args.seed)
     print(f"{counts['answers']} answers, {counts['citations']} citations, {counts['invalid_not_sampled']} "
           f"invalid or unreadable (no passage; not sampled), {len(items)} to sample from; sampled {len(sample)}",

@@ -32,6 +32,12 @@ def run(args: argparse.Namespace) -> int:
             raise rec
         if not isinstance(rec, dict) or not isinstance(rec.get("claim"), str) or not isinstance(rec.get("passage"), str):
             raise CLIError(f"{args.input}:{lineno}: expected 'claim' and 'passage' strings")
+        for key in ("claim", "passage"):
+            try:
+                rec[key].encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise CLIError(f"{args.input}:{lineno}: '{key}' is not well-formed unicode (a lone surrogate at "
+                               f"character {e.start}): fix the record or drop it") from None
         recs.append(rec)
     scorer = make_scorer(args)
     s, v = scorer([r["claim"] for r in recs], [r["passage"] for r in recs])

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from citebound.labelling.store import MAX_NOTE_CHARS, LabelError, LabelSession
+from citebound.serving.models import Text
 
 PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>citebound label</title>
 <meta name="citebound-token" content="__TOKEN__">
@@ -126,9 +127,9 @@ MAX_BODY_BYTES = 16 * 1024
 
 
 class LabelIn(BaseModel):
-    item_id: str = Field(max_length=400)
+    item_id: Text = Field(max_length=400)
     judgement: Literal["supported", "unsupported", "cant_tell"]
-    note: str = Field("", max_length=MAX_NOTE_CHARS)
+    note: Text = Field("", max_length=MAX_NOTE_CHARS)
 
 
 def allowed_hosts(host: str, port: int) -> set[str]:

@@ -101,14 +101,15 @@ def _report_items(rec: Mapping[str, Any], where: str, aid: str, passages: list[s
 
 
 def citation_population(records: Sequence[Mapping[str, Any]], lines: Sequence[int], where: str, base: int = 1,
-                        limits: Any = None) -> tuple[list[Item], dict[str, int]]:
+                        limits: Any = None) -> tuple[list[Item], dict[str, Any]]:
     """Every citation that points at a passage, unscored (raw answers: parsed as the guard parses them) or
     scored (``citebound guard --echo-input`` output carries its report). Invalid citations (no passage)
     cannot be labelled against a passage and are counted, not sampled. ``where`` names the input file."""
     from citebound.guarding.guard import GuardInputError, normalise_passages, plan_citations
 
     items: list[Item] = []
-    counts = {"answers": 0, "citations": 0, "invalid_not_sampled": 0}
+    counts: dict[str, Any] = {"answers": 0, "citations": 0, "invalid_not_sampled": 0, "answers_skipped": 0,
+                              "skipped": []}
     for rec, line, aid in zip(records, lines, answer_ids(records, lines)):
         here = f"{where}:{line}"
         passages = normalise_passages(rec.get("passages", rec.get("ctxs")))
@@ -119,8 +120,10 @@ def citation_population(records: Sequence[Mapping[str, Any]], lines: Sequence[in
             continue
         try:
             sents, audits = plan_citations(rec["answer"], passages, b, limits)
-        except GuardInputError as e:
-            raise LabelError(f"{here}: {e}") from None
+        except GuardInputError as e:  # this answer only: skipped and counted, the rest are sampled from
+            counts["answers_skipped"] += 1
+            counts["skipped"].append(f"{here}: {e}")
+            continue
         for a in audits:
             counts["citations"] += 1
             if a.action == "invalid" or a.cited < 0:  # no passage, or a bracket the guard could not read
@@ -186,6 +189,9 @@ def check_record(rec: Any, where: str) -> dict[str, Any]:
     if rec.get("label", "missing") != JUDGEMENTS[rec["judgement"]] or isinstance(rec.get("label"), bool):
         raise LabelError(f"{where}: 'label' {rec.get('label')!r} does not match judgement {rec['judgement']!r} "
                          f"(expected {JUDGEMENTS[rec['judgement']]!r})")
+    if "score" not in rec:
+        raise LabelError(f"{where}: no 'score' (citebound label writes the verifier's score with each label; a "
+                         "record edited by hand needs it back, or null)")
     score = rec.get("score")
     if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)):
         raise LabelError(f"{where}: 'score' must be a finite number or null, got {score!r}")
@@ -273,8 +279,9 @@ def panel(records: Sequence[Mapping[str, Any]], alpha: float, sample_size: int) 
     """What calibrating on these labels gives now."""
     from citebound.calibration.files import CalibrationError, calibration_summary, guarantee_line, in_force
 
-    scores = [float(r["score"]) for r in records if r["label"] is not None]
-    labels = [int(r["label"]) for r in records if r["label"] is not None]
+    scored = [r for r in records if r["label"] is not None and r.get("score") is not None]  # a null score: no tau
+    scores = [float(r["score"]) for r in scored]
+    labels = [int(r["label"]) for r in scored]
     n_uns = labels.count(0)
     need = math.ceil(1 / alpha - 1)
     out: dict[str, Any] = {
@@ -360,9 +367,10 @@ def read_labels(path: str | Path) -> list[dict[str, Any]]:
     for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():
             try:
-                out.append(json.loads(line))
+                rec = json.loads(line)
             except json.JSONDecodeError as e:
                 raise LabelError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
+            out.append(check_record(rec, f"{path}:{lineno}"))  # an object with item_id, judgement, label, score
     return out
 
 

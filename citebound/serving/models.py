@@ -1,11 +1,24 @@
 """Request and response models of the service (pydantic: the OpenAPI schema comes from them)."""
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from citebound.guarding.guard import GuardReport
+
+
+def well_formed(text: str) -> str:
+    """A string that is well-formed unicode (a lone surrogate cannot be encoded, tokenised or written): a 422
+    naming the field, never a 500 later."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"not well-formed unicode: a lone surrogate at character {e.start}") from None
+    return text
+
+
+Text = Annotated[str, AfterValidator(well_formed)]
 
 
 class Passage(BaseModel):
@@ -84,8 +97,8 @@ class GuardBatchResult(BaseModel):
 
 
 class Pair(BaseModel):
-    claim: str
-    passage: str
+    claim: Text
+    passage: Text
 
 
 class ScoreRequest(BaseModel):

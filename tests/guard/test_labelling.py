@@ -63,7 +63,8 @@ META = {"sample_seed": 3, "sample_size": 5, "input_sha256": "x", "verifier": "le
 
 def test_sample_is_seeded_uniform_and_without_repeats(tmp_path):
     items, counts = population([json.loads(x) for x in answers_file(tmp_path / "a.jsonl").read_text().splitlines()])
-    assert counts == {"answers": 12, "citations": 48, "invalid_not_sampled": 0} and len(items) == 48
+    assert counts == {"answers": 12, "citations": 48, "invalid_not_sampled": 0, "answers_skipped": 0,
+                      "skipped": []} and len(items) == 48
     a, b, c = uniform_sample(items, 20, 5), uniform_sample(items, 20, 5), uniform_sample(items, 20, 6)
     assert [x.item_id for x in a] == [x.item_id for x in b] != [x.item_id for x in c]
     assert len({x.item_id for x in a}) == 20 and [x.position for x in a] == list(range(20))
@@ -80,9 +81,10 @@ def test_store_appends_undoes_atomically_and_resumes(tmp_path):
     p = tmp_path / "labels.jsonl"
     s = LabelStore(p, META)
     for i in range(3):
-        s.append({"item_id": f"i{i}", "judgement": ["unsupported", "supported"][i % 2], "label": i % 2, **META})
+        s.append({"item_id": f"i{i}", "judgement": ["unsupported", "supported"][i % 2], "label": i % 2, "score": 0.5,
+                  **META})
     assert s.undo()["item_id"] == "i2"
-    s.append({"item_id": "i2", "judgement": "cant_tell", "label": None, **META})
+    s.append({"item_id": "i2", "judgement": "cant_tell", "label": None, "score": 0.5, **META})
     again = LabelStore(p, META)
     assert [r["item_id"] for r in again.records] == ["i0", "i1", "i2"] and again.records[2]["label"] is None
     with pytest.raises(LabelError, match="sample_seed=3, this session has 4"):
@@ -334,3 +336,40 @@ def test_guard_echo_input_records_the_base_it_guarded_with(tmp_path):
     assert out["citation_base"] == 0 and out["passages"] == ["Aspirin lowers fever."]
     items, counts = population([out])  # the default base is 1; the record says 0
     assert counts["invalid_not_sampled"] == 0 and items[0].passage == "Aspirin lowers fever." and items[0].cited == 0
+
+
+def test_one_over_limit_answer_is_skipped_and_counted_not_the_whole_session(tmp_path):
+    """#52 item 9: five answers, the third past max_range: four are sampled from, the skip is counted with
+    its line."""
+    from citebound.text.limits import Limits
+
+    recs = [json.loads(x) for x in answers_file(tmp_path / "a.jsonl", 5).read_text().splitlines()]
+    recs[2]["answer"] = "Aspirin works [1-5000]."
+    items, counts = citation_population(recs, [1, 2, 3, 4, 5], "answers.jsonl", limits=Limits())
+    assert counts["answers"] == 5 and counts["answers_skipped"] == 1 and len(items) == 16  # 4 answers x 4
+    assert counts["skipped"][0].startswith("answers.jsonl:3: ") and "max_range" in counts["skipped"][0]
+    assert not any(it.answer_id == "a2" for it in items)
+
+
+@pytest.mark.parametrize("line,message", [
+    ('{"item_id": "x", "judgement": "supported", "label": 1}', "no 'score'"),
+    ('["not", "an", "object"]', "expected a JSON object"),
+    ('{"judgement": "supported", "label": 1, "score": 0.5}', "no 'item_id'"),
+])
+def test_hand_edited_label_files_are_one_clear_error_on_resume_and_in_agreement(tmp_path, capsys, line, message):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(line + "\n")
+    with pytest.raises(LabelError, match=message):
+        LabelStore(bad, META)
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({"item_id": "x", "judgement": "supported", "label": 1, "score": 0.5}) + "\n")
+    assert main(["label", "--agreement", str(good), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}:1" in err and message in err and "Traceback" not in err
+
+
+def test_a_null_score_counts_for_no_tau_but_does_not_break_the_panel():
+    records = [{"label": 0, "score": None}] + [{"label": 0, "score": 0.1 * k} for k in range(9)] + [
+        {"label": 1, "score": 0.95}]
+    p = panel(records, 0.2, 20)
+    assert p["unsupported"] == 9 and p["tau"] is not None  # the nine with a score give a tau at alpha 0.2

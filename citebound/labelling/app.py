@@ -95,7 +95,7 @@ function render(s){
   $("panel").innerHTML = `<dt>labelled</dt><dd id="p-labelled">${pn.labelled} of ${pn.sample_size}</dd>` +
     `<dt>unsupported found</dt><dd id="p-unsupported">${pn.unsupported}</dd>` +
     `<dt>supported / can't tell</dt><dd>${pn.supported} / <span id="p-cant">${pn.cant_tell}</span></dd>` +
-    `<dt>tau in force${pn.in_force ? " (" + pn.in_force + ")" : ""} at alpha = ${pn.alpha}</dt><dd id="p-tau">${tau}</dd>` +
+    `<dt>tau in force${esc(pn.in_force ? " (" + pn.in_force + ")" : "")} at alpha = ${pn.alpha}</dt><dd id="p-tau">${tau}</dd>` +
     `<dt>guarantee</dt><dd>${esc(pn.guarantee || "–")}</dd><dt>expected flag rate</dt><dd id="p-flag">${fr}</dd>`;
   $("warning").hidden = !pn.warning; $("warning").textContent = pn.warning;
   $("next").hidden = !s.done; $("next-steps").textContent = (s.next_steps || []).join("\\n");

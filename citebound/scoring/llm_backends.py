@@ -233,8 +233,15 @@ def redact_url(text: str) -> str:
     'upstream http://***@127.0.0.1:8001/v1 failed'
     >>> redact_url("http://me:p@ss@host/v1 and https://" + "t" * 2000 + "@h")
     'http://***@host/v1 and https://***@h'
+    >>> redact_url("upstream http://h/v1?api_key=SECRET&model=m failed")
+    'upstream http://h/v1?api_key=***&model=m failed'
     """
-    return _USERINFO.sub(r"\1***@", text)
+    return _SECRET_PARAM.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
+
+
+# a query parameter that carries a credential (?api_key=..., &token=...): its value as ***
+_SECRET_PARAM = re.compile(r"([?&;](?:api[-_]?key|key|token|access[-_]?token|auth|secret|password|passwd|pwd|sig|"
+                           r"signature|client[-_]?secret|x-api-key)=)[^&#\s\"'<>]{1,4096}", re.I)
 
 
 def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:

@@ -28,14 +28,7 @@ from fastapi.responses import JSONResponse
 from citebound.scoring.llm_backends import redact_url, split_userinfo  # noqa: F401 (one redaction for every face)
 from citebound.serving.models import ChatRequest
 from citebound.serving.state import GuardInputError, ServiceState, blocked, texts
-
-
-class UpstreamError(Exception):
-    """The upstream failed; ``status`` is the answer to give (502, or 504 past the deadline)."""
-
-    def __init__(self, detail: str, status: int = 502, body: str | None = None):
-        super().__init__(detail)
-        self.status, self.body = status, body
+from citebound.serving.upstream import UpstreamError, not_json, tool_calls, unchecked_fields
 
 
 async def _call_upstream(state: ServiceState, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
@@ -52,7 +45,10 @@ async def _call_upstream(state: ServiceState, url: str, body: dict[str, Any], he
     if r.status_code != 200:
         raise UpstreamError(f"answered {r.status_code}", body=raw[:2000].decode("utf-8", "replace"))
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=not_json)
+    except ValueError as e:
+        raise UpstreamError(f"answered with {e}" if "not JSON" in str(e) else "answered with malformed JSON") from None
+    try:
         choices = data["choices"]
         content = choices[0]["message"].get("content") or ""
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
@@ -81,12 +77,6 @@ def _upstream_error(shown: str, e: Exception, timeout_s: float) -> JSONResponse:
         extra = {"upstream": redact_url(e.body)} if e.body else {}
         return proxy_error(e.status, f"upstream {shown} {e}", "upstream_error", **extra)
     return proxy_error(502, f"upstream {shown} failed: {type(e).__name__}: {e}", "upstream_error")
-
-
-def tool_calls(message: Any) -> int:
-    """How many tool calls a message (or a stream delta) carries: passed through unchanged, and unchecked."""
-    calls = message.get("tool_calls") if isinstance(message, dict) else None
-    return len(calls) if isinstance(calls, list) else 0
 
 
 def router(state: ServiceState) -> APIRouter:
@@ -153,15 +143,17 @@ def router(state: ServiceState) -> APIRouter:
         if message.get("content") is not None:
             message["content"] = text
         calls = tool_calls(message)
+        fields = unchecked_fields(message)
         data["citebound"] = {"report": report.to_dict(), "verifier": state.scorer.name,
-                             "unchecked_tool_calls": calls} | ({"original_content": content} if extra.return_original
-                                                                else {})
+                             "unchecked_tool_calls": calls, "unchecked_fields": fields} | (
+            {"original_content": content} if extra.return_original else {})
         hdrs = {"X-Citebound-Citations": str(report.n_citations), "X-Citebound-Flagged": str(report.flagged),
                 "X-Citebound-Invalid": str(report.invalid), "X-Citebound-Unverified": str(report.unverified),
                 "X-Citebound-Uncited": str(report.uncited),
                 "X-Citebound-Reattributed": str(report.reattributed),
                 "X-Citebound-Review-Budget": f"{report.review_budget:.4f}",
                 "X-Citebound-Unchecked-Tool-Calls": str(calls),
+                "X-Citebound-Unchecked-Fields": ",".join(fields) or "none",
                 "X-Citebound-Guarantee": str((report.guarantee_card.get("monitor") or {}).get("state", "off"))}
         return JSONResponse(json.loads(json.dumps(data)), headers=hdrs)
 

@@ -28,6 +28,7 @@ from typing import Any
 from citebound.guarding.stream import StreamAssembler
 from citebound.scoring.llm_backends import redact_url
 from citebound.serving.state import GuardInputError, ServiceState
+from citebound.serving.upstream import UpstreamError, not_json, unchecked_fields
 from citebound.text.limits import LimitExceeded
 
 DONE = object()
@@ -83,7 +84,7 @@ def _event(payload: str) -> Any:
     if payload.strip() == "[DONE]":
         return DONE
     try:
-        return json.loads(payload)
+        return json.loads(payload, parse_constant=not_json)
     except ValueError:
         raise StreamFailure(f"the upstream sent an event that is not JSON: {payload[:200]!r}") from None
 
@@ -143,6 +144,7 @@ class StreamRun:
         self.original: list[str] = []
         self.return_original = return_original  # the unguarded text goes back only when the caller asked
         self.tool_calls = 0  # tool-call deltas passed through unchanged (unchecked)
+        self.unchecked: set[str] = set()  # other delta fields passed through unchecked (reasoning, refusal, ...)
         self.block_report: Any = None  # the report so far, once --action block withholds the rest
 
     async def _guard(self, seg: str, final: bool) -> str:
@@ -163,7 +165,8 @@ class StreamRun:
             from citebound.serving.state import without_claims
 
             body = without_claims(body)
-        out = {"report": body, "verifier": self.state.scorer.name, "unchecked_tool_calls": self.tool_calls}
+        out = {"report": body, "verifier": self.state.scorer.name, "unchecked_tool_calls": self.tool_calls,
+               "unchecked_fields": sorted(self.unchecked)}
         return out | ({"original_content": "".join(self.original)} if self.return_original else {})
 
     async def events(self, resp: Any) -> AsyncIterator[bytes]:
@@ -181,6 +184,13 @@ class StreamRun:
                 if calls is not None:  # passed through as they come: tool calls are not text the guard checks
                     self.tool_calls += sum(1 for c in calls if isinstance(c, dict) and c.get("id"))
                     yield self.meta.chunk({"tool_calls": calls})
+                delta = ev["choices"][0].get("delta") if ev.get("choices") else None
+                if fields := unchecked_fields(delta):  # function_call, reasoning, refusal: passed through, counted
+                    if "function_call" in fields and isinstance(delta["function_call"], dict) and \
+                            delta["function_call"].get("name"):
+                        self.tool_calls += 1
+                    self.unchecked.update(fields)
+                    yield self.meta.chunk({k: delta[k] for k in fields})
                 if content:
                     self.original.append(content)
                     seg = self.asm.feed(content)
@@ -223,8 +233,6 @@ class StreamRun:
 async def open_upstream(state: ServiceState, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
     """The upstream's streaming response, its status checked (a non-200 is read, bounded, into an error)."""
     import httpx
-
-    from citebound.serving.proxy import UpstreamError
 
     lim = state.cfg.limits
     timeout = httpx.Timeout(state.cfg.request_timeout_s, read=float(lim.upstream_read_timeout_s))

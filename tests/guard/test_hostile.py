@@ -518,7 +518,7 @@ def test_a_hand_edited_labels_file_names_the_line(tmp_path, line, message):
     from citebound.labelling.store import LabelError, LabelStore
 
     meta = {"sample_seed": 0, "sample_size": 2, "input_sha256": "x", "verifier": "lexical", "verifier_hash": "h"}
-    good = json.dumps({"item_id": "z", "judgement": "cant_tell", "label": None, **meta})
+    good = json.dumps({"item_id": "z", "judgement": "cant_tell", "label": None, "score": 0.5, **meta})
     p = tmp_path / "l.jsonl"
     p.write_text(good + "\n" + line + "\n")
     with pytest.raises(LabelError, match=re.escape(f"{p}:2: ") + ".*" + re.escape(message)):

@@ -187,6 +187,8 @@ def rpc_problem(line: str) -> tuple[Any, int, str] | None:
     (3, -32602, "'params' must be an object")
     >>> rpc_problem('{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"a": "\\\\ud800"}}')[1:]
     (-32602, 'params.a is not well-formed unicode (a lone surrogate)')
+    >>> rpc_problem('{"jsonrpc": "1.0", "id": 5, "method": "tools/list"}')[:2]
+    (5, -32600)
     """
     import json
     import math
@@ -207,6 +209,8 @@ def rpc_problem(line: str) -> tuple[Any, int, str] | None:
     rid = msg.get("id") if isinstance(msg.get("id"), (str, int)) and not isinstance(msg.get("id"), bool) else None
     if msg.get("id") is bad:
         return None, -32600, "the id is a number out of range"
+    if msg.get("jsonrpc") != "2.0":  # the SDK drops such a line without a word: a request gets an answer here
+        return rid, -32600, f"'jsonrpc' must be \"2.0\", got {str(msg.get('jsonrpc'))[:20]!r}"
     if "params" in msg and not isinstance(msg["params"], dict):
         return rid, -32602, "'params' must be an object"
     stack: list[tuple[str, Any]] = [("params", msg.get("params")), ("method", msg.get("method"))]

@@ -289,6 +289,12 @@ def test_mcp_answers_every_line():
         empty = ask({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
             "name": "guard_answer", "arguments": {"answer": "Aspirin works [1].", "passages": []}}})
         assert empty["id"] == 5 and "[1 INVALID]" in empty["result"]["content"][0]["text"]
+        # #52: a request of another JSON-RPC version, or of none, is answered with its id (the SDK dropped it)
+        old = ask({"jsonrpc": "1.0", "id": 6, "method": "tools/list"})
+        assert old["id"] == 6 and old["error"]["code"] == -32600 and "'jsonrpc' must be" in old["error"]["message"]
+        none = ask({"id": 7, "method": "tools/list"})
+        assert none["id"] == 7 and none["error"]["code"] == -32600
+        assert ask({"jsonrpc": "2.0", "id": 8, "method": "tools/list"})["id"] == 8  # and the session goes on
     finally:
         p.stdin.close()
         p.wait(20)

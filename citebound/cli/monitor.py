@@ -153,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         if not isinstance(audit, list):  # an answer the guard refused (its error line) has no report
             skipped += 1
             continue
+        scores = _scores(args.reports, n, audit)  # every report is read strictly, counted or not
         card = report.get("guarantee_card")
         # one monitor, one calibration: a report counts only when its card names this calibration's hash
         named = card.get("calibration_hash") if isinstance(card, dict) else None
@@ -160,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
             other += 1
             names[str(named)] = names.get(str(named), 0) + 1
             continue
-        keeper.observe_scores(_scores(args.reports, n, audit))
+        keeper.observe_scores(scores)
         reports += 1
     if not reports:
         seen = ", ".join(f"{k} ({v})" for k, v in sorted(names.items(), key=lambda kv: -kv[1])[:3])

@@ -39,20 +39,12 @@ from citebound.guarding.rewrite import by_marker as _by_marker
 from citebound.guarding.rewrite import rewrite as _rewrite
 from citebound.guarding.rewrite import target as _target
 from citebound.scoring import deadline
-from citebound.text.citations import (
-    OTHER_FORMS_RE,
-    SUSPECT_RE,
-    TAG_FORMS_RE,
-    Citation,
-    sentence_citations,
-    sentences,
-    strip_markers,
-)
+from citebound.text.citations import Citation, sentence_citations, sentences, strip_markers
+from citebound.text.forms import other_forms, sentences_touching
 
 # GuardInputError (bad input) and its subclass LimitExceeded: callers catch them from here too
 from citebound.text.limits import GuardInputError, LimitExceeded, Limits, check_text  # noqa: F401
-from citebound.text.visible import HIDDEN, OBSCURED, drop_invisible, fold_markers, passage_view, scan
-from citebound.text.visible import _blank as blank_spans
+from citebound.text.visible import HIDDEN, OBSCURED, blank_spans, drop_invisible, fold_markers, passage_view, scan
 from citebound.verifiers import SCALES
 from citebound.verifiers.base import window_spans
 
@@ -128,7 +120,7 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
     odd: dict[int, list[tuple[int, int]]] = {}
     parsed = sorted((c.start, c.end) for cs in cites.values() for c in cs)
     starts = [s.start for s in sents]
-    for lo, hi in _other_forms(answer, view):  # what a reader takes for a citation that the guard cannot read
+    for lo, hi in other_forms(answer, view):  # what a reader takes for a citation that the guard cannot read
         k = bisect.bisect_left(parsed, (hi, -1))
         if k and parsed[k - 1][1] > lo or not sents:
             continue  # overlaps a parsed marker
@@ -138,7 +130,7 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
         limits.check_citations(len(cites[si]) + len(odd[si]), total, si)
     # sentences holding text a reader may not see (styled invisible, or the guard cannot tell): their
     # citations cannot be checked against what the reader takes the claim to be
-    obscured = _sentences_touching(sents, [(lo, hi) for lo, hi in seen.spans[OBSCURED] if view[lo:hi].strip()])
+    obscured = sentences_touching(sents, [(lo, hi) for lo, hi in seen.spans[OBSCURED] if view[lo:hi].strip()])
     claims = {si: strip_markers(drop_invisible(sents[si].text)) for si, cs in cites.items() if cs or si in odd}
     uncited = [s.index for s in sents if s.index not in claims and _uncited(drop_invisible(s.text))]
     report = GuardReport(n_sentences=len(sents), n_cited_sentences=len(claims), guarantee=guarantee,
@@ -177,44 +169,6 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
     limits.check_units(sum(windows[a.cited - base] for a in audits if a.action == "verified"))
     return _Plan(answer, passages, base, sents, cites, audit_of, audits, report, view, odd, uncited,
                  limits.max_units_per_answer)
-
-
-def _other_forms(answer: str, view: str) -> list[tuple[int, int]]:
-    """Spans of what a reader takes for a citation and the guard cannot read, in reading order: brackets with
-    a digit that no marker pattern parses ([1-3-5], [1a]), superscript, parenthesised, braced, angled and
-    circled numbers, brackets written as character references, and a number in <sup> or <cite>."""
-    found = [(m.start(), m.end()) for m in SUSPECT_RE.finditer(view)]
-    for m in OTHER_FORMS_RE.finditer(view):  # a bracket around it ([²]) is part of what the reader sees
-        lo, hi = m.start(), m.end()
-        found.append((lo - 1, hi + 1) if lo and view[lo - 1] == "[" and view[hi:hi + 1] == "]" else (lo, hi))
-    for m in TAG_FORMS_RE.finditer(answer):
-        if not view[m.start():m.end()].strip():
-            continue  # inside a hidden element
-        before = answer[max(m.start() - 3, 0):m.start()]
-        if m.group(1).lower() == "sup" and re.search(r"(?:\d|(?<![^\W\d_])[^\W\d_]{1,2})$", before):
-            continue  # an exponent: 10<sup>6</sup>, m<sup>2</sup>
-        found.append((m.start(), m.end()))
-    found.sort()
-    out: list[tuple[int, int]] = []
-    for lo, hi in found:  # overlapping finds ([²] is a bracket and a superscript) are one
-        if out and lo < out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return out
-
-
-def _sentences_touching(sents: list[Any], spans: list[tuple[int, int]]) -> set[int]:
-    """Indices of the sentences that overlap any of ``spans`` (both sorted by start)."""
-    out: set[int] = set()
-    starts = [s.start for s in sents]
-    for lo, hi in spans:
-        k = max(bisect.bisect_right(starts, lo) - 1, 0)
-        while k < len(sents) and sents[k].start < hi:
-            if sents[k].end > lo:
-                out.add(sents[k].index)
-            k += 1
-    return out
 
 
 def n_windows(chars: int, window_chars: int = 600, stride: int = 300) -> int:

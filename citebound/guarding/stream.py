@@ -31,7 +31,7 @@ from typing import Any
 from citebound.guarding.report import GuardReport
 from citebound.text.citations import sentences
 from citebound.text.limits import LimitExceeded, Limits
-from citebound.text.visible import HIDDEN, MAX_TAG, _blank, scan
+from citebound.text.visible import HIDDEN, MAX_TAG, blank_spans, scan
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -63,7 +63,7 @@ def commit_point(text: str) -> int:
     what obscures it). ``text`` starts at a sentence's own start."""
     stable = text[:stable_end(text)]
     seen = scan(stable)
-    view = _blank(stable, seen.spans[HIDDEN])
+    view = blank_spans(stable, seen.spans[HIDDEN])
     sents = sentences(view)
     if len(sents) < 2:
         return 0

@@ -108,8 +108,7 @@ def citation_population(records: Sequence[Mapping[str, Any]], lines: Sequence[in
     from citebound.guarding.guard import GuardInputError, normalise_passages, plan_citations
 
     items: list[Item] = []
-    counts: dict[str, Any] = {"answers": 0, "citations": 0, "invalid_not_sampled": 0, "answers_skipped": 0,
-                              "skipped": []}
+    counts: dict[str, Any] = {"answers": 0, "citations": 0, "invalid_not_sampled": 0, "answers_skipped": 0, "skipped": []}
     for rec, line, aid in zip(records, lines, answer_ids(records, lines)):
         here = f"{where}:{line}"
         passages = normalise_passages(rec.get("passages", rec.get("ctxs")))
@@ -189,9 +188,8 @@ def check_record(rec: Any, where: str) -> dict[str, Any]:
     if rec.get("label", "missing") != JUDGEMENTS[rec["judgement"]] or isinstance(rec.get("label"), bool):
         raise LabelError(f"{where}: 'label' {rec.get('label')!r} does not match judgement {rec['judgement']!r} "
                          f"(expected {JUDGEMENTS[rec['judgement']]!r})")
-    if "score" not in rec:
-        raise LabelError(f"{where}: no 'score' (citebound label writes the verifier's score with each label; a "
-                         "record edited by hand needs it back, or null)")
+    if "score" not in rec:  # citebound label writes one with each label: a record edited by hand lost it
+        raise LabelError(f"{where}: no 'score' (the verifier's score, or null): put it back")
     score = rec.get("score")
     if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)):
         raise LabelError(f"{where}: 'score' must be a finite number or null, got {score!r}")
@@ -296,8 +294,7 @@ def panel(records: Sequence[Mapping[str, Any]], alpha: float, sample_size: int) 
         s = calibration_summary(scores, labels, alpha, 0.1, "labels", "-")
     except CalibrationError:
         return out
-    # the tau the guard would deploy from these labels, beside the guarantee in force (the conformal tau is
-    # deployed only when there are too few unsupported labels for the PAC one); None until there are enough
+    # the tau the guard would deploy (the conformal one only with too few unsupported labels for the PAC one)
     out["conformal_tau"] = s["tau"]
     out["in_force"], out["tau"] = in_force(s)[:2] if s["tau"] is not None else (None, None)
     out["guarantee"] = (guarantee_line(s) if out["tau"] is not None

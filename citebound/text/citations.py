@@ -45,25 +45,6 @@ MARKER_RE = re.compile("|".join([_LINK, _NUMERIC, _BRACKET_ID, _AUTHOR_YEAR]))
 # that MARKER_RE does not parse ([1-3-5], [1a], [ref. 2]) is 'unverified' in the guard, never dropped.
 SUSPECT_RE = re.compile(r"\[[^\[\]\n]{0,80}?\d[^\[\]\n]{0,80}\](?!\()")
 
-# Other citation forms a reader sees, which the guard does not parse: each one found (outside a parsed
-# marker) makes its sentence's citations include one 'unverified', so it goes to review, never clean.
-# Superscript digits (², ⁽²⁾, [²]) except an exponent (10⁶, m², s⁻¹: after a digit, a one- or two-letter
-# unit or a superscript minus); a parenthesised or braced number of one to three digits ((2), （2）, {2},
-# ⟨2⟩, 〈2〉); circled digits (②, ⓶, ❷); brackets written as character references (&#91;2&#93;).
-_SUP = "\u2070\u00b9\u00b2\u00b3\u2074-\u2079"
-_SMALL_NUM = r"\s*\d{1,3}(?:\s*[-,;\u2013]\s*\d{1,3}){0,20}\s*"
-OTHER_FORMS_RE = re.compile(
-    "|".join([
-        rf"(?<![\d\u207b{_SUP}])(?<!(?<![^\W\d_])[^\W\d_])(?<!(?<![^\W\d_])[^\W\d_]{{2}})"
-        rf"\u207d?[{_SUP}]{{1,6}}(?:[,\u2013-][{_SUP}]{{1,6}}){{0,10}}\u207e?(?![\u207b{_SUP}])",
-        rf"[(\uff08]{_SMALL_NUM}[)\uff09]", rf"\{{{_SMALL_NUM}\}}", rf"[\u27e8\u3008]{_SMALL_NUM}[\u27e9\u3009]",
-        "[\u2460-\u2473\u24ea-\u24ff\u2776-\u2793\u3251-\u325f\u32b1-\u32bf]",
-        r"&(?:#0*91|#x0*5b|lsqb|lbrack);[^&\n]{0,60}?&(?:#0*93|#x0*5d|rsqb|rbrack);",
-    ]), re.I)
-# <sup>…</sup> and <cite>…</cite> around a number (found in the raw answer: the view blanks the tags)
-TAG_FORMS_RE = re.compile(r"<(sup|cite)\b[^<>]{0,200}>\s*\[?\s*\d{1,3}(?:\s*[-,;\u2013]\s*\d{1,3}){0,20}\s*\]?\s*</\1\s*>",
-                          re.I)
-
 class MalformedMarker(ValueError):
     """A numeric marker the guard cannot read exactly (``[1-3-5]``): its sentence is unverified."""
 

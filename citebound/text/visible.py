@@ -41,6 +41,8 @@ import html
 import re
 from dataclasses import dataclass, field
 
+from citebound.text.css import VOID, State, element_state, unreadable  # noqa: F401 (unreadable: re-exported)
+
 # zero-width and other invisible format characters
 INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
@@ -58,11 +60,6 @@ _BOGUS = re.compile(r"<(?:!|\?|/[^a-zA-Z>])")  # <!DOCTYPE …>, <?xml …?>, </
 # elements whose contents are raw text up to their close tag
 _RAW_HIDDEN = {"script", "style", "title", "iframe", "noembed", "noframes", "noscript", "xmp"}
 _RAW_UNCERTAIN = {"textarea"}
-_HIDDEN_TAGS = {"template", "head"}
-_UNCERTAIN_TAGS = {"select", "datalist", "option", "optgroup", "svg", "math", "object", "video", "audio", "canvas",
-                   "map", "frameset", "dialog", "button", "meter", "progress", "ruby", "rt", "rp", "marquee"}
-_VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
-         "param", "keygen"}
 # opening one of these closes an open <p> (HTML's "close a p element"); an <li> closes an open <li> likewise
 _CLOSES_P = {"address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div", "dl",
              "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header",
@@ -76,30 +73,6 @@ _TREE_CHANGERS = {"table", "tbody", "thead", "tfoot", "tr", "td", "th", "caption
 _FORMATTING = {"a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u"}
 _SPECIAL = _CLOSES_P | {"li", "dd", "dt", "template", "iframe", "img", "br", "hr", "object", "select", "textarea",
                         "button", "marquee", "applet", "caption", "td", "th", "tr", "table"}
-
-_NAMED_COLOURS = {"white": (255, 255, 255), "black": (0, 0, 0), "red": (255, 0, 0), "green": (0, 128, 0),
-                  "blue": (0, 0, 255), "yellow": (255, 255, 0), "gray": (128, 128, 128), "grey": (128, 128, 128),
-                  "silver": (192, 192, 192), "snow": (255, 250, 250), "ivory": (255, 255, 240),
-                  "whitesmoke": (245, 245, 245), "ghostwhite": (248, 248, 255), "navy": (0, 0, 128),
-                  "orange": (255, 165, 0), "purple": (128, 0, 128)}
-_HEX = re.compile(r"#([0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$")
-_RGB = re.compile(r"rgba?\(\s*([\d.]+%?)[\s,]+([\d.]+%?)[\s,]+([\d.]+%?)(?:\s*[,/]\s*([\d.]+%?))?\s*\)$")
-_LENGTH = re.compile(r"(-?[\d.]+)(px|pt|em|rem|%|vw|vh|ch|ex|cm|mm|in)?$")
-_OFFSET_PROPS = ("left", "top", "right", "bottom", "margin-left", "margin-top", "margin-right", "margin-bottom",
-                 "margin", "text-indent", "inset", "translate")
-_SIZE_PROPS = ("width", "height", "max-width", "max-height")
-
-
-@dataclass(frozen=True)
-class _State:
-    """What an element passes on to its contents."""
-
-    hidden: bool = False  # display:none or inside one: nothing inside can be shown again
-    invisible: bool = False  # visibility:hidden inherited (a descendant may set visible)
-    obscured: bool = False  # rendered, but a reader cannot see it (or the guard cannot tell)
-    uncertain: bool = False
-    colour: tuple | None = None  # the inherited text colour (r, g, b, alpha); None: the default (black)
-    backdrop: tuple = (255, 255, 255, 1.0)  # the nearest background painted behind (the page's is white)
 
 
 @dataclass
@@ -122,155 +95,6 @@ class Visibility:
             runs[-1] = (runs[-1][0], max(runs[-1][1], hi))
         else:
             runs.append((lo, hi))
-
-
-def _colour(value: str) -> tuple | None:
-    v = value.strip().lower()
-    if v == "transparent":
-        return (0, 0, 0, 0.0)
-    if v in _NAMED_COLOURS:
-        return (*_NAMED_COLOURS[v], 1.0)
-    m = _HEX.match(v)
-    if m:
-        h = m.group(1)
-        if len(h) in (3, 4):
-            h = "".join(c * 2 for c in h)
-        alpha = int(h[6:8], 16) / 255 if len(h) == 8 else 1.0
-        return (int(h[0:2], 16), int(h[2:4], 16), int(h[4:6], 16), alpha)
-    m = _RGB.match(v)
-    if m:
-        def channel(x: str, scale: float) -> float:
-            return float(x[:-1]) * scale / 100 if x.endswith("%") else float(x)
-        try:
-            r, g, b = (channel(m.group(i), 255) for i in (1, 2, 3))
-            a = channel(m.group(4), 1) if m.group(4) else 1.0
-        except ValueError:
-            return None
-        return (r, g, b, min(a, 1.0))
-    return None
-
-
-def _luminance(c: tuple) -> float:
-    def lin(x: float) -> float:
-        x = min(max(x, 0), 255) / 255
-        return x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4
-    return 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2])
-
-
-def unreadable(colour: tuple, backdrop: tuple) -> bool:
-    """Text a reader cannot tell from its background: nearly transparent, or a contrast ratio under 1.5
-    (WCAG's ratio; black on white is 21).
-
-    >>> unreadable((255, 255, 255, 1.0), (255, 255, 255, 1.0)), unreadable((0, 0, 0, 1.0), (255, 255, 255, 1.0))
-    (True, False)
-    """
-    if colour[3] < 0.1:
-        return True
-    hi, lo = sorted((_luminance(colour), _luminance(backdrop)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05) < 1.5
-
-
-def _length_px(value: str) -> float | None:
-    m = _LENGTH.match(value.strip().lower())
-    if not m:
-        return None
-    try:
-        x = float(m.group(1))
-    except ValueError:
-        return None
-    unit = m.group(2) or "px"
-    return x * {"px": 1, "pt": 4 / 3, "em": 16, "rem": 16, "%": 0.16, "vw": 8, "vh": 6, "ch": 8, "ex": 8,
-                "cm": 37.8, "mm": 3.78, "in": 96}[unit]
-
-
-def _declarations(style: str) -> dict[str, str] | None:
-    """The declarations of a style attribute, lower-cased; None when the guard cannot read them."""
-    style = re.sub(r"/\*.*?\*/", " ", style, flags=re.S)
-    if "\\" in style or "/*" in style:
-        return None
-    out: dict[str, str] = {}
-    for decl in style.split(";"):
-        name, colon, value = decl.partition(":")
-        if not colon:
-            continue
-        value = re.sub(r"!\s*important\s*$", "", value.strip(), flags=re.I).strip().lower()
-        out[name.strip().lower()] = value
-    return out
-
-
-def _apply(parent: _State, tag: str, attrs: dict[str, str], sheet: bool) -> _State:
-    """The state an element opened in ``parent`` gives its contents."""
-    hidden, invisible, obscured = parent.hidden, parent.invisible, parent.obscured
-    uncertain = parent.uncertain or tag in _UNCERTAIN_TAGS
-    colour, backdrop = parent.colour, parent.backdrop
-    decls = _declarations(attrs["style"]) if "style" in attrs else {}
-    if decls is None:
-        return _State(hidden, invisible, True, uncertain, colour, backdrop)
-    display = decls.get("display", "")
-    if display == "none" or ("hidden" in attrs and not display and attrs["hidden"].lower() != "until-found"):
-        hidden = True
-    if "hidden" in attrs and attrs["hidden"].lower() == "until-found":
-        obscured = True
-    if tag in _HIDDEN_TAGS or (tag == "input" and attrs.get("type", "").lower() == "hidden"):
-        hidden = True
-    vis = decls.get("visibility")
-    if vis in ("hidden", "collapse"):
-        invisible = True
-    elif vis == "visible":
-        invisible = False
-    elif vis is not None and vis not in ("inherit", "unset", "initial", "revert"):
-        obscured = True
-    if tag == "details" and "open" not in attrs:
-        obscured = True  # a closed <details> shows its <summary> only; the guard does not split the two
-    if sheet and tag not in _VOID:
-        obscured = True  # a stylesheet in the text may restyle any element: the guard cannot tell
-    for name, value in decls.items():
-        if any(f in value for f in ("var(", "calc(", "env(", "attr(", "expression(", "url(")):
-            obscured = True
-        elif name == "opacity":
-            try:
-                obscured |= float(value.rstrip("%")) / (100 if value.endswith("%") else 1) < 0.1
-            except ValueError:
-                obscured = True
-        elif name == "font-size":
-            px = _length_px(value)
-            obscured |= px is not None and px < 4 or value in ("0",)
-        elif name in ("clip", "clip-path", "transform", "filter", "mask", "mask-image", "-webkit-mask",
-                      "-webkit-text-fill-color", "-webkit-text-stroke", "zoom", "scale", "rotate",
-                      "content-visibility", "backdrop-filter", "mix-blend-mode", "text-shadow",
-                      "-webkit-background-clip", "background-clip", "columns", "writing-mode", "perspective"):
-            if value not in ("none", "auto", "normal", "visible", "initial", "unset", "inherit", "", "1", "0"):
-                obscured = True
-            elif name == "zoom" and value == "0":
-                obscured = True
-        elif name in _OFFSET_PROPS:
-            for part in value.split():
-                px = _length_px(part)
-                if px is not None and abs(px) >= 1000:
-                    obscured = True
-        elif name == "color":
-            c = _colour(value)
-            if c is None and value not in ("inherit", "initial", "unset", "currentcolor"):
-                obscured = True
-            elif c is not None:
-                colour = c
-        elif name in ("background", "background-color"):
-            c = _colour(value) if name == "background-color" else _colour(value.split()[0]) if value.split() else None
-            if c is not None and c[3] >= 0.99:
-                backdrop = c
-            elif value not in ("none", "transparent", "initial", "unset", "inherit", "") and c is None:
-                obscured = True  # an image or a gradient behind the text: the guard cannot tell its contrast
-    overflow = decls.get("overflow", "") + " " + decls.get("overflow-x", "") + " " + decls.get("overflow-y", "")
-    if "hidden" in overflow or "clip" in overflow or "scroll" in overflow or "auto" in overflow:
-        for name in _SIZE_PROPS:
-            px = _length_px(decls.get(name, "x"))
-            if px is not None and px < 2:
-                obscured = True
-    if colour is not None and unreadable(colour, backdrop):
-        obscured = True
-    elif colour is None and unreadable((0, 0, 0, 1.0), backdrop):
-        obscured = True
-    return _State(hidden, invisible, obscured, uncertain, colour, backdrop)
 
 
 def _attributes(text: str, pos: int) -> tuple[dict[str, str], int] | None:
@@ -308,10 +132,10 @@ class _Scanner:
         self.sheet = bool(re.search(r"<style\b|<link\b[^<>]{0,2000}stylesheet", self.lower))
         self.tree = bool(re.search(r"</?(?:{})\b".format("|".join(sorted(_TREE_CHANGERS))), self.lower))
         self.broken = False  # from here on the guard cannot tell what a browser shows (misnested, unreadable)
-        self.stack: list[tuple[str, _State, int]] = []  # (tag, the state inside, where its open tag starts)
-        self.base = _State(obscured=self.sheet)
+        self.stack: list[tuple[str, State, int]] = []  # (tag, the state inside, where its open tag starts)
+        self.base = State(obscured=self.sheet)
 
-    def state(self) -> _State:
+    def state(self) -> State:
         return self.stack[-1][1] if self.stack else self.base
 
     def text_class(self) -> int:
@@ -355,7 +179,7 @@ class _Scanner:
                     self.pop_to(k, lt)
                     break
         parent = self.state()
-        inner = _apply(parent, tag, attrs, self.sheet)
+        inner = element_state(parent, tag, attrs, self.sheet)
         if tag in _RAW_HIDDEN or tag in _RAW_UNCERTAIN:
             close = re.compile(rf"</{re.escape(tag)}[\s/>]").search(self.lower, tag_end)
             hi = len(self.text) if close is None else (self.text.find(">", close.start()) + 1 or len(self.text))
@@ -367,12 +191,12 @@ class _Scanner:
             if close is None and self.vis.open_to_end is None:
                 self.vis.open_to_end = lt
             return hi
-        if tag in _VOID:
+        if tag in VOID:
             return tag_end
         if (inner.hidden and not parent.hidden) or (inner.invisible and not parent.invisible):
             self.vis.hidden_regions += 1
         if len(self.stack) >= MAX_DEPTH:
-            inner = _State(inner.hidden, inner.invisible, True, inner.uncertain, inner.colour, inner.backdrop)
+            inner = State(inner.hidden, inner.invisible, True, inner.uncertain, inner.colour, inner.backdrop)
         self.stack.append((tag, inner, lt))
         return tag_end
 
@@ -434,7 +258,7 @@ def scan(text: str) -> Visibility:
     return _Scanner(text).run()
 
 
-def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+def blank_spans(text: str, spans: list[tuple[int, int]]) -> str:
     if not spans:
         return text
     out, pos = [], 0
@@ -461,14 +285,14 @@ def obscured_spans(text: str) -> list[tuple[int, int]]:
 def blank_hidden(text: str) -> str:
     """The answer as checked: ``text`` with every region a browser does not render replaced by spaces (same
     length, so spans stay valid). Obscured and uncertain text stays: it is checked, and fails closed."""
-    return _blank(text, scan(text).spans[HIDDEN])
+    return blank_spans(text, scan(text).spans[HIDDEN])
 
 
 def passage_view(text: str) -> str:
     """The passage as it can support: only shown text, the rest as spaces (same length), invisible
     characters dropped (so offsets move only where those are)."""
     v = scan(text)
-    return drop_invisible(_blank(text, v.spans[HIDDEN] + v.spans[OBSCURED] + v.spans[UNCERTAIN]))
+    return drop_invisible(blank_spans(text, v.spans[HIDDEN] + v.spans[OBSCURED] + v.spans[UNCERTAIN]))
 
 
 def drop_invisible(text: str) -> str:

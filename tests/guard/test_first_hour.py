@@ -176,7 +176,10 @@ def test_calibrate_prints_a_one_line_summary(tmp_path, capsys):
     src = tmp_path / "s.jsonl"
     src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     rc, out, err = run(["calibrate", "--scores", str(src), "--verifier-id", "x", "--alpha", "0.5"], capsys)
-    assert rc == 0 and "calibrated x on 20 labels (11 unsupported): tau = " in err
+    # by hand: PAC k = 9 (P(Binom(11, 0.5) <= 8) = 1981/2048 >= 0.9, <= 7 is 1816/2048), so tau = the 9th
+    # unsupported score 0.40, which flags the 9 scores <= 0.40 of 20; the conformal k = ceil(12 x 0.5) = 6: 0.25
+    assert rc == 0 and ("calibrated x on 20 labels (11 unsupported): tau in force (pac) = 0.4, flagging 45.0% of the "
+                        "labelled citations; conformal tau 0.25 (not deployed)") in err
 
 
 @pytest.mark.slow  # eleven fresh interpreters

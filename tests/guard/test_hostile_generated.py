@@ -100,7 +100,11 @@ def test_every_cli_reader_answers_a_hostile_file_with_one_line(reader, line, bef
     with tempfile.TemporaryDirectory() as d:
         shutil_cal = Path(__file__).resolve().parents[2] / "citebound" / "calibrations" / "lexical.json"
         Path(d, "cal.json").write_bytes(shutil_cal.read_bytes())
-        Path(d, "good.jsonl").write_text(json.dumps({"report": {"audit": [{"score": 0.5}]}}) + "\n")
+        from citebound.guarding.card import calibration_hash
+
+        card = {"calibration_hash": calibration_hash(json.loads(shutil_cal.read_text()))}  # guarded under cal.json
+        Path(d, "good.jsonl").write_text(json.dumps({"report": {"audit": [{"score": 0.5}], "guarantee_card": card}})
+                                         + "\n")
         suffix = ".json" if reader == "guard json" else ".jsonl"
         f = Path(d, "in" + suffix)
         f.write_bytes((json.dumps(GOOD).encode() + b"\n" if before and suffix == ".jsonl" else b"") + data + b"\n")
@@ -110,7 +114,8 @@ def test_every_cli_reader_answers_a_hostile_file_with_one_line(reader, line, bef
     lines = [x for x in err.splitlines() if x.startswith("error:")]
     if reader == "convert" and kind == "non-finite":
         # a released file is read as upstream wrote it (they hold NaN); what convert writes is JSON, NaN as null
-        assert rc == 0 and "written as null" in err, err[-500:]
+        # (counted, where the NaN sits in a field it writes; one in a field it does not copy is not written at all)
+        assert rc == 0 and ("written as null" in err or "NaN" not in out_text), err[-500:]
         from citebound.scoring.io import strict_json
 
         assert [strict_json(x) for x in out_text.splitlines()]

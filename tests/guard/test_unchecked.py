@@ -320,7 +320,10 @@ def test_cli_readers_are_strict(tmp_path):
         res = subprocess.run([sys.executable, "-m", "citebound.cli.main", "monitor", "--reports", str(reports),
                               "--calibration", str(cal)], capture_output=True, text=True)
         assert res.returncode == 2 and why in res.stderr and "Traceback" not in res.stderr, res.stderr
-    reports.write_text('{"report": {"audit": [{"score": 0.5}]}}\n')
+    from citebound.guarding.card import calibration_hash
+
+    card = {"calibration_hash": calibration_hash(json.loads(cal.read_text()))}  # guarded under cal.json
+    reports.write_text(json.dumps({"report": {"audit": [{"score": 0.5}], "guarantee_card": card}}) + "\n")
     labels = tmp_path / "l.jsonl"
     for bad in ('{"label": false, "passed": true}', '{"label": 0.0, "passed": true}'):
         labels.write_text(bad + "\n")

@@ -155,6 +155,30 @@ def add_policy_args(p: Any) -> None:
                         "citation until the guard is recalibrated")
 
 
+def check_state(url: str | None, password: str | None = None, wait_s: float = 30.0) -> None:
+    """Refuse a ``--state`` value that names no store, and wait up to ``wait_s`` for a store that does not
+    answer yet (Redis starting beside the service): then one ``error:`` line, never a traceback."""
+    import time
+
+    from citebound.calibration.state import StoreUnavailable, open_store
+
+    if url is not None and not url.strip():
+        raise CLIError("--state '': give a SQLite path, sqlite:///PATH or redis://HOST:PORT/DB, or leave --state out "
+                       "for this process's memory")
+    end = time.monotonic() + wait_s
+    while True:
+        try:
+            store = open_store(url, password=password)
+            store.ping()
+            return
+        except ValueError as e:
+            raise CLIError(str(e)) from None
+        except StoreUnavailable as e:
+            if time.monotonic() >= end or "not a database" in str(e) or "readonly" in str(e):
+                raise CLIError(f"--state: the store does not answer ({e}); waited {wait_s:g} s") from None
+            time.sleep(1.0)
+
+
 def policy_kwargs(args: Any) -> dict[str, Any]:
     """The Guard keyword arguments of --action/--remove, --block-above and --on-error."""
     action = args.action

@@ -72,6 +72,9 @@ def make_guard(args: argparse.Namespace):
         raise CLIError(f"--batch-answers must be >= 1, got {args.batch_answers}")
     if args.proposals < 1:
         raise CLIError(f"--proposals must be >= 1, got {args.proposals}")
+    from citebound.cli.common import check_state
+
+    check_state(args.state, wait_s=0)
     try:
         none = args.calibration == "none"
         return Guard(args.verifier, reattributor=None if args.no_reattribute else args.reattributor,

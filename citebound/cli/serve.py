@@ -20,6 +20,7 @@ from citebound.cli.common import (
     add_limit_arg,
     add_policy_args,
     add_verifier_args,
+    check_state,
     parse_limits,
     parse_overrides,
     policy_kwargs,
@@ -56,6 +57,10 @@ def add_parser(sub: Any) -> None:
     sv.add_argument("--admin-token-file", metavar="FILE",
                     help="a file holding the admin token that POST /v1/monitor/labels needs (Authorization: Bearer "
                          "<token>); without it the service takes no labels")
+    sv.add_argument("--state-password-file", metavar="FILE",
+                    help="a file holding the Redis password of --state redis://... (never in the URL you type)")
+    sv.add_argument("--state-wait", type=float, default=30.0, metavar="S",
+                    help="seconds to wait at start for a --state store that does not answer yet, then exit 2")
     sv.add_argument("--reattributor", default="bm25", metavar="NAME", help="bm25 or verifier")
     sv.add_argument("--no-reattribute", action="store_true",
                     help="flag failed citations without looking for a better passage")
@@ -102,6 +107,19 @@ def admin_token(path: str | None) -> str | None:
 MIN_TOKEN_CHARS = 16
 
 
+def secret_file(path: str, flag: str) -> str:
+    """A secret from a file (its first line, stripped): never from the command line or the environment."""
+    try:
+        secret = Path(path).read_text(encoding="utf-8").strip().splitlines()[0].strip()
+    except (OSError, UnicodeDecodeError, IndexError) as e:
+        raise CLIError(f"{flag} {path}: cannot read a secret from it ({e})") from None
+    if not secret:
+        raise CLIError(f"{flag} {path}: its first line is empty")
+    if Path(path).stat().st_mode & 0o077:
+        print(f"warning: {flag} {path} can be read by other users; chmod 600 {path}", file=sys.stderr)
+    return secret
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the guard as an HTTP service (needs the [serve] extra)."""
     try:
@@ -119,9 +137,13 @@ def run(args: argparse.Namespace) -> int:
     for name in ("workers", "max_batch_units"):
         if getattr(args, name) < 1:
             raise CLIError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.workers > 1 and args.state is None:
+    if args.workers > 1 and (args.state is None or args.state == "memory://"):
         raise CLIError(f"--workers {args.workers} needs --state PATH (a SQLite file the workers share, so they keep one "
-                       "drift monitor) or --state redis://HOST:PORT/DB")
+                       "drift monitor) or --state redis://HOST:PORT/DB; memory:// is one process's own")
+    if not 0 < args.port < 65536:
+        raise CLIError(f"--port must be from 1 to 65535, got {args.port}")
+    password = secret_file(args.state_password_file, "--state-password-file") if args.state_password_file else None
+    check_state(args.state, password, wait_s=args.state_wait)  # retried for a bounded time, then one line
     if not args.request_timeout > 0 or args.max_wait_ms < 0:
         raise CLIError("--request-timeout must be > 0 and --max-wait-ms >= 0")
     if args.demo_upstream:
@@ -142,6 +164,6 @@ def run(args: argparse.Namespace) -> int:
                       calibrations=args.calibrations, upstream=args.upstream, max_batch_units=args.max_batch_units,
                       max_wait_ms=args.max_wait_ms, request_timeout_s=args.request_timeout,
                       limits=parse_limits(args.limit), passages_prompt=passages_prompt(args),
-                      admin_token=admin_token(args.admin_token_file), **policy_kwargs(args))
+                      admin_token=admin_token(args.admin_token_file), state_password=password, **policy_kwargs(args))
     serve(cfg, host=args.host, port=args.port, workers=args.workers)
     return 0

@@ -65,11 +65,26 @@ class GuaranteeKeeper:
             else:
                 self.monitor_off = "the calibration carries no monitor_scores (made before citebound 0.3): recalibrate"
         self._lock = threading.RLock()
+        self.unobserved = 0  # deployed scores this process could not give the monitor (its store was down)
 
     def _refresh(self) -> None:
-        """The monitor as the store has it now (another worker may have changed it)."""
+        """The monitor as the store has it now (another worker may have changed it); StoreUnavailable when
+        the store cannot say."""
         if self.monitor is not None and self.store.shared:
             self.monitor.load(self.store.get(self.key))
+
+    def unavailable(self) -> str:
+        """Why the monitor's state cannot be read now ('' when it can)."""
+        from citebound.calibration.state import StoreUnavailable
+
+        if self.monitor is None:
+            return ""
+        try:
+            with self._lock:
+                self._refresh()
+        except StoreUnavailable as e:
+            return str(e)
+        return ""
 
     def _apply(self, change: Any) -> Any:
         """Apply ``change(monitor)`` to the stored state in one transaction; returns what it returned."""
@@ -86,16 +101,23 @@ class GuaranteeKeeper:
 
     @property
     def state(self) -> str:
+        """ok, suspect, void, off, or unavailable (the store cannot say: no state is claimed)."""
+        from citebound.calibration.state import StoreUnavailable
+
         if self.monitor is None:
             return "off"
         with self._lock:
-            self._refresh()
+            try:
+                self._refresh()
+            except StoreUnavailable:
+                return "unavailable"
             return self.monitor.state
 
     @property
     def flag_all(self) -> bool:
-        """Whether no citation may pass now (``on_void = flag-all`` and the state is void)."""
-        return self.on_void == "flag-all" and self.state == "void"
+        """Whether no citation may pass now: ``on_void = flag-all`` and the state is void, or cannot be read
+        (fails closed: a void that cannot be ruled out is treated as one)."""
+        return self.on_void == "flag-all" and self.state in ("void", "unavailable")
 
     def observe(self, reports: Iterable[Any]) -> None:
         """Feed the monitor the scores of the citations these reports verified (an invalid pointer has none)."""
@@ -104,9 +126,15 @@ class GuaranteeKeeper:
         self.observe_scores([a.score for r in reports for a in r.audit if a.score is not None])  # invalid: none
 
     def observe_scores(self, scores: list[float]) -> None:
-        """Feed the monitor deployed citations' scores, in one transaction of the store."""
+        """Feed the monitor deployed citations' scores, in one transaction of the store. While the store is
+        unavailable the verdicts go on (they do not need it) and the scores are counted as unobserved."""
+        from citebound.calibration.state import StoreUnavailable
+
         if self.monitor is not None and scores:
-            self._apply(lambda m: m.update(scores))
+            try:
+                self._apply(lambda m: m.update(scores))
+            except StoreUnavailable:
+                self.unobserved += len(scores)
 
     def labels(self, missed: int, n_unsupported: int) -> str:
         """Returned labels of deployed citations: ``missed`` of ``n_unsupported`` unsupported ones passed."""
@@ -139,9 +167,17 @@ class GuaranteeKeeper:
             return {"group": None, "calibration_hash": None, "guarantee": "none: the verifier's own verdict decides",
                     "monitor": {"state": "off", "reason": "no calibration"}}
         cal = self.cal
-        with self._lock:
-            self._refresh()
-            monitor = self.monitor.card() if self.monitor is not None else {"state": "off", "reason": self.monitor_off}
+        monitor = {"state": "off", "reason": self.monitor_off}
+        if self.monitor is not None:
+            why = self.unavailable()
+            with self._lock:  # no card claims a state that could not be read
+                monitor = ({"state": "unavailable", "reason": f"the monitor's store cannot be read: {why}",
+                            "meaning": "the guarantee's drift monitor cannot say whether it still holds; verdicts "
+                                       "go on" + ("; with on_void flag-all every citation goes to review" if
+                                                  self.on_void == "flag-all" else "")}
+                           if why else self.monitor.card())
+            if self.unobserved:
+                monitor["unobserved_scores"] = self.unobserved
         if self.flag_all:
             monitor["action"] = "flag-all: every citation goes to review until the guard is recalibrated"
         out = {"group": group or cal.get("group") or "pooled", "calibrated_on": cal.get("group") or "pooled"}

@@ -310,9 +310,17 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
 
     @app.get("/readyz")
     async def readyz():
-        if not state.ready or state.draining:
-            return JSONResponse({"ready": False, "draining": state.draining}, status_code=503)
-        return {"ready": True, "verifier": state.scorer.name}
+        """Whether a request sent now would succeed: the verifier and calibrations loaded, not draining, and the
+        monitors' store answering its background probe (read here, never called: /readyz never waits on it)."""
+        store_down = getattr(state.store, "available", True) is False
+        if not state.ready or state.draining or store_down:
+            return JSONResponse({"ready": False, "draining": state.draining,
+                                 "store": getattr(state.store, "reason", "") if store_down else "ok"}, status_code=503)
+        return {"ready": True, "verifier": state.scorer.name, "store": "ok"}
+
+    @app.get("/livez")
+    async def livez():
+        return {"status": "ok"}
 
     return app
 

@@ -31,7 +31,8 @@ class Metrics:
                                  registry=self.registry)
         self.in_flight = Gauge("citebound_in_flight", "requests being handled", registry=self.registry)
         self.martingale = Gauge("citebound_monitor_martingale", "the drift monitor's test martingale per calibration "
-                                "profile and group (pooled: the profile's pooled calibration; suspect at 1/delta)",
+                                "profile and group (pooled: the profile's pooled calibration; suspect at the card's "
+                                "alarm_at; NaN when the store cannot be read)",
                                 ["profile", "group"], registry=self.registry)
         self.monitor_state = Gauge("citebound_monitor_state", "1 for the drift monitor's current state per profile "
                                    "and group", ["profile", "group", "state"], registry=self.registry)
@@ -43,9 +44,11 @@ class Metrics:
         for name, guard in guards.items():
             profile = name or "default"
             for group, keeper in {"pooled": guard.keeper, **guard.calibrations.groups}.items():
-                self.martingale.labels(profile, group).set(keeper.monitor.value if keeper.monitor is not None else 0.0)
-                for st in (*STATES, "off"):
-                    self.monitor_state.labels(profile, group, st).set(float(keeper.state == st))
+                now = keeper.state  # 'unavailable' when the store cannot say: then no martingale is claimed
+                live = keeper.monitor is not None and now != "unavailable"
+                self.martingale.labels(profile, group).set(keeper.monitor.value if live else float("nan"))
+                for st in (*STATES, "off", "unavailable"):
+                    self.monitor_state.labels(profile, group, st).set(float(now == st))
 
     def record(self, verifier: str, results: Sequence[tuple[str, GuardReport]]) -> None:
         """Citation outcomes into the counters (always) and into the current span (when tracing)."""

@@ -78,7 +78,7 @@ def router(state: ServiceState) -> APIRouter:
     r = APIRouter()
 
     @r.get("/metrics")
-    async def metrics():
+    def metrics():  # reads the monitors' store: in the thread pool, never on the event loop
         from fastapi.responses import PlainTextResponse
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -86,17 +86,28 @@ def router(state: ServiceState) -> APIRouter:
         return PlainTextResponse(generate_latest(state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @r.get("/v1/monitor")
-    async def monitor():
+    def monitor():  # reads the monitors' store: in the thread pool
         return {name or "default": _cards(g) for name, g in state.registry.guards.items()}
 
-    def admin_change(request: Request, profile: str | None, group: str | None, change: Any):
-        """An admin-token change to one monitor (a fallback group's goes to the pooled one it uses); its card."""
-        try:
+    async def admin_change(profile: str | None, group: str | None, change: Any):
+        """An admin-token change to one monitor (a fallback group's goes to the pooled one it uses); its card.
+        The store is written in the thread pool; a store that cannot take it is a 503, never an acknowledgement."""
+        from starlette.concurrency import run_in_threadpool
+
+        from citebound.calibration.state import StoreUnavailable
+
+        def apply() -> Any:
             keeper, fallback = state.registry.guard_for(profile).calibrations.resolve(group)
             change(keeper)
+            return keeper.card(None if fallback else group)
+        try:
+            return await run_in_threadpool(apply)
+        except StoreUnavailable as e:
+            return JSONResponse({"detail": f"the monitors' store cannot take this now, so nothing was recorded: {e}; "
+                                           "post again when /readyz is 200"}, status_code=503,
+                                headers={"Retry-After": "5"})
         except (GuardInputError, ValueError) as e:
             return refuse(e)
-        return keeper.card(None if fallback else group)
 
     # the token is checked before the body is read, so a request without it is a 401 (403 with none
     # configured) whatever its body, never a 422 about it; the body schema is in the OpenAPI document
@@ -110,7 +121,7 @@ def router(state: ServiceState) -> APIRouter:
         req = await _admin_body(request, LabelsIn)
         if isinstance(req, JSONResponse):
             return req
-        return admin_change(request, req.profile, req.group, lambda k: k.labels(req.missed, req.unsupported))
+        return await admin_change(req.profile, req.group, lambda k: k.labels(req.missed, req.unsupported))
 
     @r.post("/v1/monitor/reset", responses={401: {"description": "no or wrong admin token"},
                                             403: {"description": "the service has no admin token"}},
@@ -123,7 +134,7 @@ def router(state: ServiceState) -> APIRouter:
         if isinstance(req, JSONResponse):
             return req
         who = f"{req.by} ({request.client.host if request.client else 'unknown'})"
-        return admin_change(request, req.profile, req.group, lambda k: k.reset(who))
+        return await admin_change(req.profile, req.group, lambda k: k.reset(who))
 
     return r
 

@@ -56,6 +56,7 @@ class ServeConfig:
     # where the drift monitors' state lives: memory:// (this process), sqlite:///PATH (every worker on this
     # node), redis://HOST:PORT/DB (every replica)
     state: str | None = None
+    state_password: str | None = None  # the Redis password (read from --state-password-file)
 
 
 DEFAULT_PASSAGES_PROMPT = ("Answer from these passages only, and cite each claim with the number of the passage that "
@@ -73,9 +74,12 @@ class ServiceState:
         self.metrics = Metrics()
         self.scorer: Any = None
         self.batcher: Any = None
-        from citebound.calibration.state import open_store
+        from citebound.calibration.state import CheckedStore, open_store
 
-        self.store = open_store(cfg.state)
+        store = open_store(cfg.state, password=cfg.state_password)
+        # a shared store is probed in the background: while it is down every call answers at once (no request
+        # waits on it), /readyz says so, and the first good probe brings it back
+        self.store = CheckedStore(store) if store.shared else store
         self.registry = CalibrationRegistry(cfg.calibrations, cfg.limits, {"action": cfg.action, "block_above": cfg.block_above,
                                                                            "on_error": cfg.on_error, "on_void": cfg.on_void,
                                                                            "uncited": cfg.uncited, "state": self.store})

@@ -262,7 +262,10 @@ async def stream_response(state: ServiceState, run: StreamRun, resp: Any) -> Any
         finally:  # done, failed, or the client went away: stop reading the upstream
             await resp.aclose()
 
+    from starlette.concurrency import run_in_threadpool
+
     keeper = run.guard.calibrations.resolve(run.group)[0]
+    monitor_state = await run_in_threadpool(lambda: keeper.state)  # a store read: never on the event loop
     return StreamingResponse(body(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Citebound-Stream": "sentence-held",
-                                      "X-Citebound-Guarantee": keeper.state})
+                                      "X-Citebound-Guarantee": monitor_state})

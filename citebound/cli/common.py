@@ -57,8 +57,17 @@ def add_verifier_args(sp: argparse.ArgumentParser, default: str | None = DEFAULT
                         f"default: the definition's, {DEFAULT_RUNTIME['quantize']} for every shipped model verifier "
                         "(the shipped graph's own precision: citebound/models)")
     g.add_argument("--threads", type=int, metavar="N", help="CPU threads for the model (default: the runtime's own choice)")
-    g.add_argument("--cache-dir", metavar="DIR", default=getenv("CACHE"),
+    g.add_argument("--cache-dir", metavar="DIR", default=getenv("CACHE"), type=cache_dir,
                    help="folder for the on-disk score cache ($CITEBOUND_CACHE; none: no cache)")
+
+
+def cache_dir(value: str) -> str | None:
+    """--cache-dir's value: a folder, or none (any case) for no cache, never a folder named 'none'.
+
+    >>> cache_dir("none"), cache_dir(" None "), cache_dir("/tmp/c")
+    (None, None, '/tmp/c')
+    """
+    return None if value.strip().lower() == "none" else value
 
 
 def add_out_arg(sp: argparse.ArgumentParser, what: str) -> None:

@@ -31,6 +31,11 @@ from citebound.cli.common import (
 def add_parser(sub: Any) -> None:
     sv = add_command(sub, "serve", __doc__, "the guard as an HTTP service, and an OpenAI-compatible guarding proxy "
                                             "with --upstream (needs the [serve] extra)")
+    sv.add_argument("--config", metavar="FILE",
+                    help="a YAML or TOML file whose keys are these flags (_ for -); CITEBOUND_<KEY> variables override "
+                         "it, flags typed here override both (docs/DEPLOY.md lists every key)")
+    sv.add_argument("--print-config", action="store_true",
+                    help="print the effective configuration (secrets redacted) as YAML and exit")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on")
     sv.add_argument("--port", type=int, default=8000, help="port to listen on")
     sv.add_argument("--workers", type=int, default=1,
@@ -67,7 +72,7 @@ def add_parser(sub: Any) -> None:
     add_policy_args(sv)
     add_limit_arg(sv)
     add_verifier_args(sv)
-    sv.set_defaults(func=run)
+    sv.set_defaults(func=run, parser=sv)
 
 
 def passages_prompt(args: argparse.Namespace) -> str | None:
@@ -122,6 +127,12 @@ def secret_file(path: str, flag: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the guard as an HTTP service (needs the [serve] extra)."""
+    from citebound.cli import config_file
+
+    config_file.apply(args, args.parser)
+    if args.print_config:
+        print(config_file.print_config(args, args.parser), end="")
+        return 0
     try:
         from citebound.serving import ServeConfig, serve
     except ImportError as e:

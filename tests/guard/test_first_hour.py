@@ -248,3 +248,15 @@ def test_a_hub_verifier_offline_fails_fast_naming_the_ways_out(env, monkeypatch,
     assert time.monotonic() - t0 < 10
     assert "HF_HUB_OFFLINE" in err and "--override model=PATH" in err and "not in the local cache" in err
     assert ("HF_HUB_OFFLINE is set" in err) == ("HF_HUB_OFFLINE" in env)
+
+
+def test_guarding_with_the_graph_imports_neither_transformers_nor_torch(tmp_path):
+    """#52 item 10: the embedding guard on the shipped graph needs neither; importing transformers to quiet it
+    cost every command ~0.8 s."""
+    src = tmp_path / "a.jsonl"
+    src.write_text('{"answer": "Mitochondria make ATP [1].", "passages": ["Mitochondria make ATP."]}\n')
+    code = ("import sys; from citebound.cli.main import main; rc = main(['guard', '--input', sys.argv[1], '--verifier', "
+            "'embedding', '--quiet', '--out', sys.argv[2]]); print(rc, 'transformers' in sys.modules, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path / "o.jsonl")], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert out.stdout.split() == ["0", "False", "False"], out.stderr[-1000:]

@@ -1,0 +1,82 @@
+"""#53 item 2: one config file for serve. Every flag is a key (a test lists them from the parser), CITEBOUND_*
+variables override the file and flags override both, --print-config round-trips, and each bad key or value is
+one line naming the file and the key."""
+import yaml
+import pytest
+
+from citebound.cli.main import build_parser, main
+
+
+def _serve_parser():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return sub.choices["serve"]
+
+
+def test_every_serve_flag_is_a_key():
+    from citebound.cli.config_file import schema
+
+    sp = _serve_parser()
+    flags = {o for a in sp._actions for o in a.option_strings if o.startswith("--")} - {"--help", "--config",
+                                                                                       "--print-config"}
+    assert {"--" + k.replace("_", "-") for k in schema(sp)} == flags
+
+
+def test_print_config_round_trips_and_precedence_is_flag_env_file(tmp_path, capsys, monkeypatch):
+    f = tmp_path / "c.yaml"
+    f.write_text(yaml.safe_dump({"verifier": "lexical", "port": 9000, "limit": ["max_passages=50"], "uncited": "ignore",
+                                 "no_reattribute": True, "request_timeout": 12.5, "state": "sqlite:///m.db"}))
+    assert main(["serve", "--config", str(f), "--print-config"]) == 0
+    first = yaml.safe_load(capsys.readouterr().out)
+    assert (first["port"], first["limit"], first["no_reattribute"], first["request_timeout"]) == (9000, ["max_passages=50"],
+                                                                                                True, 12.5)
+    again = tmp_path / "again.yaml"
+    again.write_text(yaml.safe_dump(first))
+    assert main(["serve", "--config", str(again), "--print-config"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out) == first  # the printed config is itself the same config
+    monkeypatch.setenv("CITEBOUND_PORT", "9001")
+    assert main(["serve", "--config", str(f), "--print-config"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["port"] == 9001  # a variable overrides the file
+    assert main(["serve", "--config", str(f), "--port", "9002", "--print-config"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["port"] == 9002  # a flag overrides both
+
+
+def test_print_config_redacts_credentials(tmp_path, capsys):
+    assert main(["serve", "--upstream", "http://me:s3cret@h:1/v1?api_key=K9", "--print-config"]) == 0
+    out = capsys.readouterr().out
+    assert "s3cret" not in out and "K9" not in out and "http://***@h:1/v1?api_key=***" in out
+
+
+@pytest.mark.parametrize("content,message", [
+    ({"prot": 1}, "unknown key 'prot' (did you mean 'port'?)"),
+    ({"port": "eighty"}, "key 'port': 'eighty' is not an integer"),
+    ({"port": 80.5}, "key 'port': 80.5 is not an integer"),
+    ({"no_reattribute": "yes"}, "key 'no_reattribute': 'yes' is not true or false"),
+    ({"uncited": "sometimes"}, "key 'uncited': 'sometimes' is not one of ['flag', 'ignore']"),
+    ({"limit": {"a": 1}}, "key 'limit'"),
+    ({"admin_token": "x" * 20}, "key 'admin_token': secrets are read from files only; use admin_token_file"),
+    ({"upstream": "http://u:p@h/v1"}, "key 'upstream': credentials in the URL"),
+])
+def test_a_bad_key_or_value_is_one_line_naming_the_file_and_key(tmp_path, capsys, content, message):
+    f = tmp_path / "c.yaml"
+    f.write_text(yaml.safe_dump(content))
+    assert main(["serve", "--config", str(f), "--print-config"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {f}: {message}" + err[len(f"error: {f}: {message}"):] and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("text,suffix,message", [("port: [1", ".yaml", "not valid YAML"), ("- 1\n", ".yaml", "a mapping"),
+                                                 ("port = ", ".toml", "cannot be read")])
+def test_a_file_that_is_not_a_config_is_one_line(tmp_path, capsys, text, suffix, message):
+    f = tmp_path / f"c{suffix}"
+    f.write_text(text)
+    assert main(["serve", "--config", str(f), "--print-config"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_toml_works_too(tmp_path, capsys):
+    f = tmp_path / "c.toml"
+    f.write_text('verifier = "lexical"\nport = 8123\noverride = ["threshold=0.5"]\n')
+    assert main(["serve", "--config", str(f), "--print-config"]) == 0
+    out = yaml.safe_load(capsys.readouterr().out)
+    assert out["port"] == 8123 and out["override"] == ["threshold=0.5"]

@@ -1,8 +1,8 @@
 """#53 item 2: one config file for serve. Every flag is a key (a test lists them from the parser), CITEBOUND_*
 variables override the file and flags override both, --print-config round-trips, and each bad key or value is
 one line naming the file and the key."""
-import yaml
 import pytest
+import yaml
 
 from citebound.cli.main import build_parser, main
 

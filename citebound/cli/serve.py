@@ -66,6 +66,9 @@ def add_parser(sub: Any) -> None:
                     help="a file holding the Redis password of --state redis://... (never in the URL you type)")
     sv.add_argument("--state-wait", type=float, default=30.0, metavar="S",
                     help="seconds to wait at start for a --state store that does not answer yet, then exit 2")
+    sv.add_argument("--drain-grace", type=float, default=2.0, metavar="S",
+                    help="after SIGTERM (/readyz is 503 at once), seconds during which requests are still served: "
+                         "they were sent before the load balancer saw it; later ones get 503")
     sv.add_argument("--reattributor", default="bm25", metavar="NAME", help="bm25 or verifier")
     sv.add_argument("--no-reattribute", action="store_true",
                     help="flag failed citations without looking for a better passage")
@@ -155,8 +158,8 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(f"--port must be from 1 to 65535, got {args.port}")
     password = secret_file(args.state_password_file, "--state-password-file") if args.state_password_file else None
     check_state(args.state, password, wait_s=args.state_wait)  # retried for a bounded time, then one line
-    if not args.request_timeout > 0 or args.max_wait_ms < 0:
-        raise CLIError("--request-timeout must be > 0 and --max-wait-ms >= 0")
+    if not args.request_timeout > 0 or args.max_wait_ms < 0 or args.drain_grace < 0:
+        raise CLIError("--request-timeout must be > 0, and --max-wait-ms and --drain-grace >= 0")
     if args.demo_upstream:
         if args.upstream or args.workers > 1:
             raise CLIError("--demo-upstream is the upstream, in this one process: not with --upstream or --workers")
@@ -173,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = ServeConfig(verifier=args.verifier, runtime=runtime_args(args), overrides=parse_overrides(args.override),
                       model_path=args.model, reattributor=None if args.no_reattribute else args.reattributor,
                       calibrations=args.calibrations, upstream=args.upstream, max_batch_units=args.max_batch_units,
-                      max_wait_ms=args.max_wait_ms, request_timeout_s=args.request_timeout,
+                      max_wait_ms=args.max_wait_ms, request_timeout_s=args.request_timeout, drain_grace_s=args.drain_grace,
                       limits=parse_limits(args.limit), passages_prompt=passages_prompt(args),
                       admin_token=admin_token(args.admin_token_file), state_password=password, **policy_kwargs(args))
     serve(cfg, host=args.host, port=args.port, workers=args.workers)

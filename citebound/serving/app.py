@@ -9,7 +9,8 @@ micro-batcher (:mod:`~citebound.serving.batcher`); the routes live beside this m
 
 Input is bounded by :class:`~citebound.text.limits.Limits`: a body past ``max_request_bytes`` is a 413,
 counted as it is read (chunked bodies too), any other limit a 422 naming it. On SIGTERM the service
-stops taking requests (503), lets in-flight ones finish, then exits. Each request has a timeout (504).
+turns /readyz 503, serves what it dispatches within ``drain_grace_s`` (2 s), then refuses (503), lets in-flight
+ones finish, then exits. Each request has a timeout (504).
 """
 from __future__ import annotations
 
@@ -247,10 +248,13 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
     state = ServiceState(cfg)
 
     async def drain() -> None:
-        """SIGTERM: refuse new requests (503), let in-flight ones finish, then exit as on SIGINT."""
+        """SIGTERM: /readyz turns 503 at once (a load balancer stops sending); requests the loop dispatches within
+        ``drain_grace_s`` are still served (they were sent, and often accepted, before the signal: under load they
+        wait for the loop), later ones are refused (503); in-flight ones finish; then exit as on SIGINT."""
         state.draining = True
+        state.draining_since = time.monotonic()
         t0 = time.monotonic()
-        while state.in_flight and time.monotonic() - t0 < cfg.drain_timeout_s:
+        while (state.in_flight or time.monotonic() - t0 < cfg.drain_grace_s) and time.monotonic() - t0 < cfg.drain_timeout_s:
             await asyncio.sleep(0.02)
         state.cancel_all()  # what is still running past the drain timeout stops now, not after the exit
         log.info("drained (%d still in flight); exiting", state.in_flight)
@@ -272,7 +276,7 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
     @app.middleware("http")
     async def bookkeeping(request: Request, call_next):
         endpoint = _endpoint(request.url.path)
-        if state.draining and endpoint != "other":
+        if state.draining and endpoint != "other" and time.monotonic() - state.draining_since > cfg.drain_grace_s:
             state.metrics.requests.labels(endpoint, "503").inc()
             return JSONResponse({"detail": "the service is shutting down"}, status_code=503)
         state.in_flight += 1

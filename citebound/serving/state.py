@@ -40,6 +40,7 @@ class ServeConfig:
     max_wait_ms: float = 5.0
     request_timeout_s: float = 60.0
     drain_timeout_s: float = 30.0
+    drain_grace_s: float = 2.0  # after SIGTERM, requests dispatched this soon are still served (sent before it)
     limits: Limits = field(default_factory=Limits)
     overrides: Mapping[str, Any] | None = None
     model_path: str | None = None
@@ -70,6 +71,7 @@ class ServiceState:
         self.cfg = cfg
         self.ready = False
         self.draining = False
+        self.draining_since = 0.0
         self.in_flight = 0
         self.metrics = Metrics()
         self.scorer: Any = None

@@ -267,9 +267,9 @@ def test_sighup_reloads_calibration_profiles(tmp_path):
 
 def test_sigterm_finishes_in_flight_requests_and_refuses_new_ones():
     # a slow request: every passage is proposed ('verifier' re-attributor) for 150 failing citations
-    passages = [f"passage {i} about " + " ".join(f"w{i}x{k}" for k in range(60)) for i in range(400)]
-    answer = " ".join(f"Claim number {i} about nothing [{1 + i % 400}]." for i in range(150))
-    with server_process("--reattributor", "verifier") as (proc, url):
+    passages = [f"passage {i} about " + " ".join(f"w{i}x{k}" for k in range(60)) for i in range(800)]
+    answer = " ".join(f"Claim number {i} about nothing [{1 + i % 800}]." for i in range(300))
+    with server_process("--reattributor", "verifier", "--drain-grace", "0.5") as (proc, url):
         t0 = time.perf_counter()
         httpx.post(f"{url}/v1/guard", json={"answer": "Warm up [1].", "passages": ["x"]})
         out = {}
@@ -277,17 +277,27 @@ def test_sigterm_finishes_in_flight_requests_and_refuses_new_ones():
             r=httpx.post(f"{url}/v1/guard", json={"answer": answer, "passages": passages}, timeout=120)))
         slow.start()
         time.sleep(0.5)
+        # #52: requests sent just before SIGTERM (accepted, maybe not yet dispatched) are served, not refused
+        just_before = []
+        sent = [threading.Thread(target=lambda: just_before.append(httpx.post(
+            f"{url}/v1/guard", json={"answer": "Claim [1].", "passages": ["Claim."]}, timeout=60).status_code))
+            for _ in range(6)]
+        for t in sent:
+            t.start()
         proc.send_signal(signal.SIGTERM)
-        time.sleep(0.1)
+        for t in sent:
+            t.join(60)
+        assert httpx.get(f"{url}/readyz").status_code == 503  # the load balancer is told at once
+        time.sleep(0.6)  # past the drain grace: a new request is refused
         try:
             late = httpx.post(f"{url}/v1/guard", json={"answer": "x [1].", "passages": ["y"]}, timeout=10).status_code
         except httpx.TransportError:
             late = "refused"
         slow.join(timeout=120)
         assert proc.wait(timeout=60) == 0
-    assert out["r"].status_code == 200 and out["r"].json()["report"]["n_citations"] == 150
+    assert out["r"].status_code == 200 and out["r"].json()["report"]["n_citations"] == 300
     assert time.perf_counter() - t0 > 0.7  # the slow request was still in flight when the late one came
-    assert late == 503
+    assert late == 503 and just_before == [200] * 6
 
 
 @pytest.mark.parametrize("base,first", [(0, "[0] Statins"), (1, "[1] Statins"), (None, "[1] Statins")])

@@ -114,6 +114,29 @@ CASES = [
     # a passage that is only hidden markup is blank: nothing to check against, so unverified
     Case("hidden-passage", "annotate", "Mitochondria produce ATP [2].", "Mitochondria produce ATP [2 UNVERIFIED].",
          {"n_citations": 1, "unverified": 1}, 1.0, passages=[P1, "<!-- Mitochondria produce ATP -->"]),
+    # round two (#52). A word in an attribute hides nothing: the false sentence is checked (and fails)
+    Case("visible-attribute-word", "annotate",
+         '<div style="overflow:hidden">Unicorns sing opera loudly [2].</div> Mitochondria produce ATP [2].',
+         '<div style="overflow:hidden">Unicorns sing opera loudly [2 UNVERIFIED].</div> Mitochondria produce ATP [2].',
+         {"n_citations": 2, "verified": 1, "flagged": 1}, 1 / 2),
+    # text a reader cannot see in a sentence: its citation fails closed, failing open too (no verifier failed)
+    Case("obscured-in-answer", "annotate",
+         'Statins lower LDL cholesterol <span style="opacity:0">in adults</span> [1]. Mitochondria produce ATP [2].',
+         'Statins lower LDL cholesterol <span style="opacity:0">in adults</span> [1 UNVERIFIED]. '
+         "Mitochondria produce ATP [2].", {"n_citations": 2, "verified": 1, "unverified": 1}, 1 / 2),
+    Case("obscured-in-answer-open", "open",
+         'Statins lower LDL cholesterol <span style="opacity:0">in adults</span> [1]. Mitochondria produce ATP [2].',
+         'Statins lower LDL cholesterol <span style="opacity:0">in adults</span> [1 UNVERIFIED]. '
+         "Mitochondria produce ATP [2].", {"n_citations": 2, "verified": 1, "unverified": 1}, 1 / 2),
+    # a passage whose support is styled invisible supports nothing: [2] fails, and no other passage holds it
+    Case("obscured-passage", "annotate", "Mitochondria produce ATP [2].", "Mitochondria produce ATP [2 UNVERIFIED].",
+         {"n_citations": 1, "flagged": 1}, 1.0,
+         passages=[P1, 'Cells. <span style="color:transparent">Mitochondria produce ATP</span>', P3]),
+    # a citation form the guard does not parse, beside a parsed marker: counted for review, never clean
+    Case("superscript-beside-marker", "annotate", "Mitochondria produce ATP [2]\u00b3.",
+         "Mitochondria produce ATP [2]\u00b3 [UNVERIFIED].", {"n_citations": 2, "verified": 1, "unverified": 1}, 1 / 2),
+    Case("parenthesised-beside-marker", "annotate", "Mitochondria produce ATP [2] (3).",
+         "Mitochondria produce ATP [2] (3) [UNVERIFIED].", {"n_citations": 2, "verified": 1, "unverified": 1}, 1 / 2),
     # no passages at all: every pointer points at none
     Case("no-passages", "annotate", "Aspirin works [1].", "Aspirin works [1 INVALID].",
          {"n_citations": 1, "invalid": 1}, 1.0, passages=[]),

@@ -153,7 +153,7 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
                 a.action, a.reason = "unverified", (f"passage [{c.key}] has no text a reader can see (empty, hidden "
                                                     "or styled invisible): there is nothing to check it against")
             elif si in obscured:
-                a.action, a.reason = "unverified", ("part of this sentence is text a reader may not see (styled "
+                a.action, a.unreadable, a.reason = "unverified", True, ("part of this sentence is text a reader may not see (styled "
                                                     "invisible, or styled in a way the guard cannot read): what the "
                                                     "reader takes the claim to be cannot be checked")
             audit_of[(si, target)] = a
@@ -161,7 +161,7 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
     for si, found in odd.items():
         for lo, hi in found:
             shown = view[lo:hi] if view[lo:hi].strip() else answer[lo:hi]
-            audits.append(CitationAudit(si, claims[si], -1, shown, [(lo, hi)], None, "unverified",
+            audits.append(CitationAudit(si, claims[si], -1, shown, [(lo, hi)], None, "unverified", unreadable=True,
                                         reason=f"{shown[:60]} looks like a citation but is not one the guard can "
                                                "read ([N], [N, M], [N-M]): it was not checked"))
     report.n_citations = len(audits)
@@ -312,7 +312,7 @@ def _finish(plan: _Plan, remove: bool, mark_reattributed: bool = True, fail_open
     failed = ("flagged", "invalid") if fail_open else ("flagged", "invalid", "unverified")
     report.set_review_budget(fail_open)
     stands = {a.sentence_index for a in audits if a.action in ("verified", "reattributed")
-              or (fail_open and a.action == "unverified" and a.cited >= 0)}
+              or (fail_open and a.action == "unverified" and a.cited >= 0 and not a.unreadable)}
     drop = {a.sentence_index for a in audits if a.action in failed and a.sentence_index not in stands} if remove else set()
     report.removed_sentences = len(drop)
     edits = {}

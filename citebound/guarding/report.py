@@ -46,6 +46,9 @@ class CitationAudit:
     # ({"passage": N, "score": s}) whether or not it passed
     candidates: int = 0
     best_candidate: dict[str, Any] | None = None
+    # unverified because the guard could not read what the reader sees (an unreadable marker, text styled
+    # invisible), not because a verifier failed: --on-error open does not pass it
+    unreadable: bool = False
 
 
 @dataclass
@@ -85,7 +88,7 @@ class GuardReport:
         markers, which no verifier failure explains] [+ uncited, under uncited_policy "flag"]) / (n_citations
         [+ uncited])."""
         extra = self.uncited if self.uncited_policy == "flag" else 0
-        unread = sum(1 for a in self.audit if a.action == "unverified" and a.cited < 0)
+        unread = sum(1 for a in self.audit if a.action == "unverified" and (a.cited < 0 or a.unreadable))
         review = self.flagged + self.invalid + (unread if fail_open else self.unverified) + extra
         total = self.n_citations + extra
         self.review_budget = review / total if total else 0.0

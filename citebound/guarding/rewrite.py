@@ -32,14 +32,16 @@ def rewrite(marker: str, audits: list[CitationAudit], numbers: list[int], mark_r
     re-attributed citation reads ``[2 (was 4)]`` (``[2]`` without ``mark_reattributed``)."""
     link = LINK_TAIL.match(marker)
     unsafe = link is not None and not safe_link(link.group(1)[1:-1])
-    passing = ("verified", "unverified") if fail_open else ("verified",)  # --on-error open leaves them as written
-    if all(a.action in passing for a in audits) and not unsafe:
+    # --on-error open leaves a verifier's failures as written, never what the guard could not read
+    def passes(a: CitationAudit) -> bool:
+        return a.action == "verified" or (fail_open and a.action == "unverified" and not a.unreadable)
+    if all(passes(a) for a in audits) and not unsafe:
         return marker
     moved = "{p} (was {n})" if mark_reattributed else "{p}"
     def part(a: CitationAudit, n: int) -> str:
         if a.action == "reattributed":
             return moved.format(p=a.new_pointer, n=n)
-        if a.action == "flagged" or (a.action == "unverified" and not fail_open):
+        if a.action == "flagged" or (a.action == "unverified" and not passes(a)):
             return f"{n} UNVERIFIED"
         return f"{n} INVALID" if a.action == "invalid" else f"{n}"
 

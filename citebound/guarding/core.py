@@ -153,9 +153,9 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
                 a.action, a.reason = "unverified", (f"passage [{c.key}] has no text a reader can see (empty, hidden "
                                                     "or styled invisible): there is nothing to check it against")
             elif si in obscured:
-                a.action, a.unreadable, a.reason = "unverified", True, ("part of this sentence is text a reader may not see (styled "
-                                                    "invisible, or styled in a way the guard cannot read): what the "
-                                                    "reader takes the claim to be cannot be checked")
+                a.action, a.unreadable = "unverified", True
+                a.reason = ("part of this sentence is text a reader may not see (styled invisible, or styled in a way "
+                            "the guard cannot read): what the reader takes the claim to be cannot be checked")
             audit_of[(si, target)] = a
             audits.append(a)
     for si, found in odd.items():

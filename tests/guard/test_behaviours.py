@@ -277,7 +277,7 @@ def test_a_resume_refuses_a_labels_file_made_from_another_input(tmp_path):
     from citebound.labelling.store import LabelError, LabelStore
 
     p = tmp_path / "l.jsonl"
-    p.write_text(json.dumps({"item_id": "a", "judgement": "supported", "label": 1, **META}) + "\n")
+    p.write_text(json.dumps({"item_id": "a", "judgement": "supported", "label": 1, "score": 0.5, **META}) + "\n")
     LabelStore(p, META)
     with pytest.raises(LabelError, match="input_sha256='abc', this session has 'other'"):
         LabelStore(p, {**META, "input_sha256": "other"})

@@ -147,10 +147,13 @@ def test_guard_on_random_answers_keeps_its_invariants(answer, passages):
     total = r.n_citations + r.uncited
     assert r.review_budget == ((r.flagged + r.invalid + r.unverified + r.uncited) / total if total else 0.0)
     # the scorer accepts everything: a citation is verified iff it points at a passage (1..n, base 1); a
-    # bracket the guard cannot read (cited -1) is unverified, never dropped
+    # citation form the guard cannot read (cited -1: a bracket, a superscript, ...) is unverified, never dropped,
+    # and so is a citation of a sentence holding text a reader may not see
     for a in r.audit:
         if a.cited == -1:
-            assert a.action == "unverified" and a.marker.startswith("[")
+            assert a.action == "unverified" and a.unreadable and a.marker.strip()
+        elif a.unreadable:
+            assert a.action == "unverified" and "may not see" in a.reason
         else:
             assert a.action == ("verified" if 1 <= a.cited <= len(passages) else "invalid")
 

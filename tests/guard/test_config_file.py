@@ -80,3 +80,12 @@ def test_toml_works_too(tmp_path, capsys):
     assert main(["serve", "--config", str(f), "--print-config"]) == 0
     out = yaml.safe_load(capsys.readouterr().out)
     assert out["port"] == 8123 and out["override"] == ["threshold=0.5"]
+
+
+def test_the_deploy_page_lists_every_key_as_the_schema_has_it():
+    from pathlib import Path
+
+    from citebound.cli.config_file import table
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md").read_text()
+    assert table(_serve_parser()) in page

@@ -320,11 +320,13 @@ class Upstream:
         outer = self
         self.calls = 0
         self.bodies: list[dict] = []
+        self.headers: list[dict] = []  # what each request carried, so a test can see what reached the upstream
         self.body, self.content_type = body, content_type
 
         class H(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802
                 outer.calls += 1
+                outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                 outer.bodies.append(json.loads(self.rfile.read(int(self.headers.get("content-length", 0)))))
                 time.sleep(delay)
                 self.send_response(status)

@@ -1,0 +1,73 @@
+"""#56 item 2: effects that must happen, observed where they land: the upstream records what it was sent, the
+service's metrics record the status a client that left was answered, a batch's members are seen stopping,
+and a withheld answer's text is absent from every report that describes it."""
+import base64
+import json
+import threading
+import time
+
+import httpx
+import pytest
+from service_helpers import running
+from test_hostile import CHAT, Upstream
+
+from citebound.serving import ServeConfig
+
+
+@pytest.mark.parametrize("user,password", [("me", "s3cret"), ("me", "p@ss:w0rd"), ("", "tok-only")])
+def test_upstream_credentials_arrive_as_basic_auth(user, password):
+    """The credentials in --upstream reach the upstream (as HTTP basic auth), an '@' or ':' in the password
+    too, and nothing else carries them."""
+    from urllib.parse import quote
+
+    up = Upstream(json.dumps({"choices": [{"message": {"content": "Statins lower LDL cholesterol [2]."}}]}).encode())
+    try:
+        port = up.url.rsplit(":", 1)[1].split("/")[0]
+        upstream = f"http://{quote(user, safe='')}:{quote(password, safe='')}@127.0.0.1:{port}/v1"
+        with running(ServeConfig(verifier="lexical", upstream=upstream, reattributor=None)) as url:
+            r = httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=30)
+    finally:
+        up.close()
+    assert r.status_code == 200 and password not in r.text
+    sent = up.headers[0]["authorization"]
+    assert sent == "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+    assert password not in json.dumps(up.bodies[0])
+
+
+def test_a_client_that_leaves_is_answered_499_as_the_metrics_record():
+    from test_behaviours import Hog, _hog_body
+
+    with running(ServeConfig(verifier="lexical", request_timeout_s=60, reattributor=None), scorer=Hog()) as url:
+        with pytest.raises(httpx.TimeoutException):
+            httpx.post(f"{url}/v1/guard", json=_hog_body("/v1/guard", "Aspirin hog cyclooxygenase."), timeout=0.5)
+        metric = 'citebound_requests_total{endpoint="/v1/guard",status="499"} 1.0'
+        for _ in range(60):
+            if metric in httpx.get(f"{url}/metrics").text:
+                break
+            time.sleep(0.05)
+        assert metric in httpx.get(f"{url}/metrics").text
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_blocked_answers_text_is_in_no_report_the_client_gets(stream):
+    """--action block through the proxy: the report describes the withheld answer, but no claim (the upstream's
+    text, which the caller never saw) is in it, streamed or not."""
+    content = "Unicorns sing opera loudly [2]. Dragons breathe fire daily [1]."
+    if stream:
+        events = [{"choices": [{"index": 0, "delta": {"content": content}}]},
+                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+        raw = ("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n").encode()
+        up = Upstream(raw, content_type="text/event-stream")
+    else:
+        up = Upstream(json.dumps({"choices": [{"message": {"content": content}}]}).encode())
+    try:
+        with running(ServeConfig(verifier="lexical", upstream=up.url, action="block", block_above=0.3,
+                                 reattributor=None)) as url:
+            r = httpx.post(f"{url}/v1/chat/completions", json=CHAT | {"stream": stream}, timeout=30)
+    finally:
+        up.close()
+    assert "Unicorns" not in r.text and "Dragons" not in r.text
+    if not stream:
+        body = r.json()
+        assert r.status_code == 403 and body["citebound"]["report"]["blocked"]
+        assert [a["claim"] for a in body["citebound"]["report"]["audit"]] == [None, None]

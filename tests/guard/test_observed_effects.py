@@ -3,7 +3,6 @@ service's metrics record the status a client that left was answered, a batch's m
 and a withheld answer's text is absent from every report that describes it."""
 import base64
 import json
-import threading
 import time
 
 import httpx

@@ -104,6 +104,11 @@ class FrozenEncoder:
         cfg = dict(cfg or {})
         self.batch_size = int(cfg.get("batch_size", 32))
         self.max_length = int(cfg.get("max_length", 256))
+        from collections import OrderedDict
+
+        # recently encoded texts (token vectors: ~0.2 MB a 600-character window), bounded
+        self._memo: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self.memo_texts = int(cfg.get("memo_texts", 1024))
         self.graph = None
         if uses_shipped_graph(cfg):
             from citebound.verifiers.graph import GraphEncoder
@@ -174,6 +179,20 @@ class FrozenEncoder:
                 tokens[k] = last[j][keep[j]]
         return pooled, tokens
 
+    def _encoded(self, texts: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Each text's (pooled, tokens), from the encoder's recent texts where it has them (a window cited by
+        many claims is encoded once, not once per chunk of units); at most ``memo_texts`` are kept."""
+        todo = [t for t in texts if t not in self._memo]
+        if todo:
+            pooled, tokens = self.encode(todo)
+            self._memo.update(zip(todo, zip(pooled, tokens)))
+        out = {t: self._memo[t] for t in texts}
+        for t in texts:
+            self._memo.move_to_end(t)
+        while len(self._memo) > self.memo_texts:  # the least recently used go first
+            self._memo.popitem(last=False)
+        return out
+
     def unit_features(self, claims: Sequence[str], windows: Sequence[str], chunk: int = 256,
                       progress: bool = False) -> np.ndarray:
         """(n_units, len(FEATURES)) for (claim, window) units; each chunk's distinct texts embedded once."""
@@ -181,14 +200,12 @@ class FrozenEncoder:
         bar = tqdm(total=len(claims), desc="features", unit="unit", disable=not progress)
         for s in range(0, len(claims), chunk):
             cs, ws = list(claims[s:s + chunk]), list(windows[s:s + chunk])
-            texts = list(dict.fromkeys(cs + ws))
-            pos = {t: k for k, t in enumerate(texts)}
-            pooled, tokens = self.encode(texts)
+            memo = self._encoded(list(dict.fromkeys(cs + ws)))
             for j, (c, w) in enumerate(zip(cs, ws)):
-                tc, tw = tokens[pos[c]], tokens[pos[w]]
+                (pc, tc), (pw, tw) = memo[c], memo[w]
                 maxsim = float((tc @ tw.T).max(1).mean()) if len(tc) and len(tw) else 0.0
-                out[s + j] = [*(pooled[pos[w]] * pooled[pos[c]]).sum(-1), maxsim, term_recall(c, w),
-                              number_share(c, w), negation_mismatch(c, w)]
+                out[s + j] = [*(pw * pc).sum(-1), maxsim, term_recall(c, w), number_share(c, w),
+                              negation_mismatch(c, w)]
             bar.update(len(cs))
         bar.close()
         return out

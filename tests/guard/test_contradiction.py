@@ -141,3 +141,23 @@ def test_the_shipped_head_is_the_one_pinned_and_its_card_ships_beside_it():
     path, digest = M.contradiction_head("shipped")
     assert digest == M.CONTRADICTION and (M.CONTRADICTION_DIR / "MODEL_CARD.md").is_file()
     assert path.stat().st_size < 4096  # the head alone: the encoder is the shipped graph
+
+
+def test_a_text_seen_again_is_not_encoded_again():
+    """#52 item 10: the contradiction features reuse a recent text's encoding (a passage's windows recur across
+    the claims that cite it and across answers), bounded by memo_texts."""
+    from citebound.scoring.loader import verifier_definitions
+    from citebound.verifiers import build_verifier
+
+    cfg, _, _ = verifier_definitions("embedding+contradiction", {"memo_texts": 3}, None)
+    v = build_verifier(cfg, None)
+    calls = []
+    real = v.encoder.encode
+    v.encoder.encode = lambda texts: calls.append(list(texts)) or real(texts)
+    w = ["Statins lower LDL cholesterol.", "Mitochondria produce ATP."]
+    first = v.judge(["Statins lower LDL.", "Statins lower LDL."], w)
+    again = v.judge(["Statins lower LDL.", "Statins lower LDL."], w)
+    assert calls == [["Statins lower LDL.", "Statins lower LDL cholesterol.", "Mitochondria produce ATP."]]
+    assert (first[0] == again[0]).all()
+    v.judge(["A.", "B."], ["C.", "D."])  # four new texts: the memo keeps the last 3
+    assert len(v.encoder._memo) == 3 and "A." not in v.encoder._memo

@@ -50,7 +50,12 @@ tr:target{outline:3px solid #0969da}
 .evidence{font-family:ui-monospace,monospace;font-size:12px;background:#f6f8fa;padding:4px 6px;border-radius:4px}
 .guarded{margin-top:10px;font-size:13px;color:#57606a}
 .why{font-size:12px;color:#6e4b00}
-.filter{margin:10px 28px 0;font-size:14px}.filter label{margin-right:14px;cursor:pointer}
+.filter{margin:10px 28px 0;font-size:14px}.filter label{margin-right:8px;cursor:pointer;padding:3px 10px;
+ border:1px solid #d0d7de;border-radius:12px;background:#fff}
+#show-review:checked~.filter label[data-filter=review],#show-all:checked~.filter label[data-filter=all]{
+ background:#0969da;border-color:#0969da;color:#fff;font-weight:600}
+.legend{margin:6px 28px 0;font-size:13px;color:#57606a}.key-review{background:#fff8c5;color:inherit}
+.key-uncited{text-decoration:underline dotted #9a6700}
 #show-review:checked~main section.answer.clean{display:none}
 #show-review:checked~main tr.passes{display:none}
 #show-review:checked~.filter .all-hint{display:none}
@@ -204,7 +209,9 @@ def render_audit_page(entries: Sequence[AuditEntry], *, verifier: str = "", rule
     switch = ('<input type="radio" name="show" id="show-review" checked hidden>'
               '<input type="radio" name="show" id="show-all" hidden>'
               f'<div class="filter">Show: <label for="show-review" data-filter="review">needs a person ({shown} of '
-              f'{_n(len(entries), "answer")})</label><label for="show-all" data-filter="all">all</label></div>')
+              f'{_n(len(entries), "answer")})</label><label for="show-all" data-filter="all">all</label></div>'
+              '<div class="legend"><mark class="key-review">highlighted</mark>: a sentence with a citation to review; '
+              '<u class="key-uncited">dotted underline</u>: a sentence that cites nothing (not checked)</div>')
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
             f"{_style()}</head><body>{head}{switch}<main>{body}</main></body></html>\n")
 

@@ -38,6 +38,8 @@ kbd{font-size:12px;border:1px solid #d0d7de;border-radius:4px;padding:0 4px;back
 textarea{width:100%;box-sizing:border-box;min-height:48px;font:inherit}
 .panel dt{color:#57606a;font-size:13px}.panel dd{margin:0 0 8px;font-weight:600}
 .warn{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:8px;font-size:13px}
+#next-steps{white-space:pre-wrap;overflow-wrap:anywhere;max-width:100%;font-size:12px;background:#f6f8fa;padding:8px;
+ border-radius:6px}
 .error{color:#cf222e}.score{color:#57606a}
 </style></head><body>
 <header><h1>citebound label</h1><span class="progress" id="progress"></span><span id="labeller"></span></header>

@@ -245,6 +245,10 @@ def test_labelling_page_by_keyboard_with_undo_and_a_kill_midway(tmp_path):
             if k == 20:
                 page.screenshot(path=str(tmp_path / "labelling_page.png"))
         page.wait_for_function("document.getElementById('claim').textContent.startsWith('Every citation')")
+        # the finished page's commands fit their panel (#52: they overflowed it)
+        fits = page.evaluate("(() => { const e = document.getElementById('next-steps'); "
+                             "return [e.scrollWidth, e.clientWidth, e.textContent.length]; })()")
+        assert fits[2] > 40 and fits[0] <= fits[1], fits
         browser.close()
     proc.terminate()
     proc.wait(timeout=30)

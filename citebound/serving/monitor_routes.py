@@ -109,6 +109,13 @@ def router(state: ServiceState) -> APIRouter:
         except (GuardInputError, ValueError) as e:
             return refuse(e)
 
+    async def admin_request(request: Request, model: type[BaseModel]) -> Any:
+        """The admin route's body as ``model``, or the response to give: the token first (401/403), then the body
+        (422)."""
+        if (denied := admin_denied(state, request)) is not None:
+            return denied
+        return await _admin_body(request, model)
+
     # the token is checked before the body is read, so a request without it is a 401 (403 with none
     # configured) whatever its body, never a 422 about it; the body schema is in the OpenAPI document
     @r.post("/v1/monitor/labels", responses={401: {"description": "no or wrong admin token"},
@@ -116,9 +123,7 @@ def router(state: ServiceState) -> APIRouter:
                                              422: {"description": "bad input, or a profile without a monitor"}},
              openapi_extra=_body_schema(LabelsIn))
     async def labels(request: Request):
-        if (denied := admin_denied(state, request)) is not None:
-            return denied
-        req = await _admin_body(request, LabelsIn)
+        req = await admin_request(request, LabelsIn)
         if isinstance(req, JSONResponse):
             return req
         return await admin_change(req.profile, req.group, lambda k: k.labels(req.missed, req.unsupported))
@@ -128,9 +133,7 @@ def router(state: ServiceState) -> APIRouter:
              openapi_extra=_body_schema(ResetIn))
     async def reset(request: Request):
         """Start a monitor afresh (after a recalibration, say); the card's history records who and when."""
-        if (denied := admin_denied(state, request)) is not None:
-            return denied
-        req = await _admin_body(request, ResetIn)
+        req = await admin_request(request, ResetIn)
         if isinstance(req, JSONResponse):
             return req
         who = f"{req.by} ({request.client.host if request.client else 'unknown'})"

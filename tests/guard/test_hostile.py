@@ -342,6 +342,11 @@ class Upstream:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://user:s3cret@127.0.0.1:{self.server.server_address[1]}/v1"
 
+    def url_with(self, userinfo: str = "", query: str = "") -> str:
+        """This upstream's URL with other credentials (``user:password``, quoted as given) or a query."""
+        at = f"{userinfo}@" if userinfo else ""
+        return f"http://{at}127.0.0.1:{self.server.server_address[1]}/v1" + (f"?{query}" if query else "")
+
     def close(self):
         self.server.shutdown()
 

@@ -21,8 +21,7 @@ def test_upstream_credentials_arrive_as_basic_auth(user, password):
 
     up = Upstream(json.dumps({"choices": [{"message": {"content": "Statins lower LDL cholesterol [2]."}}]}).encode())
     try:
-        port = up.url.rsplit(":", 1)[1].split("/")[0]
-        upstream = f"http://{quote(user, safe='')}:{quote(password, safe='')}@127.0.0.1:{port}/v1"
+        upstream = up.url_with(f"{quote(user, safe='')}:{quote(password, safe='')}")
         with running(ServeConfig(verifier="lexical", upstream=upstream, reattributor=None)) as url:
             r = httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=30)
     finally:

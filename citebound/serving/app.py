@@ -304,12 +304,24 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
     if cfg.upstream:
         app.include_router(proxy.router(state))
 
+    _probe_routes(app, state)
+    return app
+
+
+def _probe_routes(app: Any, state: ServiceState) -> None:
+    """/v1/calibrations and the probes: /livez and /healthz (alive), /readyz (a request sent now would succeed)."""
+    from fastapi.responses import JSONResponse
+
     @app.get("/v1/calibrations")
     async def calibrations():
         return state.registry.describe()
 
     @app.get("/healthz")
     async def healthz():
+        return {"status": "ok"}
+
+    @app.get("/livez")
+    async def livez():
         return {"status": "ok"}
 
     @app.get("/readyz")
@@ -321,12 +333,6 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
             return JSONResponse({"ready": False, "draining": state.draining,
                                  "store": getattr(state.store, "reason", "") if store_down else "ok"}, status_code=503)
         return {"ready": True, "verifier": state.scorer.name, "store": "ok"}
-
-    @app.get("/livez")
-    async def livez():
-        return {"status": "ok"}
-
-    return app
 
 
 def serve(cfg: ServeConfig, host: str = "127.0.0.1", port: int = 8000, workers: int = 1) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 
 from citebound.cli.common import CLIError, add_command, add_out_arg, add_verifier_args, make_scorer
 from citebound.cli.inputs import check_out, close_out, iter_json_records, open_out
+from citebound.text.limits import GuardInputError, check_text
 
 
 def add_parser(sub: Any) -> None:
@@ -34,10 +35,9 @@ def run(args: argparse.Namespace) -> int:
             raise CLIError(f"{args.input}:{lineno}: expected 'claim' and 'passage' strings")
         for key in ("claim", "passage"):
             try:
-                rec[key].encode("utf-8")
-            except UnicodeEncodeError as e:
-                raise CLIError(f"{args.input}:{lineno}: '{key}' is not well-formed unicode (a lone surrogate at "
-                               f"character {e.start}): fix the record or drop it") from None
+                check_text(rec[key], f"'{key}'")
+            except GuardInputError as e:
+                raise CLIError(f"{args.input}:{lineno}: {e}: fix the record or drop it") from None
         recs.append(rec)
     scorer = make_scorer(args)
     s, v = scorer([r["claim"] for r in recs], [r["passage"] for r in recs])

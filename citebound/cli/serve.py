@@ -91,13 +91,10 @@ def passages_prompt(args: argparse.Namespace) -> str | None:
 
 
 def admin_token(path: str | None) -> str | None:
-    """The admin token in ``path`` (its first line, stripped); refused when missing, empty or short."""
+    """The admin token in ``path`` (:func:`secret_file`); refused when short or not printable ASCII."""
     if path is None:
         return None
-    try:
-        token = Path(path).read_text(encoding="utf-8").strip().splitlines()[0].strip() if Path(path).is_file() else ""
-    except (OSError, UnicodeDecodeError, IndexError) as e:
-        raise CLIError(f"--admin-token-file {path}: cannot read a token ({e})") from None
+    token = secret_file(path, "--admin-token-file")
     if len(token) < MIN_TOKEN_CHARS:
         raise CLIError(f"--admin-token-file {path}: needs a token of at least {MIN_TOKEN_CHARS} characters on its first "
                        "line (e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))' > FILE)")
@@ -105,10 +102,6 @@ def admin_token(path: str | None) -> str | None:
     if bad is not None:
         raise CLIError(f"--admin-token-file {path}: character {bad + 1} of the token ({token[bad]!r}) cannot travel "
                        "in an HTTP header; use printable ASCII without spaces (secrets.token_urlsafe makes one)")
-    mode = Path(path).stat().st_mode
-    if mode & 0o077:
-        print(f"warning: --admin-token-file {path} can be read by other users (mode {mode & 0o777:o}); "
-              f"chmod 600 {path}", file=sys.stderr)
     return token
 
 
@@ -123,8 +116,10 @@ def secret_file(path: str, flag: str) -> str:
         raise CLIError(f"{flag} {path}: cannot read a secret from it ({e})") from None
     if not secret:
         raise CLIError(f"{flag} {path}: its first line is empty")
-    if Path(path).stat().st_mode & 0o077:
-        print(f"warning: {flag} {path} can be read by other users; chmod 600 {path}", file=sys.stderr)
+    mode = Path(path).stat().st_mode
+    if mode & 0o077:
+        print(f"warning: {flag} {path} can be read by other users (mode {mode & 0o777:o}); chmod 600 {path}",
+              file=sys.stderr)
     return secret
 
 

@@ -6,15 +6,13 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from citebound.guarding.guard import GuardReport
+from citebound.text.limits import check_text
 
 
 def well_formed(text: str) -> str:
-    """A string that is well-formed unicode (a lone surrogate cannot be encoded, tokenised or written): a 422
-    naming the field, never a 500 later."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueError(f"not well-formed unicode: a lone surrogate at character {e.start}") from None
+    """A string that is well-formed unicode (:func:`~citebound.text.limits.check_text`, whose error is a
+    ValueError): a 422 naming the field, never a 500 later."""
+    check_text(text, "the text")
     return text
 
 

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
 
+from citebound.serving.models import well_formed
 from citebound.serving.state import GuardInputError, ServiceState, refuse
 
 
@@ -27,12 +28,7 @@ class _AdminIn(BaseModel):
     @field_validator("*")
     @classmethod
     def _well_formed(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            try:
-                v.encode("utf-8")
-            except UnicodeEncodeError as e:
-                raise ValueError(f"not well-formed unicode: a lone surrogate at character {e.start}") from None
-        return v
+        return well_formed(v) if isinstance(v, str) else v
 
 
 class LabelsIn(_AdminIn):

@@ -21,7 +21,7 @@ A *word in an attribute* never hides anything: ``style="overflow:hidden"``, ``cl
 ``title="a hidden gem"`` are shown. Two views follow:
 
 * :func:`blank_hidden` (the answer): hidden characters become spaces, at the same offsets, so every
-  claim and marker a reader sees is checked; :func:`obscured_spans` lists the rest, and the guard makes
+  claim and marker a reader sees is checked; :func:`scan` lists the rest (``spans[OBSCURED]``), and the guard makes
   every citation of a sentence that holds obscured text ``unverified`` (it cannot tell what the reader
   takes the claim to be);
 * :func:`passage_view` (a passage): only shown text is left; the rest supports nothing.
@@ -275,11 +275,6 @@ def blank_spans(text: str, spans: list[tuple[int, int]]) -> str:
 def hidden_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of every region a browser does not render: comments, hidden elements and markup."""
     return scan(text).spans[HIDDEN]
-
-
-def obscured_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of text a browser renders that a reader cannot see (or the guard cannot tell)."""
-    return scan(text).spans[OBSCURED]
 
 
 def blank_hidden(text: str) -> str:

@@ -222,7 +222,7 @@ async def _start(state: ServiceState, scorer: Any, drain: Any) -> None:
 def install_error_handlers(app: Any) -> None:
     """A request that fails validation is a 422 that names the field; in OpenAI's error shape on the proxy."""
     from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import JSONResponse, Response
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError):
@@ -231,7 +231,8 @@ def install_error_handlers(app: Any) -> None:
         where = ".".join(str(x) for x in first.get("loc", ()) if x != "body") or "body"
         message = f"{where}: {first.get('msg', 'invalid')}"
         if request.url.path != "/v1/chat/completions":
-            return JSONResponse({"detail": json.loads(json.dumps(errs, default=str))}, status_code=422)
+            # written as ASCII JSON: an echoed input with a lone surrogate stays an escape, never a 500 on encoding
+            return Response(json.dumps({"detail": errs}, default=str), status_code=422, media_type="application/json")
         return JSONResponse(error_body(request.url.path, 422, message, "invalid_request", param=where),
                             status_code=422)
 

@@ -76,3 +76,12 @@ def test_the_token_file_boundaries(tmp_path, capsys):
     assert "can be read by other users (mode 644)" in err and "chmod 600" in err
     admin_token(_token_file(tmp_path, b"b" * 20, 0o640))
     assert "mode 640" in capsys.readouterr().err
+
+
+def test_a_lone_surrogate_in_a_scored_pair_is_a_422_naming_it(url):
+    """#52 item 9: /v1/score answered a lone surrogate with a 500 (the 422's echo of the input could not be
+    encoded); the 422 names the field."""
+    body = b'{"pairs": [{"claim": "ok", "passage": "x"}, {"claim": "a \\ud800", "passage": "x"}]}'
+    r = httpx.post(f"{url}/v1/score", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "pairs", 1, "claim"]
+    assert "surrogate" in r.json()["detail"][0]["msg"]

@@ -87,10 +87,13 @@ def _convert(key: str, value: Any, action: argparse.Action, where: str) -> Any:
 def read_file(path: str) -> dict[str, Any]:
     """The mapping a YAML or TOML file holds; CLIError naming the file otherwise."""
     p = Path(path)
-    if not p.is_file():
-        raise CLIError(f"--config {path}: no such file")
     try:
+        if not p.is_file():
+            raise CLIError(f"--config {path}: no such file")
         text = p.read_text(encoding="utf-8")
+    except OSError as e:  # a folder this user cannot enter, a file it cannot read
+        raise CLIError(f"--config {path}: cannot read ({e.strerror or e}); it must be readable by uid {os.getuid()}") from None
+    try:
         if p.suffix == ".toml":
             import tomllib
 

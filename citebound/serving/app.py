@@ -23,7 +23,7 @@ import signal
 import threading
 import time
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import Request
 
@@ -326,14 +326,16 @@ def _probe_routes(app: Any, state: ServiceState) -> None:
         return {"status": "ok"}
 
     @app.get("/readyz")
-    async def readyz():
+    async def readyz(scope: Literal["all", "verdicts"] = "all"):
         """Whether a request sent now would succeed: the verifier and calibrations loaded, not draining, and the
-        monitors' store answering its background probe (read here, never called: /readyz never waits on it)."""
+        monitors' store answering its background probe (read here, never called: /readyz never waits on it).
+        ``?scope=verdicts``: ready for the routes whose answers never need the store (guard, score, the proxy),
+        for a load balancer that keeps sending verdicts while the store is down (deploy/compose/haproxy.cfg)."""
         store_down = getattr(state.store, "available", True) is False
-        if not state.ready or state.draining or store_down:
+        if not state.ready or state.draining or (store_down and scope == "all"):
             return JSONResponse({"ready": False, "draining": state.draining,
                                  "store": getattr(state.store, "reason", "") if store_down else "ok"}, status_code=503)
-        return {"ready": True, "verifier": state.scorer.name, "store": "ok"}
+        return {"ready": True, "verifier": state.scorer.name, "store": "down" if store_down else "ok", "scope": scope}
 
 
 def serve(cfg: ServeConfig, host: str = "127.0.0.1", port: int = 8000, workers: int = 1) -> None:

@@ -69,6 +69,9 @@ def add_parser(sub: Any) -> None:
     sv.add_argument("--drain-grace", type=float, default=2.0, metavar="S",
                     help="after SIGTERM (/readyz is 503 at once), seconds during which requests are still served: "
                          "they were sent before the load balancer saw it; later ones get 503")
+    sv.add_argument("--log-format", choices=["text", "json"], default="text",
+                    help="text: uvicorn's log lines; json: one JSON object a line (ts, level, logger, message; method, "
+                         "path, status for access lines)")
     sv.add_argument("--reattributor", default="bm25", metavar="NAME", help="bm25 or verifier")
     sv.add_argument("--no-reattribute", action="store_true",
                     help="flag failed citations without looking for a better passage")
@@ -155,6 +158,10 @@ def run(args: argparse.Namespace) -> int:
     check_state(args.state, password, wait_s=args.state_wait)  # retried for a bounded time, then one line
     if not args.request_timeout > 0 or args.max_wait_ms < 0 or args.drain_grace < 0:
         raise CLIError("--request-timeout must be > 0, and --max-wait-ms and --drain-grace >= 0")
+    from citebound.serving.observability import check_tracing
+
+    if (why := check_tracing()) is not None:
+        raise CLIError(why)
     if args.demo_upstream:
         if args.upstream or args.workers > 1:
             raise CLIError("--demo-upstream is the upstream, in this one process: not with --upstream or --workers")
@@ -174,5 +181,5 @@ def run(args: argparse.Namespace) -> int:
                       max_wait_ms=args.max_wait_ms, request_timeout_s=args.request_timeout, drain_grace_s=args.drain_grace,
                       limits=parse_limits(args.limit), passages_prompt=passages_prompt(args),
                       admin_token=admin_token(args.admin_token_file), state_password=password, **policy_kwargs(args))
-    serve(cfg, host=args.host, port=args.port, workers=args.workers)
+    serve(cfg, host=args.host, port=args.port, workers=args.workers, log_format=args.log_format)
     return 0

@@ -245,7 +245,9 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
     from fastapi.responses import JSONResponse
 
     from citebound.serving import guard_routes, monitor_routes, proxy, score_routes
+    from citebound.serving.observability import setup_tracing
 
+    setup_tracing()  # OTLP export of the spans, when the OpenTelemetry variables ask for it (each worker its own)
     state = ServiceState(cfg)
 
     async def drain() -> None:
@@ -338,12 +340,17 @@ def _probe_routes(app: Any, state: ServiceState) -> None:
         return {"ready": True, "verifier": state.scorer.name, "store": "down" if store_down else "ok", "scope": scope}
 
 
-def serve(cfg: ServeConfig, host: str = "127.0.0.1", port: int = 8000, workers: int = 1) -> None:
-    """Run the service with uvicorn (``workers`` processes on one node, each loading the verifier once)."""
+def serve(cfg: ServeConfig, host: str = "127.0.0.1", port: int = 8000, workers: int = 1, log_format: str = "text") -> None:
+    """Run the service with uvicorn (``workers`` processes on one node, each loading the verifier once); logs as
+    uvicorn writes them, or as JSON lines (``log_format="json"``: citebound.serving.observability)."""
     import uvicorn
 
+    from citebound.serving.observability import log_config
+
+    logs = {"log_config": log_config(log_format)} if log_format != "text" else {}
+
     if workers == 1:
-        uvicorn.run(create_app(cfg), host=host, port=port, log_level="info", timeout_graceful_shutdown=30)
+        uvicorn.run(create_app(cfg), host=host, port=port, log_level="info", timeout_graceful_shutdown=30, **logs)
         return
     # the config holds secrets (the admin token, upstream credentials): the workers read it from a file only
     # this user can read, never from the environment (readable in /proc/PID/environ); removed when serve ends
@@ -357,7 +364,7 @@ def serve(cfg: ServeConfig, host: str = "127.0.0.1", port: int = 8000, workers: 
     os.environ["CITEBOUND_SERVE_CONFIG_FILE"] = path
     try:
         uvicorn.run("citebound.serving.app:app_from_env", factory=True, host=host, port=port, workers=workers,
-                    log_level="info", timeout_graceful_shutdown=30)
+                    log_level="info", timeout_graceful_shutdown=30, **logs)
     finally:
         os.environ.pop("CITEBOUND_SERVE_CONFIG_FILE", None)
         os.remove(path)

@@ -43,11 +43,17 @@ def test_redis_stopped_resumed_killed_and_restarted_under_a_running_service(tmp_
                 return r
 
             assert call("GET", "/readyz").status_code == 200
+            assert call("GET", "/readyz?scope=verdicts").json() == {"ready": True, "verifier": "lexical", "store": "ok",
+                                                                   "scope": "verdicts"}
             assert call("POST", "/v1/guard", json=BODY).json()["report"]["guarantee_card"]["monitor"]["state"] == "ok"
             assert call("POST", "/v1/monitor/labels", json={"missed": 0, "unsupported": 3}, headers=AUTH).status_code == 200
 
             os.kill(p.pid, signal.SIGSTOP)  # hung: accepts nothing, answers nothing
             t_ready = _until(lambda: call("GET", "/readyz").status_code == 503, READY_BOUND_S)
+            # a load balancer that keeps verdicts going while the store is down asks for the verdict routes only
+            v = call("GET", "/readyz?scope=verdicts")
+            assert v.status_code == 200 and v.json()["store"] == "down"
+            assert call("GET", "/readyz?scope=everything").status_code == 422
             t = time.perf_counter()
             assert call("GET", "/livez").status_code == 200 and call("GET", "/healthz").status_code == 200
             assert time.perf_counter() - t < 0.5  # never waits on the store

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from citebound.guarding.guard import Guard
 
-__version__ = "0.3.1"
+__version__ = "0.4.0"
 __all__ = ["Guard", "guard", "load_scorer"]
 
 

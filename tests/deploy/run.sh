@@ -13,22 +13,15 @@ wd=${1:-$(mktemp -d /tmp/citebound-deploy.XXXXXX)}
 py=${PYTHON:-python3}
 mkdir -p "$wd"
 export CONTAINERS_CONF="$root/tests/deploy/containers.conf"
-image=localhost/citebound:0.4.0 infra=localhost/citebound-infra:0.4.0 base=localhost/debian-python:bookworm
-# this machine reaches PyPI through an intercepting proxy: the build's pip gets the machine's CA bundle and
-# pip.conf through build-time mounts (they leave nothing in the image)
-mounts=()
-[ -f /etc/pip.conf ] && mounts+=(-v /etc/pip.conf:/etc/pip.conf:ro)
-[ -n "${PIP_CERT:-}" ] && [ -f "$PIP_CERT" ] && mounts+=(-v "$PIP_CERT:/etc/ssl/certs/ca-certificates.crt:ro")
+image=localhost/citebound:0.4.0
 step() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 t0=$(date +%s)
-bash "$root/deploy/base/make_base.sh" "$base"
-step "base ready"
-(cd "$root" && podman build -q "${mounts[@]}" --build-arg BASE="$base" -t "$image" -f deploy/Containerfile .) >"$wd/build.log" 2>&1 \
-    || { tail -30 "$wd/build.log"; exit 1; }
-(cd "$root" && podman build -q --build-arg BASE="$base" -t "$infra" -f deploy/Containerfile.infra deploy) >"$wd/build-infra.log" 2>&1 \
-    || { tail -30 "$wd/build-infra.log"; exit 1; }
-step "images built: $image $(podman image inspect "$image" --format '{{.Size}}') bytes, $infra $(podman image inspect "$infra" --format '{{.Size}}') bytes"
+bash "$root/deploy/build.sh" --local-base >"$wd/build.log" 2>&1 || { tail -30 "$wd/build.log"; exit 1; }
+step "images built: $(tr '\n' ' ' <"$wd/build.log")"
 [ "$(podman image inspect "$image" --format '{{.Config.User}}')" = "10001:10001" ] || { echo "FAIL: the image's user is not 10001"; exit 1; }
+[ "$(podman image inspect "$image" --format '{{index .Labels "org.opencontainers.image.version"}}')" = 0.4.0 ] \
+    && podman image inspect "$image" --format '{{.Config.Healthcheck.Test}}' | grep -q livez \
+    || { echo "FAIL: the image's OCI version label or its HEALTHCHECK"; exit 1; }
 
 # the quickstart's guard in the image: read-only root, non-root, no network
 podman run --rm --read-only --network none --entrypoint sh "$image" -c \

@@ -290,7 +290,7 @@ MUTANTS = [
     Mutant("mcp", "citebound/serving/mcp_server.py", 'return {"score": ev.score, "verdict": "passes" if passed else "fails"',
            'return {"score": ev.score, "verdict": "passes" if ev.score > 0.5 else "fails"',
            "verify_citation's verdict from a fixed 0.5, not the guard's rule"),
-    Mutant("contradiction", "citebound/training/contradiction.py", "return emb - (p < veto_below).astype(float)",
+    Mutant("contradiction", "citebound/verifiers/contradiction.py", "return emb - (p < veto_below).astype(float)",
            "return emb - (p <= veto_below).astype(float)", "the veto fires at exactly veto_below"),
     Mutant("precision", "citebound/calibration/precision.py", "level = delta / (2 * len(grid))", "level = delta / len(grid)",
            "the precision bound's union bound forgets it bounds two rates per tau"),

@@ -25,55 +25,24 @@ gold), keeps the catch guarantee on held-out gold, and costs at most 1.5x the gu
 """
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from citebound.verifiers.trained import FEATURES as BASE_FEATURES
+# inference lives beside the verifier; training imports it, never the reverse
+from citebound.verifiers.contradiction import (  # noqa: F401 - re-exported for the study and scripts
+    FEATURES,
+    VETO_BELOW,
+    combined,
+    direction_mismatch,
+    embedding_score,
+    p_support,
+    unit_features,
+)
 
-FEATURES = [*BASE_FEATURES, "direction"]
 REFUTE_SOURCES = ("check_covid", "evidence_inference", "fever_symmetric", "scifact_train_rte", "scitab")
 ADOPTION = {"min_auc_gain": 0.10, "max_cost_ratio": 1.5, "alpha": 0.1}
-VETO_BELOW = 0.5
-
-_UP = re.compile(r"\b(?:increas\w*|higher|more|greater|elevat\w*|rais\w*|improv\w*|enhanc\w*|boost\w*|ris(?:e|es|en|ing)"
-                 r"|rose|gain\w*|promot\w*|accelerat\w*)\b", re.I)
-_DOWN = re.compile(r"\b(?:decreas\w*|lower\w*|less|fewer|reduc\w*|declin\w*|diminish\w*|drop\w*|fall\w*|fell"
-                   r"|worsen\w*|impair\w*|suppress\w*|slow\w*|prevent\w*)\b", re.I)
-_NOCHANGE = re.compile(r"\b(?:no (?:significant |statistically significant )?(?:difference|change|effect|association)"
-                       r"|did not (?:significantly )?(?:change|differ|affect|reduce|increase|improve|alter)"
-                       r"|not (?:significantly )?(?:different|associated|changed))\b", re.I)
-
-
-def direction_mismatch(claim: str, window: str) -> float:
-    """1.0 when claim and window point opposite ways: one says up and the other only down, or the claim
-    asserts a change and the window says there was none.
-
-    >>> direction_mismatch("Vitamin C reduces colds.", "Vitamin C did not reduce the incidence of colds.")
-    1.0
-    >>> direction_mismatch("Statins lower LDL.", "Statins reduce LDL cholesterol.")
-    0.0
-    >>> direction_mismatch("Exercise increases HDL.", "Exercise lowered HDL in adults.")
-    1.0
-    """
-    cu, cd, wu, wd = (bool(r.search(t)) for t in (claim, window) for r in (_UP, _DOWN))
-    if (cu and not cd and wd and not wu) or (cd and not cu and wu and not wd):
-        return 1.0
-    return float((cu or cd) and not _NOCHANGE.search(claim) and bool(_NOCHANGE.search(window)))
-
-
-def unit_features(encoder: Any, claims: Sequence[str], windows: Sequence[str], progress: bool = False) -> np.ndarray:
-    """(n_units, len(FEATURES)): the frozen features of each (claim, window) unit and its direction cue."""
-    base = encoder.unit_features(claims, windows, progress=progress)
-    direction = np.array([[direction_mismatch(c, w)] for c, w in zip(claims, windows)]).reshape(-1, 1)
-    return np.hstack([base, direction])
-
-
-def embedding_score(x: np.ndarray) -> np.ndarray:
-    """The embedding verifier's score of a unit: (cos_l6 + 1) / 2."""
-    return (x[:, FEATURES.index("cos_l6")] + 1) / 2
 
 
 def fit(x: np.ndarray, y: np.ndarray, c: float) -> dict[str, Any]:
@@ -81,16 +50,6 @@ def fit(x: np.ndarray, y: np.ndarray, c: float) -> dict[str, Any]:
     from citebound.training.head import fit_head
 
     return fit_head(x, y, c, FEATURES)
-
-
-def p_support(head: Mapping[str, Any], x: np.ndarray) -> np.ndarray:
-    z = ((x - np.asarray(head["mean"])) / np.asarray(head["scale"])) @ np.asarray(head["coef"]) + head["intercept"]
-    return 1.0 / (1.0 + np.exp(-z))
-
-
-def combined(emb: np.ndarray, p: np.ndarray, veto_below: float = VETO_BELOW) -> np.ndarray:
-    """The veto: a unit the head judges contradicted loses 1 (below every threshold on the embedding's 0..1)."""
-    return emb - (p < veto_below).astype(float)
 
 
 def pair_max(unit: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:

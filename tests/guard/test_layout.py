@@ -36,6 +36,23 @@ def test_no_core_module_imports_the_study_statically():
     assert offenders == []  # absolute imports only, and none of the study
 
 
+RUNTIME = ("verifiers", "guarding", "scoring", "serving", "text", "calibration", "models", "labelling")
+
+
+def test_no_runtime_module_imports_lab_training():
+    """Inference sits beside the verifiers; the training package imports it, never the reverse (#55 item 5)."""
+    offenders = []
+    for path in CORE:
+        if path.relative_to(ROOT / "citebound").parts[0] not in RUNTIME:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} imports {n}" for n in names
+                          if n.startswith("citebound.training")]
+    assert offenders == []
+
+
 def test_importing_every_core_module_loads_no_study_module():
     mods = [_module(p) for p in CORE if p.name != "__main__.py"]
     code = ("import importlib, json, sys\n"

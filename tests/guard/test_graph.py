@@ -193,6 +193,13 @@ def test_assembly_refuses_a_changed_skeleton_map_or_weights(tmp_path, monkeypatc
     monkeypatch.setattr(b, "SKELETON", good)
     b.assemble(weights, tmp_path / "swapped.onnx")
     assert file_sha256(tmp_path / "swapped.onnx") != GRAPHS["fp16w"]
+    # build() compares what it assembled with the pin: the swapped graph is refused and nothing is written
+    out = tmp_path / "built"
+    with pytest.raises(b.BuildError, match="pinned " + GRAPHS["fp16w"]):
+        b.build(out=out)
+    assert sorted(p.name for p in out.iterdir()) == []
+    # with --unpinned (to measure), the same graph is written, with its own digest
+    assert b.build(out=out, unpinned=True) == file_sha256(tmp_path / "swapped.onnx") == file_sha256(out / "model.onnx")
     # a truncated weights file: refused naming the tensor
     w = tmp_path / "w"
     w.mkdir()

@@ -64,9 +64,16 @@ def main() -> int:
     lb = f"http://127.0.0.1:{port}"
     rows = []
     try:
-        subprocess.run([*compose, "up", "-d"], env=env, check=True, capture_output=True)
+        up = subprocess.run([*compose, "up", "-d"], env=env, capture_output=True, text=True)
+        if up.returncode != 0:
+            raise SystemExit(f"podman-compose up failed:\n{up.stdout[-2000:]}\n{up.stderr[-2000:]}")
         for u in (lb, f"http://127.0.0.1:{port + 1}", f"http://127.0.0.1:{port + 2}"):
-            ready(u)
+            try:
+                ready(u)
+            except SystemExit:
+                ps = subprocess.run(["podman", "ps", "-a", "--format", "{{.Names}} {{.Status}}"], env=env,
+                                    capture_output=True, text=True).stdout
+                raise SystemExit(f"{u} is not ready within 120 s; containers:\n{ps}") from None
         time.sleep(3)  # HAProxy's checks see both replicas up
         rows.append(("2 replicas behind HAProxy", level(lb, work, a.concurrency, a.seconds, os.getpid())))
         subprocess.run(["podman", "restart", f"{proj}_guard-1_1"], env=env, check=True, capture_output=True)
@@ -78,7 +85,8 @@ def main() -> int:
         subprocess.run([*compose, "down", "-v"], env=env, capture_output=True)
     hport = port + 3
     proc = subprocess.Popen([sys.executable, "-m", "citebound.cli.main", "serve", "--verifier", "embedding",
-                             "--workers", "2", "--port", str(hport)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--workers", "2", "--port", str(hport), "--state", str(wd / "monitor.sqlite")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         ready(f"http://127.0.0.1:{hport}")
         rows.append(("1 process, 2 workers (host)", level(f"http://127.0.0.1:{hport}", work, a.concurrency, a.seconds,
@@ -91,9 +99,9 @@ def main() -> int:
     for name, r in rows:
         print(f"{name:<30} {r['answers_per_s']:>10.2f} {r['p50_ms']:>8.0f} {r['p95_ms']:>8.0f} {r['errors']:>7} "
               f"{str(r['complete']):>9}")
-    one, two = rows[1][1]["answers_per_s"], rows[0][1]["answers_per_s"]
-    print(f"2 replicas / 1 replica: {two / one:.2f}x; 2 replicas / 2 workers in one process: "
-          f"{two / rows[2][1]['answers_per_s']:.2f}x")
+    one, two, host = (rows[i][1]["answers_per_s"] for i in (1, 0, 2))
+    if one > 0 and host > 0:
+        print(f"2 replicas / 1 replica: {two / one:.2f}x; 2 replicas / 2 workers in one process: {two / host:.2f}x")
     return 0 if all(r["errors"] == 0 for _, r in rows) else 1
 
 

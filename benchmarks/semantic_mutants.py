@@ -333,7 +333,29 @@ MUTANTS = [
            "the batcher counts requests instead of units toward max_batch_units"),
     Mutant("cli", "citebound/cli/convert.py", "out.write(json.dumps(finite_only(rec, nonfinite)) + \"\\n\")",
            "out.write(json.dumps(rec) + \"\\n\")", "convert writes a released file's NaN into its JSON output"),
-
+    # ---- round 6 (2026-12-03, #56's kinds: a merged batch, the one right threshold among safe ones, a
+    # boundary at exactly the level, a pin never compared, the export switch). Written with their tests by
+    # the same person, after them: each shows its test fails when its target breaks (benchmarks/MUTATION.md).
+    Mutant("batcher", "citebound/serving/batcher.py", "deadline.AnyOf([j.token for j in jobs])",
+           "deadline.AllOf([j.token for j in jobs])", "a merged call stops only when every member has left"),
+    Mutant("batcher", "citebound/serving/batcher.py", "            at += k", "            at += 1",
+           "after a merged call, the second request's slice starts one pair after the first's start"),
+    Mutant("batcher", "citebound/serving/batcher.py", "                for j in gone or jobs:",
+           "                for j in jobs:", "the members that stayed are failed with the leaver's Cancelled"),
+    Mutant("ltt", "citebound/calibration/ltt.py", "ok = np.cumprod(p[idx] <= delta / (m - np.arange(m)))",
+           "ok = np.cumprod(p[idx] <= delta / (m - np.arange(m) + 1))", "Holm's steps one hypothesis off"),
+    Mutant("ltt", "citebound/calibration/ltt.py", "ok = np.cumprod(p[order] <= delta)", "ok = (p[order] <= delta)",
+           "the fixed sequence goes on past its first failure"),
+    Mutant("ltt", "citebound/calibration/ltt.py", "        out.tau = min(out.certified)", "        out.tau = max(out.certified)",
+           "LTT deploys the largest certified tau (safe, but flags the most supported citations)"),
+    Mutant("ltt", "citebound/calibration/ltt.py", "    return p <= delta / m", "    return p < delta / m",
+           "Bonferroni refuses a p-value exactly at delta / m"),
+    Mutant("models", "citebound/models/build.py", "        if not unpinned and digest != pinned:",
+           "        if False and not unpinned and digest != pinned:", "build() never compares the graph it built with the pin"),
+    Mutant("observability", "citebound/serving/observability.py", '    if "none" in exporters:\n        return False\n', "",
+           "OTEL_TRACES_EXPORTER=none does not turn span export off"),
+    Mutant("observability", "citebound/serving/observability.py", "client, method, path, _version, status = args",
+           "client, path, method, _version, status = args", "a JSON access line's method and path swapped"),
 ]
 
 TESTS = {
@@ -362,7 +384,9 @@ TESTS = {
     "card": ["tests/guard/test_card.py", "tests/guard/test_monitor.py", "tests/guard/test_state.py"],
     "mcp": ["tests/guard/test_mcp.py", "tests/guard/test_cross_face.py", "tests/guard/test_hostile_generated.py"],
     "security": ["tests/guard/test_security.py"],
-    "ltt": ["tests/guard/test_ltt.py"],
+    "ltt": ["tests/guard/test_ltt.py", "tests/guard/test_ltt_brute_force.py"],
+    "batcher": ["tests/guard/test_batch_members.py", "tests/guard/test_behaviours.py"],
+    "observability": ["tests/guard/test_observability.py"],
     "guarantees": ["tests/study/test_guarantees.py"],
     "report": ["tests/guard/test_cross_face.py", "tests/guard/test_actions.py", "tests/guard/test_guarding.py",
                "tests/guard/test_audit_page.py", "citebound/guarding/report.py"],
@@ -419,15 +443,16 @@ def run(mutants: list[Mutant], timeout: int) -> list[tuple[Mutant, str, float]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run one module's mutants")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5: 2026-12-03's)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's)")
     ap.add_argument("--timeout", type=int, default=300)
     args = ap.parse_args()
     first3 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("merged requests get the first request's"))
     first4 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the action taken on void also fires"))
     first5 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a client that disconnects keeps holding"))
+    first6 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a merged call stops only when"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
-              5: MUTANTS[first5:]}
+              5: MUTANTS[first5:first6], 6: MUTANTS[first6:]}
     todo = [m for m in rounds[args.round] if args.only in (None, m.module)]
     results = run(todo, args.timeout)
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0])

@@ -18,6 +18,8 @@ fi
 # through build-time mounts, which leave nothing in the image
 [ -f /etc/pip.conf ] && args+=(-v /etc/pip.conf:/etc/pip.conf:ro)
 [ -n "${PIP_CERT:-}" ] && [ -f "$PIP_CERT" ] && args+=(-v "$PIP_CERT:/etc/ssl/certs/ca-certificates.crt:ro")
+# Podman writes OCI images by default, and the OCI format has no HEALTHCHECK: the docker format keeps it
+[ "$tool" = podman ] && args+=(--format docker)
 cd "$root"
 "$tool" build -q "${args[@]}" --build-arg "VERSION=$tag" -t "localhost/citebound:$tag" -f deploy/Containerfile . >/dev/null
 "$tool" build -q "${args[@]}" -t "localhost/citebound-infra:$tag" -f deploy/Containerfile.infra deploy >/dev/null

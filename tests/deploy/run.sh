@@ -20,16 +20,16 @@ bash "$root/deploy/build.sh" --local-base >"$wd/build.log" 2>&1 || { tail -30 "$
 step "images built: $(tr '\n' ' ' <"$wd/build.log")"
 [ "$(podman image inspect "$image" --format '{{.Config.User}}')" = "10001:10001" ] || { echo "FAIL: the image's user is not 10001"; exit 1; }
 [ "$(podman image inspect "$image" --format '{{index .Labels "org.opencontainers.image.version"}}')" = 0.4.0 ] \
-    && podman image inspect "$image" --format '{{.Config.Healthcheck.Test}}' | grep -q livez \
+    && podman image inspect "$image" --format '{{.HealthCheck.Test}}' | grep -q livez \
     || { echo "FAIL: the image's OCI version label or its HEALTHCHECK"; exit 1; }
 
 # the quickstart's guard in the image: read-only root, non-root, no network
-podman run --rm --read-only --network none --entrypoint sh "$image" -c \
+podman run --rm --no-healthcheck --read-only --network none --entrypoint sh "$image" -c \
     'test "$(id -u)" = 10001 && citebound guard --input "$(citebound example)" --verifier embedding' >"$wd/quickstart.txt" \
     || { cat "$wd/quickstart.txt"; echo "FAIL: the quickstart in the image"; exit 1; }
 grep -q "INVALID" "$wd/quickstart.txt" || { cat "$wd/quickstart.txt"; echo "FAIL: the quickstart flagged nothing"; exit 1; }
 # a config error is one line and status 2, in the image too
-set +e; err=$(podman run --rm --read-only --network none -e CITEBOUND_PORT=99999 "$image" 2>&1); rc=$?; set -e
+set +e; err=$(podman run --rm --no-healthcheck --read-only --network none -e CITEBOUND_PORT=99999 "$image" 2>&1); rc=$?; set -e
 [ "$rc" = 2 ] && [ "$(echo "$err" | wc -l)" = 1 ] || { echo "$err"; echo "FAIL: a bad port is not one line and status 2 (rc $rc)"; exit 1; }
 step "quickstart in the image (read-only, uid 10001, no network): ok; a bad key: '$err'"
 

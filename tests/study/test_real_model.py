@@ -57,7 +57,7 @@ def test_served_model_is_the_judge_for_llm_judge_posthoc_and_ragas(smollm2, mirr
     served = {"base_url": ep.base_url, "model": ep.model, "api_key_env": KEY, "max_concurrency": 4}
     before = smollm2._server.stats.requests
     seen = {}
-    for name, n in (("llm_judge", 24), ("openscholar_posthoc", 24), ("ragas", 2)):
+    for name, n in (("llm_judge", 12), ("openscholar_posthoc", 12), ("ragas", 2)):
         v = build_verifier(verifier_cfg(name, **served), tmp_path)
         ps = score_pairs(v, pairs["claim"].tolist()[:n], pairs["passage"].tolist()[:n], progress=False)
         scored = ps.score[~np.isnan(ps.score)]
@@ -72,7 +72,7 @@ def test_served_model_is_the_judge_for_llm_judge_posthoc_and_ragas(smollm2, mirr
     # SUPPORTED/UNSUPPORTED it mostly echoes as both words, which the strict parser reads as no verdict
     # (unverified, never a pass), so llm_judge only has to account for every unit; RAGAS needs JSON a 135M
     # model rarely writes, so its units may all be counted as unparsed
-    assert seen["openscholar_posthoc"][0] >= 12, seen
+    assert seen["openscholar_posthoc"][0] >= 6, seen
     assert seen["llm_judge"][0] + seen["llm_judge"][2] >= seen["llm_judge"][1] > 0, seen
     print(json.dumps(seen))
 

@@ -26,17 +26,10 @@ from guard_service import cycle, level, load_answers  # noqa: E402
 
 
 def ready(url: str, limit_s: float = 120) -> None:
-    import httpx
+    from service_helpers import wait_ready
 
-    t = time.monotonic()
-    while time.monotonic() - t < limit_s:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.25)
-    raise SystemExit(f"{url} is not ready within {limit_s} s")
+    if not wait_ready(url, attempts=int(limit_s / 0.25), pause=0.25):
+        raise SystemExit(f"{url} is not ready within {limit_s} s")
 
 
 def main() -> int:

@@ -49,7 +49,9 @@ REQS = {
 WANT = {"A": [1.0, 0.5], "C": [1 / 3, 0.0, 1.0]}
 
 
-def test_the_shared_call_stops_for_the_request_that_left_and_the_others_get_their_own_scores():
+def _three_requests_one_leaving(leave: list[str]):
+    """Runs A, B and C into one batch of a recording scorer; after 0.5 s the requests in ``leave`` give up.
+    Returns (the scorer, each request's scores or Cancelled, when each ended, when they gave up)."""
     rec = Recording()
     b = UnitBatcher(rec, max_units=100, max_wait_ms=300)
     tokens = {k: deadline.WorkToken(None) for k in REQS}
@@ -69,10 +71,16 @@ def test_the_shared_call_stops_for_the_request_that_left_and_the_others_get_thei
         time.sleep(0.01)
     time.sleep(0.5)  # the batch closed after 300 ms and its call runs (1 s)
     t_cancel = time.perf_counter()
-    tokens["B"].cancel()
+    for k in leave:
+        tokens[k].cancel()
     for t in threads:
         t.join(10)
     b.close()
+    return rec, out, ended, t_cancel
+
+
+def test_the_shared_call_stops_for_the_request_that_left_and_the_others_get_their_own_scores():
+    rec, out, ended, t_cancel = _three_requests_one_leaving(["B"])
     first, second = rec.calls[0], rec.calls[1]
     # ran together: one call with all six pairs, in arrival order
     assert first["claims"] == REQS["A"][0] + REQS["B"][0] + REQS["C"][0]
@@ -88,28 +96,7 @@ def test_the_shared_call_stops_for_the_request_that_left_and_the_others_get_thei
 
 def test_every_member_that_left_is_stopped_and_none_is_scored_again():
     """Two of three leave; the call stops once, and only the one that stayed is scored again."""
-    rec = Recording()
-    b = UnitBatcher(rec, max_units=100, max_wait_ms=300)
-    tokens = {k: deadline.WorkToken(None) for k in REQS}
-    out = {}
-
-    def call(name):
-        with tokens[name].active():
-            try:
-                out[name] = list(b.score(*REQS[name]).score)
-            except deadline.Cancelled as e:
-                out[name] = e
-
-    threads = [threading.Thread(target=call, args=(k,)) for k in REQS]
-    for t in threads:
-        t.start()
-        time.sleep(0.01)
-    time.sleep(0.5)
-    tokens["A"].cancel()
-    tokens["B"].cancel()
-    for t in threads:
-        t.join(10)
-    b.close()
+    rec, out, _, _ = _three_requests_one_leaving(["A", "B"])
     assert [c["outcome"] for c in rec.calls] == ["stopped", "finished"]
     assert rec.calls[1]["claims"] == REQS["C"][0]
     assert isinstance(out["A"], deadline.Cancelled) and isinstance(out["B"], deadline.Cancelled)

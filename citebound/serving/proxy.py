@@ -72,11 +72,20 @@ def proxy_error(status: int, message: str, code: str, **citebound: Any) -> JSONR
 
 def _upstream_error(shown: str, e: Exception, timeout_s: float) -> JSONResponse:
     if isinstance(e, TimeoutError):
-        return proxy_error(504, f"upstream {shown} did not answer within {timeout_s} s", "upstream_timeout")
+        return proxy_error(504, f"upstream {shown} did not answer within {timeout_s} s (--request-timeout, "
+                                "request_timeout in the config file)", "upstream_timeout")
     if isinstance(e, UpstreamError):
         extra = {"upstream": redact_url(e.body)} if e.body else {}
         return proxy_error(e.status, f"upstream {shown} {e}", "upstream_error", **extra)
     return proxy_error(502, f"upstream {shown} failed: {type(e).__name__}: {e}", "upstream_error")
+
+
+def upstream_headers(cfg: Any, sent: str | None) -> dict[str, str]:
+    """The Authorization header the upstream gets: the client's as sent (``upstream_auth`` client), the proxy's own
+    key (own), or the client's when it sent one, else the proxy's (client-else-own)."""
+    if cfg.upstream_auth == "own" or (cfg.upstream_auth == "client-else-own" and not sent):
+        return {"Authorization": f"Bearer {cfg.upstream_key}"}
+    return {"Authorization": sent} if sent else {}
 
 
 def router(state: ServiceState) -> APIRouter:
@@ -114,7 +123,7 @@ def router(state: ServiceState) -> APIRouter:
             listed = "\n\n".join(f"[{i + base}] {p}" for i, p in enumerate(passages))
             body["messages"] = [{"role": "system", "content": cfg.passages_prompt.replace("{passages}", listed)},
                                 *body["messages"]]
-        headers = {k: v for k, v in request.headers.items() if k.lower() == "authorization"}
+        headers = upstream_headers(cfg, request.headers.get("authorization"))
         url = f"{upstream}/chat/completions"
         if req.stream:
             from citebound.serving.stream_proxy import StreamRun, open_upstream, stream_response
@@ -137,7 +146,7 @@ def router(state: ServiceState) -> APIRouter:
         except GuardInputError as e:
             return proxy_error(422, str(e), getattr(e, "limit", None) or "bad_input")
         except TimeoutError:
-            return proxy_error(504, f"the request took longer than {cfg.request_timeout_s} s", "timeout")
+            return proxy_error(504, f"the request took longer than {cfg.request_timeout_s} s (--request-timeout)", "timeout")
         if report.blocked:
             return blocked(report, error_shape=True, show_text=bool(extra.return_original))
         if message.get("content") is not None:

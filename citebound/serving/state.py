@@ -36,6 +36,10 @@ class ServeConfig:
     reattributor: str | None = "bm25"
     calibrations: str | None = None  # a folder of calibration JSON files; the file name is the profile
     upstream: str | None = None
+    # which credentials reach the upstream: the client's Authorization header (client), the proxy's own key
+    # (own), or the client's when sent, else the proxy's (client-else-own)
+    upstream_auth: str = "client"
+    upstream_key: str | None = None  # the proxy's own key (read from --upstream-key-file), sent as a Bearer token
     max_batch_units: int = 512
     max_wait_ms: float = 5.0
     request_timeout_s: float = 60.0
@@ -186,7 +190,8 @@ def timed_out(seconds: float, error: BaseException | None = None):
 
     if isinstance(error, ClientGone):
         return JSONResponse({"detail": "the client disconnected; its work was cancelled"}, status_code=499)
-    return JSONResponse({"detail": f"the request took longer than {seconds} s"}, status_code=504)
+    return JSONResponse({"detail": f"the request took longer than {seconds} s (--request-timeout, request_timeout in "
+                                   "the config file)"}, status_code=504)
 
 
 def texts(passages: Sequence[Any]) -> list[str]:

@@ -69,3 +69,48 @@ def test_a_blocked_answers_text_is_in_no_report_the_client_gets(stream):
         body = r.json()
         assert r.status_code == 403 and body["citebound"]["report"]["blocked"]
         assert [a["claim"] for a in body["citebound"]["report"]["audit"]] == [None, None]
+
+
+@pytest.mark.parametrize("auth,client_sends,want", [
+    ("client", "Bearer client-tok", "Bearer client-tok"),
+    ("client", None, None),
+    ("own", "Bearer client-tok", "Bearer sk-own-123"),
+    ("own", None, "Bearer sk-own-123"),
+    ("client-else-own", "Bearer client-tok", "Bearer client-tok"),
+    ("client-else-own", None, "Bearer sk-own-123"),
+])
+def test_the_upstream_gets_the_credentials_the_config_chose(auth, client_sends, want):
+    """What the upstream receives, recorded there: the client's header as sent, the proxy's own key, or the
+    client's else the proxy's; with own, the client's token reaches the upstream nowhere."""
+    up = Upstream(json.dumps({"choices": [{"message": {"content": "Statins lower LDL cholesterol [2]."}}]}).encode())
+    key = None if auth == "client" else "sk-own-123"
+    try:
+        with running(ServeConfig(verifier="lexical", upstream=up.url_with(""), reattributor=None, upstream_auth=auth,
+                                 upstream_key=key)) as url:
+            r = httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=30,
+                           headers={"Authorization": client_sends} if client_sends else {})
+    finally:
+        up.close()
+    assert r.status_code == 200 and "sk-own-123" not in r.text
+    assert up.headers[0].get("authorization") == want
+    if auth == "own":
+        assert "client-tok" not in json.dumps(up.headers[0]) + json.dumps(up.bodies[0])
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--upstream-auth", "own"], "needs --upstream-key-file"),
+    (["--upstream-auth", "client", "--upstream-key-file", "KEY"], "never sent with --upstream-auth client"),
+    (["--upstream-key-file", "KEY", "--upstream", "http://u:p@127.0.0.1:9/v1"], "keep one"),
+])
+def test_upstream_credential_options_that_conflict_are_one_line(tmp_path, capsys, args, message):
+    from citebound.cli.main import main
+
+    key = tmp_path / "key"
+    key.write_text("sk-own-123\n")
+    key.chmod(0o600)
+    args = [str(key) if a == "KEY" else a for a in args]
+    if "--upstream" not in args:
+        args += ["--upstream", "http://127.0.0.1:9/v1"]
+    assert main(["serve", "--verifier", "lexical", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err

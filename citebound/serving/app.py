@@ -345,9 +345,9 @@ def serve(cfg: ServeConfig, host: str = "127.0.0.1", port: int = 8000, workers: 
     uvicorn writes them, or as JSON lines (``log_format="json"``: citebound.serving.observability)."""
     import uvicorn
 
-    from citebound.serving.observability import log_config
+    from citebound.serving.observability import json_log_config
 
-    logs = {"log_config": log_config(log_format)} if log_format != "text" else {}
+    logs = {"log_config": json_log_config()} if log_format == "json" else {}
 
     if workers == 1:
         uvicorn.run(create_app(cfg), host=host, port=port, log_level="info", timeout_graceful_shutdown=30, **logs)

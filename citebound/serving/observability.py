@@ -39,10 +39,8 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=True)
 
 
-def log_config(fmt: str) -> dict[str, Any] | None:
-    """uvicorn's ``log_config`` for ``--log-format``: None keeps uvicorn's own text logs."""
-    if fmt == "text":
-        return None
+def json_log_config() -> dict[str, Any]:
+    """uvicorn's ``log_config`` for ``--log-format json`` (text keeps uvicorn's own, so it passes none)."""
     handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
     return {
         "version": 1, "disable_existing_loggers": False,

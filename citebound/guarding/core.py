@@ -213,11 +213,12 @@ def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | 
         return _Judged(np.zeros(0), np.zeros(0, bool), [])
     texts = [plan.passages[i] for plan, _, i in units]
     claims = [claim for _, claim, _ in units]
-    windowing, error = None, ""
+    windowing, error, notes = None, "", None
     try:
         if hasattr(scorer, "score"):  # a PairScorer: the full-passage protocol, with its windows
             ps = scorer.score(claims, texts)
             s, v, best, windowing = np.asarray(ps.score, float), ps.verdict, ps.best_window, scorer.windowing
+            notes = [r[len("unscored: "):] if r.startswith("unscored: ") else "" for r in ps.reason]
         else:  # a plain callable: no windows, so the evidence is the whole passage
             res = scorer(claims, texts)
             s, v, best = np.asarray(res[0], float), res[1], None
@@ -238,7 +239,7 @@ def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | 
         if windowing is not None and best[t] >= 0:
             lo, hi = window_spans(len(text), int(windowing["window_chars"]), int(windowing["stride"]))[int(best[t])]
         ev.append(Evidence(i + plan.base, lo, hi, text[lo:hi], None if np.isnan(s[t]) else float(s[t])))
-    return _Judged(s, np.asarray(passed, bool), ev, [error] * len(units))
+    return _Judged(s, np.asarray(passed, bool), ev, [error or n for n in notes] if notes else [error] * len(units))
 
 
 def judge_pair(scorer: Any, claim: str, passage: str, tau: float | None) -> tuple[bool, Evidence, str]:

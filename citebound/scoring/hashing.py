@@ -27,6 +27,8 @@ RUNTIME_KEYS = frozenset({
     "threads",
     # how many embeddings a verifier keeps in memory for reuse
     "memo_texts",
+    # where a served verifier is and how it is called: its identity (the served model) is hashed instead
+    "url", "api_key_file", "max_response_bytes", "identity_check_seconds",
 })
 # Keys that change scores but whose default is the exact path: left out of the hash at their
 # default, so the float32 PyTorch path keeps the hash (and the caches) it always had, and any

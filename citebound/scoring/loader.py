@@ -56,7 +56,10 @@ class PairScorer:
         else:
             self.model = None
             self.verifier = build_verifier(cfg, cache_dir or "results/cache")
-            self.cache = cache_for(cfg, cache_dir) if cache_dir else None
+            served = getattr(self.verifier, "identity", None)  # a served model: who serves it is part of the hash
+            if served is not None:
+                self.hash = verifier_hash({**cfg, "served": served})
+            self.cache = cache_for({**cfg, "served": served} if served else cfg, cache_dir) if cache_dir else None
 
     @property
     def bases(self) -> list[PairScorer]:
@@ -114,6 +117,10 @@ def configured_hash(cfg: Mapping[str, Any], model_path: str | Path | None = None
         return verifier_hash({**cfg, "model": json.loads(Path(model_path).read_text())})
     if cfg.get("kind") == "trained" and model_path:
         return verifier_hash({**cfg, "model": str(model_path)})
+    if cfg.get("kind") == "remote":  # the served model's identity, asked of its server
+        from citebound.verifiers.remote import identity_of
+
+        return verifier_hash({**cfg, "served": identity_of(cfg)})
     return verifier_hash(cfg)
 
 
@@ -149,12 +156,14 @@ def verifier_definitions(name: str, overrides: Mapping[str, Any] | None = None,
 # keys a verifier config may carry: those of the shipped definitions plus those the verifiers read with
 # a default (tests/guard/test_cli.py checks this list against the code); an override outside it is a typo
 CODE_KEYS = frozenset({
-    "api_key_env", "backend", "backoff_seconds", "base_url", "batch_size", "chat_template_kwargs", "device", "dtype",
+    "api", "api_key_env", "api_key_file", "backend", "backoff_seconds", "base_url", "batch_size", "chat_template_kwargs", "device", "dtype",
     "entailment_label", "features", "gguf_file", "k1", "b", "kind", "label_token_ids", "labels", "max_concurrency",
     "max_input_tokens", "max_length", "max_model_len", "max_new_tokens", "max_retries", "max_tokens", "memo_texts",
     "model", "name", "negative", "positive", "positive_label", "prefix", "prompt", "prompt_source", "prompts", "quantize",
     "revision", "runtime", "support_above", "temperature", "tensor_parallel_size", "threads", "threshold",
-    "timeout_seconds", "variant", "verdict_mode", "verdict_prefix", "windowing", "binary", "resources"})
+    "timeout_seconds", "variant", "verdict_mode", "verdict_prefix", "windowing", "binary", "resources",
+    "url", "input_template", "pair_order", "positive_class", "num_classes", "max_response_bytes",
+    "identity_check_seconds", "truncate_prompt_tokens"})
 
 
 def known_keys() -> set[str]:
@@ -191,8 +200,9 @@ def load_scorer(name: str, overrides: Mapping[str, Any] | None = None, *, model_
     check_hub(name, allv)
     try:
         return PairScorer(vcfg, allv, windowing, cache_dir=cache_dir, model_path=model_path, progress=progress)
-    except (OSError, ValueError) as e:
-        raise VerifierLoadError(f"cannot load verifier {name!r}: {str(e).splitlines()[0]}") from None
+    except (OSError, ValueError, RuntimeError) as e:  # RuntimeError: a served model that cannot be reached
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise VerifierLoadError(f"cannot load verifier {name!r}: {first.removeprefix(f'verifier {name!r}: ')}") from None
 
 
 HUB_PROBE_S = 3.0

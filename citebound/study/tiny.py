@@ -161,3 +161,32 @@ def build_tiny_hhem(out_dir: str | Path, texts: Iterable[str] = (), seed: int = 
         "from transformers import PretrainedConfig\n\n\nclass HHEMv2Config(PretrainedConfig):\n"
         f"    model_type = 'HHEMv2'\n    foundation = {str(foundation)!r}\n    prompt = {HHEM_TEST_PROMPT!r}\n")
     return out
+
+
+def build_tiny_bert_classifier(out_dir: str | Path, texts: Iterable[str] = (), num_labels: int = 3,
+                               seed: int = 0) -> Path:
+    """A random ``BertForSequenceClassification`` (the architecture vLLM serves with ``--runner pooling``; a head
+    size of 64, which vLLM's CPU attention supports):
+    3 labels entailment/neutral/contradiction (an NLI head, for ``POST /classify``) or 1 label (a
+    cross-encoder, for ``POST /score``), with a word-level tokenizer that knows ``[SEP]`` as a special token."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
+
+    out = Path(out_dir)
+    vocab = _vocab(texts, ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"])
+    tok = _word_tokenizer(vocab, "[UNK]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+                                   unk_token="[UNK]", mask_token="[MASK]", model_max_length=512)
+    labels = {0: "entailment", 1: "neutral", 2: "contradiction"} if num_labels == 3 else {0: "LABEL_0"}
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=len(vocab), hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=256, max_position_embeddings=512, type_vocab_size=2, pad_token_id=0,
+                     num_labels=num_labels, id2label=labels, label2id={v: k for k, v in labels.items()})
+    model = BertForSequenceClassification(cfg).eval()
+    with torch.no_grad():  # random weights this small give near-uniform classes: spread them so scores differ
+        model.classifier.weight.mul_(8.0)
+    model.save_pretrained(out)
+    fast.save_pretrained(out)
+    return out

@@ -25,6 +25,7 @@ SCALES = {"lexical": "share of the claim's content terms found in the passage wi
           "trained": "P(support) from the trained head", "fitted": "P(support) from the stacked model",
           "nli": "P(entailment)", "attrscore": "P(attributable)", "hhem": "P(consistent)", "minicheck": "P(support)",
           "llm": "the judge's verdict as 0/1 or its probability", "ragas": "share of the claim's statements supported",
+          "remote": "the served classifier's probability of its supported class (or a cross-encoder's score)",
           "contradiction": "(cosine + 1) / 2 of MiniLM embeddings, minus 1 where a support-vs-refute head judges the "
                            "window contradicting (not a probability); the head is weak: it misses contradictions "
                            "without negation or direction cues"}
@@ -36,7 +37,8 @@ SEES = {"lexical": "on-topic from off-topic words; not negation or contradiction
         "fitted": "what its base verifiers see, combined",
         "nli": "entailment vs contradiction (an NLI model)", "attrscore": "attributable vs contradictory",
         "hhem": "consistent vs hallucinated", "minicheck": "supported vs unsupported, contradiction included",
-        "llm": "what the judge model reads", "ragas": "what the judge model reads",
+        "llm": "what the judge model reads", "remote": "what the served model sees (an entailment checker: "
+                                                      "contradiction included)", "ragas": "what the judge model reads",
         "contradiction": "on-topic from off-topic, and some contradictions (negation and direction cues)"}
 
 # verifier kinds that run a transformers model in-process (and so take runtime/quantize/threads)
@@ -83,10 +85,13 @@ def build_verifier(cfg: Mapping[str, Any], cache_dir: str | Path = "results/cach
     if kind == "ragas":
         from citebound.verifiers.ragas_faithfulness import RagasVerifier
         return RagasVerifier(cfg)
+    if kind == "remote":
+        from citebound.verifiers.remote import RemoteVerifier
+        return RemoteVerifier(cfg)
     if kind == "fitted":
         raise ValueError(f"verifier {cfg.get('name')!r} is stacked: fit it with fit_stacked, apply with apply_stacked")
     raise ValueError(f"unknown verifier kind {kind!r} (lexical, embedding, trained, attrscore, nli, minicheck, hhem, "
-                     "llm, ragas, fitted)")
+                     "llm, ragas, remote, fitted)")
 
 
 def cache_for(cfg: Mapping[str, Any], cache_dir: str | Path) -> ScoreCache:

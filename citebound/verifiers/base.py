@@ -36,7 +36,9 @@ class Verifier(Protocol):
     batch_size: int
 
     def judge(self, claims: Sequence[str], windows: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """P(support) and verdict for each (claim, window) unit."""
+        """P(support) and verdict for each (claim, window) unit. A verifier that can fail for some units and
+        not others (a served model) returns a third item: per unit '' or why it has no score (NaN); such a
+        unit is not cached, and its pair has no score (unverified), whatever its other windows say."""
         ...
 
 
@@ -167,7 +169,8 @@ def score_pairs(
     """
     n = len(claims)
     reason, units, pair_units = _pair_units(claims, passages, window_chars, stride, claim_cap, max_windows)
-    u_score, u_verdict, n_cached = _judge_units(verifier, units, cache, judge_chunk(verifier, chunk_units), progress, n)
+    u_score, u_verdict, u_note, n_cached = _judge_units(verifier, units, cache, judge_chunk(verifier, chunk_units),
+                                                        progress, n)
     score = np.full(n, np.nan)
     verdict = np.zeros(n, dtype=bool)
     best = np.full(n, -1, dtype=int)
@@ -180,6 +183,10 @@ def score_pairs(
             continue
         s = u_score[ids]
         n_win[i] = len(ids)
+        failed = next((u_note[j] for j in ids if u_note[j]), "")
+        if failed:  # a window that could not be judged may be the one that supports: the pair is not judged
+            reason[i] = f"unscored: {failed}"
+            continue
         if np.all(np.isnan(s)):
             reason[i] = "unscored"
             continue
@@ -220,10 +227,12 @@ def _pair_units(claims: Sequence[Any], passages: Sequence[Any], window_chars: in
 
 
 def _judge_units(verifier: Verifier, units: list[tuple[str, str]], cache: ScoreCache | None, chunk_units: int,
-                 progress: bool, n_pairs: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Unit scores and verdicts: from the cache where it has them, else ``chunk_units`` at a time from the verifier."""
+                 progress: bool, n_pairs: int) -> tuple[np.ndarray, np.ndarray, list[str], int]:
+    """Unit scores, verdicts and failure notes ('' or why a unit has no score): from the cache where it has
+    them, else ``chunk_units`` at a time from the verifier. A unit that failed is not cached."""
     u_score = np.full(len(units), np.nan)
     u_verdict = np.zeros(len(units), dtype=bool)
+    u_note = [""] * len(units)
     keys = []
     for j, (c, w) in enumerate(units if cache is not None else ()):  # the content hashes only a cache needs
         if j % 4096 == 0:
@@ -247,12 +256,15 @@ def _judge_units(verifier: Verifier, units: list[tuple[str, str]], cache: ScoreC
     for start in range(0, len(todo), chunk_units):
         deadline.check()  # a cancelled request stops here, between verifier calls
         idx = todo[start:start + chunk_units]
-        s, v = verifier.judge([units[j][0] for j in idx], [units[j][1] for j in idx])
-        s = np.asarray(s, dtype=float)
-        v = np.asarray(v, dtype=bool)
+        out = verifier.judge([units[j][0] for j in idx], [units[j][1] for j in idx])
+        s = np.asarray(out[0], dtype=float)
+        v = np.asarray(out[1], dtype=bool)
+        notes = list(out[2]) if len(out) > 2 else [""] * len(idx)
         u_score[idx], u_verdict[idx] = s, v
+        for t, j in enumerate(idx):
+            u_note[j] = notes[t]
         if cache is not None:
-            cache.put_many([(keys[j], s[t], v[t]) for t, j in enumerate(idx)])
+            cache.put_many([(keys[j], s[t], v[t]) for t, j in enumerate(idx) if not notes[t]])
         bar.update(len(idx))
     bar.close()
-    return u_score, u_verdict, n_cached
+    return u_score, u_verdict, u_note, n_cached

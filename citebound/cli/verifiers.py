@@ -20,10 +20,12 @@ NEEDS = {"lexical": "nothing", "embedding": "nothing (the MiniLM weights ship wi
          "fitted": "its fitted model JSON (--model, from the study's fit_stacked rule)",
          "nli": WEIGHTS, "attrscore": WEIGHTS,
          "hhem": WEIGHTS, "minicheck": WEIGHTS,
-         "llm": "the [llm] extra and an OpenAI-compatible endpoint", "ragas": "the [ragas] extra and an endpoint"}
+         "llm": "the [llm] extra and an OpenAI-compatible endpoint", "ragas": "the [ragas] extra and an endpoint",
+         "remote": "a model server with a pooling route (vLLM --runner pooling); --override url=... model=..."}
 # the pip extra each kind's runtime needs beyond `pip install citebound`
 EXTRA = {"lexical": "-", "embedding": "-", "trained": "-", "fitted": "-", "contradiction": "-", "nli": "torch",
-         "attrscore": "torch", "hhem": "torch", "minicheck": "torch", "llm": "llm", "ragas": "ragas"}
+         "attrscore": "torch", "hhem": "torch", "minicheck": "torch", "llm": "llm", "ragas": "ragas",
+         "remote": "-"}
 WIDTH = 100
 from citebound.verifiers import SCALES, SEES  # noqa: E402
 
@@ -39,9 +41,15 @@ def rows() -> list[dict[str, str]]:
 
     out = []
     for name in definitions.available("verifier"):
-        kind = str(definitions.load("verifier", name).get("kind", "?"))
-        out.append({"name": name, "kind": kind, "extra": EXTRA.get(kind, "?"), "sees": SEES.get(kind, "?"),
-                    "score": SCALES.get(kind, "?"), "needs": NEEDS.get(kind, "?")})
+        d = definitions.load("verifier", name)
+        kind = str(d.get("kind", "?"))
+        row = {"name": name, "kind": kind, "extra": EXTRA.get(kind, "?"), "sees": SEES.get(kind, "?"),
+               "score": SCALES.get(kind, "?"), "needs": NEEDS.get(kind, "?")}
+        if kind == "remote":  # where it points, credentials redacted (a key is only ever a file's path)
+            from citebound.scoring.llm_backends import redact_url
+
+            row["endpoint"] = f"{d.get('api', 'classify')} {redact_url(str(d.get('url', '')))} model {d.get('model')}"
+        out.append(row)
     return out
 
 

@@ -108,8 +108,10 @@ def exchange(url: str, method: str = "GET", body: Any = None, *, headers: Mappin
         sock.settimeout(max(0.05, end - time.monotonic()))
         sock.sendall(request)
         return _read(sock, end, timeout_s, max_bytes, stop)
-    except TimeoutError:
-        raise HTTPFailure(f"no complete answer within {timeout_s:g} s") from None
+    except TimeoutError as e:
+        if type(e) is not TimeoutError:  # raised by ``stop`` (a cancelled request), not by the socket
+            raise
+        raise HTTPFailure("no complete answer within the time left (no bytes came)") from None
     except (ssl.SSLError, OSError) as e:
         raise HTTPFailure(f"the connection failed ({type(e).__name__}: {e})") from None
     finally:
@@ -125,11 +127,11 @@ def _read(sock: socket.socket, end: float, timeout_s: float, max_bytes: int, sto
             stop()
         left = end - time.monotonic()
         if left <= 0:
-            raise HTTPFailure(f"no complete answer within {timeout_s:g} s (the server sent {len(buf)} bytes)")
+            raise HTTPFailure(f"no complete answer within the time left ({'some' if buf else 'no'} bytes came)")
         sock.settimeout(min(READ_SLICE_S, left))
         try:
             chunk = sock.recv(65536)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             continue
         if chunk:
             buf += chunk

@@ -156,7 +156,8 @@ def verifier_definitions(name: str, overrides: Mapping[str, Any] | None = None,
 # keys a verifier config may carry: those of the shipped definitions plus those the verifiers read with
 # a default (tests/guard/test_cli.py checks this list against the code); an override outside it is a typo
 CODE_KEYS = frozenset({
-    "api", "api_key_env", "api_key_file", "backend", "backoff_seconds", "base_url", "batch_size", "chat_template_kwargs", "device", "dtype",
+    "api", "api_key_env", "api_key_file",
+    "backend", "backoff_seconds", "base_url", "batch_size", "chat_template_kwargs", "device", "dtype",
     "entailment_label", "features", "gguf_file", "k1", "b", "kind", "label_token_ids", "labels", "max_concurrency",
     "max_input_tokens", "max_length", "max_model_len", "max_new_tokens", "max_retries", "max_tokens", "memo_texts",
     "model", "name", "negative", "positive", "positive_label", "prefix", "prompt", "prompt_source", "prompts", "quantize",

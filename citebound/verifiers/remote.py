@@ -244,11 +244,12 @@ class RemoteVerifier:
                 token.check()
 
         url, body = self.url + APIS[self.api], self._body(claims, windows)
+        end = min(end, time.monotonic() + self.timeout)  # timeout_seconds is each request's, tries included
         for attempt in range(self.max_retries + 1):
             check()
             left = end - time.monotonic()
             if left <= 0:
-                raise RemoteError(f"no answer within {self.timeout:g} s (timeout_seconds)")
+                raise RemoteError(f"no answer within timeout_seconds ({self.timeout:g} s)")
             try:
                 answer = request_json(url, "POST", body, headers=self.headers, timeout_s=left,
                                       max_bytes=self.max_bytes, stop=check)
@@ -256,7 +257,9 @@ class RemoteVerifier:
             except HTTPFailure as e:
                 pause = self.backoff * 2 ** attempt
                 if not e.retryable or attempt == self.max_retries or time.monotonic() + pause >= end:
-                    raise RemoteError(str(e)) from None
+                    why = str(e).replace("the time left", f"timeout_seconds ({self.timeout:g} s) or the request's "
+                                                          "deadline")
+                    raise RemoteError(why) from None
                 log.warning("verifier %s: %s %s (%s); retry %d/%d in %.2f s", self.name, redact_url(url), "failed",
                             e, attempt + 1, self.max_retries, pause)
                 wake = min(end, time.monotonic() + pause)
@@ -278,10 +281,7 @@ class RemoteVerifier:
         if problem:
             return score, verdict, [f"the served verifier could not be used: {problem}"] * n
         token = deadline.current()  # the pool's threads do not see the context: the token travels by hand
-        end = time.monotonic() + self.timeout
-        request_end = getattr(token, "deadline", None)
-        if request_end is not None:
-            end = min(end, request_end)
+        end = getattr(token, "deadline", None) or math.inf  # the request's own; each call adds timeout_seconds
         stop = threading.Event()
         spans = [(i, min(i + self.batch_size, n)) for i in range(0, n, self.batch_size)]
         futures = [self.pool.submit(self._call, claims[a:b], windows[a:b], end, token, stop) for a, b in spans]

@@ -38,6 +38,8 @@ class FakeClassifier:
         self.in_flight = self.max_in_flight = 0
         self.lock = threading.Lock()
         self.fail_on: str | None = None  # a word: any request holding it answers 500
+        self.probs = entail_probs  # (passage, claim) -> class probabilities: the served model
+        self.sep = SEP  # what joins passage and claim in a /classify input (the verifier's input_template)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -122,14 +124,15 @@ class FakeClassifier:
 
             def _rows(self, body: dict[str, Any]) -> list[dict[str, Any]]:
                 if self.path == "/score":
-                    return [{"index": i, "object": "score", "score": entail_probs(p, c)[0]}
+                    return [{"index": i, "object": "score", "score": outer.probs(p, c)[0]}
                             for i, (p, c) in enumerate(zip(body["text_1"], body["text_2"]))]
                 rows = []
                 for i, text in enumerate(body["input"]):
-                    passage, _, claim = text.partition(SEP)
-                    probs = entail_probs(passage, claim)
-                    label = ["entailment", "neutral", "contradiction"][max(range(3), key=probs.__getitem__)]
-                    rows.append({"index": i, "label": label, "probs": probs, "num_classes": 3} if self.path == "/classify"
+                    passage, _, claim = text.partition(outer.sep)
+                    probs = outer.probs(passage, claim)
+                    label = ["entailment", "neutral", "contradiction"][max(range(len(probs)), key=probs.__getitem__)]
+                    rows.append({"index": i, "label": label, "probs": probs, "num_classes": len(probs)}
+                                if self.path == "/classify"
                                 else {"index": i, "object": "pooling", "data": probs})
                 return rows
 

@@ -1,8 +1,9 @@
 """One case table (tests/guard_cases.py, worked out by hand) run by every face: the library (one answer at a
 time, and every answer of a config in one mixed batch), the CLI (JSONL, all answers in one file, and JSON,
 one file per answer), the service (one batch per group, and each answer as its own concurrent request), the
-proxy (the openai SDK, streamed and not, against a scripted upstream) and MCP (the official SDK's client over
-stdio). Every face must give the case's text, counts and review budget: a rule that holds in one face and
+proxy (the openai SDK, streamed and not, against a scripted upstream), MCP (the official SDK's client over
+stdio) and a served verifier (kind remote: lexical's twin behind a scripted model server, with the same
+calibration re-stamped for it). Every face must give the case's text, counts and review budget: a rule that holds in one face and
 not in another fails here by construction."""
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from citebound import Guard
 from citebound.cli.main import main
 
 FACES = ["library", "library-batch", "cli-jsonl", "cli-json", "service-batch", "service-concurrent",
-         "proxy", "proxy-stream", "mcp"]
+         "proxy", "proxy-stream", "mcp", "library-remote"]
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +191,46 @@ def mcp_face(cal, config, cases):
     return asyncio.run(run())
 
 
+def restamp(node, name: str, vhash: str):
+    """A calibration (and each of its groups) stamped for another verifier: the same numbers, another id."""
+    if isinstance(node, dict):
+        return {k: (name if k == "verifier" else vhash if k == "verifier_hash" else restamp(v, name, vhash))
+                for k, v in node.items()}
+    return [restamp(v, name, vhash) for v in node] if isinstance(node, list) else node
+
+
+def library_remote(cal, config, cases, tmp_path):
+    """lexical's served twin: a scripted model server whose class 0 is lexical's score of the (window, claim) it
+    is sent, so every hand-worked result must come out again through HTTP, batching and the remote reading."""
+    import citebound
+    from tests.fake_classifier import FakeClassifier
+
+    lexical = citebound.load_scorer("lexical").verifier
+    out = []
+    with FakeClassifier() as server:
+        server.sep = "\x1f"
+
+        def probs(window, claim):
+            s = float(lexical.judge([claim], [window])[0][0])
+            return [s, 1.0 - s]
+
+        server.probs = probs
+        s = citebound.load_scorer("remote_nli", overrides={"url": server.url, "model": server.model, "num_classes": 2,
+                                                           "positive_label": None, "batch_size": 3,
+                                                           "input_template": "{passage}\x1f{claim}"})
+        twin = tmp_path / "remote-cal.json"
+        twin.write_text(json.dumps(restamp(json.loads(cal.read_text()), "remote_nli", s.hash)))
+        g = Guard(s, calibration=str(twin), **CONFIGS[config])
+        for c in cases:
+            text, rep = g.guard(c.answer, c.passages, base=c.base, group=c.group)
+            out.append((None if rep.blocked else text, rep.to_dict()))
+        assert any(r["path"] == "/classify" for r in server.requests)
+    return out
+
+
 def run_face(face, cal, config, cases, tmp_path):
+    if face == "library-remote":
+        return library_remote(cal, config, cases, tmp_path)
     if face == "library":
         return library(cal, config, cases)
     if face == "library-batch":

@@ -9,6 +9,7 @@ checkout's install may hold besides (scripts/install_guard.sh: onnx and gt-all-m
 assemble the graph; neither is imported by the guard)."""
 import importlib.metadata as md
 import json
+from pathlib import Path
 import sys
 from contextlib import redirect_stdout
 from io import StringIO
@@ -111,6 +112,25 @@ def main_check() -> int:
         if t.returncode != 2 or "citebound[train]" not in t.stderr:
             problems.append(f"citebound train lean: expected exit 2 naming the [train] extra, got {t.returncode}: "
                             f"{t.stderr[-300:]}")
+    # a served verifier (kind remote) guards lean: the scripted model server of the tests, loaded by its file path
+    # (importing the tests package would put the source tree, and its citebound, on the path)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fake_classifier", Path(__file__).parents[1] / "fake_classifier.py")
+    fake = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake)
+    with fake.FakeClassifier() as server:
+        buf = StringIO()
+        with redirect_stdout(buf):
+            rc = main(["guard", "--input", str(examples.path()), "--verifier", "remote_nli", "--override",
+                       f"url={server.url}", "--override", "model=fake-nli", "--quiet"])
+        r = json.loads(buf.getvalue())["report"]
+        asked = len([q for q in server.requests if q["path"] == "/classify"])
+        print(f"remote_nli (a scripted server): exit {rc}, {r['verified']} verified, {r['reattributed']} re-attributed, "
+              f"{r['flagged']} flagged, {r['invalid']} invalid; {asked} /classify requests")
+        # the scripted model scores the share of the claim's words in the window: the example's [1] is on top
+        if rc != 0 or r["n_citations"] != 4 or r["invalid"] != 1 or not asked or r["verified"] < 1:
+            problems.append(f"remote_nli: unexpected guard result (exit {rc}): {r}")
     # a verifier that needs torch: exit 2, naming the extra
     t = subprocess.run([sys.executable, "-m", "citebound.cli.main", "guard", "--input", str(examples.path()),
                         "--verifier", "deberta_nli"], capture_output=True, text=True)

@@ -9,10 +9,10 @@ checkout's install may hold besides (scripts/install_guard.sh: onnx and gt-all-m
 assemble the graph; neither is imported by the guard)."""
 import importlib.metadata as md
 import json
-from pathlib import Path
 import sys
 from contextlib import redirect_stdout
 from io import StringIO
+from pathlib import Path
 
 from citebound import examples
 from citebound.cli.main import main

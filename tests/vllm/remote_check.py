@@ -82,7 +82,7 @@ def build_models(tmp: Path) -> dict[str, Path]:
 def vllm_server(model: Path, name: str, port: int, log: Path) -> subprocess.Popen:
     return subprocess.Popen([VLLM_PY, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
                              "--runner", "pooling", "--served-model-name", name, "--host", "127.0.0.1",
-                             "--port", str(port), "--max-model-len", "512", "--dtype", "float32"],
+                             "--port", str(port), "--max-model-len", "512", "--dtype", "float32", "--enforce-eager"],
                             stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
 

@@ -92,8 +92,8 @@ def main() -> int:
     port = free_port()
     server = subprocess.Popen([vpy, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model), "--runner",
                                "pooling", "--served-model-name", "bench", "--port", str(port), "--host", "127.0.0.1",
-                               "--max-model-len", "512", "--dtype", "float32", "--enforce-eager"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=(tmp / "server.log").open("w"), start_new_session=True)
+                               "--max-model-len", "512", "--dtype", "float32", "--enforce-eager"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=(tmp / "server.log").open("w"), start_new_session=True)
     try:
         wait_http(f"http://127.0.0.1:{port}/v1/models", 900, server)
         for b in sizes:

@@ -300,3 +300,58 @@ def test_the_served_verifier_needs_no_torch(server):
     out = subprocess.run([sys.executable, "-c", code, server.url], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1.0"
+
+
+def test_the_service_batcher_fills_a_served_batch(server):
+    """Eight concurrent guard requests to `citebound serve` with a 50 ms batching window: the model server gets
+    /classify requests holding several requests' claims, and each answer gets its own verdict (hand-worked:
+    the even ones' claims are all in their passage, the odd ones' half)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+    from service_helpers import running
+
+    from citebound.serving import ServeConfig
+
+    bodies = [{"answer": f"Topic{i} alpha [1].", "passages": [f"Topic{i} alpha." if i % 2 == 0 else f"Topic{i} beta."]}
+              for i in range(8)]
+    with running(ServeConfig(verifier="remote_nli", max_wait_ms=50), scorer=scorer(server)) as url:
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda b: httpx.post(f"{url}/v1/guard", json=b, timeout=30).json(), bodies))
+    for i, g in enumerate(got):
+        # even: 2 of 2 claim words -> [1, 0, 0], entailment on top; odd: 1 of 2 -> [0.5, 0.25, 0.25], on top too
+        assert g["report"]["verified"] == 1, (i, g)
+    sizes = [len(r["body"]["input"]) for r in server.requests if r["path"] == "/classify"]
+    assert sum(sizes) >= 8 and max(sizes) >= 2, sizes  # merged: fewer requests than answers
+    merged = max((r for r in server.requests if r["path"] == "/classify"), key=lambda r: len(r["body"]["input"]))
+    assert len({t.split(" [SEP] ")[1] for t in merged["body"]["input"]}) >= 2  # claims of several requests
+
+
+@pytest.mark.parametrize("extra", [[], ["--beta", "0.5", "--ltt-method", "holm"],
+                                   ["--beta", "0.5", "--ltt-method", "fixed_sequence"],
+                                   ["--precision", "0.6", "--supported-share-min", "0.3"]])
+def test_calibrate_through_the_served_model_equals_calibrate_on_its_scores(server, tmp_path, extra, capsys):
+    """calibrate --labels scoring through the served verifier deploys what calibrate --scores deploys on the
+    scores worked out by hand from the scripted model (the share of the claim's words in the passage), with
+    each rule: split-conformal, LTT (Holm, fixed sequence) and precision."""
+    from citebound.cli.main import main
+
+    rows, frozen = [], []
+    for i in range(60):
+        k = i % 5  # claim of 4 words, k of them in the passage: score k / 4
+        claim = " ".join(f"c{i}w{j}" for j in range(4))
+        passage = " ".join(f"c{i}w{j}" for j in range(k)) or "nothing"
+        label = int(k >= 3 or i % 7 == 0)
+        rows.append({"claim": claim, "passage": passage, "label": label})
+        frozen.append({"score": k / 4, "label": label})
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in frozen))
+    s = scorer(server)
+    over = ["--override", f"url={server.url}", "--override", "model=fake-nli"]
+    assert main(["calibrate", "--labels", str(tmp_path / "labels.jsonl"), "--verifier", "remote_nli", *over,
+                 "--alpha", "0.3", *extra, "--out", str(tmp_path / "a.json")]) == 0
+    assert main(["calibrate", "--scores", str(tmp_path / "scores.jsonl"), "--verifier", "remote_nli", *over,
+                 "--alpha", "0.3", *extra, "--out", str(tmp_path / "b.json")]) == 0
+    a, b = (json.loads((tmp_path / f).read_text()) for f in ("a.json", "b.json"))
+    assert a["verifier_hash"] == b["verifier_hash"] == s.hash
+    assert a["tau"] == b["tau"] and a.get("method") == b.get("method")

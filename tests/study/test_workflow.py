@@ -435,3 +435,38 @@ def test_kit_smoke_end_to_end_on_the_local_dataset(tmp_path):
     authors = pd.read_csv(res / "tables" / "kit_vs_authors.csv")
     assert len(authors) == 4 * 5 + 1 and set(authors["model"]) == {"smollm2-135m"}
     assert (tmp_path / "figures" / "kit_smoke" / "kit_coverage.png").stat().st_size > 10_000
+
+
+def test_a_served_twin_in_the_panel_reruns_only_its_descendants_and_scores_as_the_local_one(smoke_run):
+    """A panel verifier pointed at a served model (kind remote): lexical's twin behind a scripted model server
+    (class 0 = lexical's score of the window and claim it is sent). Added to the finished smoke run's panel, the
+    dry run builds its score tables and what reads the panel, nothing upstream and no other verifier's scores;
+    its score table, built by the score rule through HTTP, equals lexical's on every pair."""
+    from fake_classifier import FakeClassifier
+
+    import citebound
+
+    res, wd = smoke_run
+    lexical = citebound.load_scorer("lexical").verifier
+    with FakeClassifier() as server:
+        server.probs = lambda window, claim: [s := float(lexical.judge([claim], [window])[0][0]), 1.0 - s]
+        over = ("overrides=[\"verifier_panel=[lexical,embedding,trained,fitted,remote_nli]\","
+                f"\"++verifiers.remote_nli.url={server.url}\",\"++verifiers.remote_nli.model=fake-nli\","
+                "\"++verifiers.remote_nli.num_classes=2\"]")
+        r = snake(["-n", "--cores", "2", "--config", "experiment=smoke", over], wd)
+        assert r.returncode == 0, r.stderr[-2000:]
+        counts = job_counts(r.stdout)
+        assert not {"download", "prepare", "generate", "proposals", "fit_stacked_verifier"} & set(counts), counts
+        built = set(re.findall(r"scores/[^\s/]+/[^\s/]+/(\w+)\.parquet", r.stdout))
+        assert built == {"remote_nli"}, built  # no other verifier's scores are rebuilt
+        assert counts["score"] >= 3 and "score_stacked" not in counts, counts
+        gold = "gold/scifact_gold"
+        target = res / "scores" / gold / "remote_nli.parquet"
+        r = snake(["--cores", "2", "--config", "experiment=smoke", over, str(target.relative_to(wd))], wd)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert any(q["path"] == "/classify" for q in server.requests)
+    twin = pd.read_parquet(target).set_index("pair_id")
+    local = pd.read_parquet(res / "scores" / gold / "lexical.parquet").set_index("pair_id")
+    assert len(twin) == len(local) > 0 and set(twin.index) == set(local.index)
+    np.testing.assert_allclose(twin.loc[local.index, "score"], local["score"], atol=1e-12)  # the stated tolerance
+    assert (twin.loc[local.index, "best_window"] == local["best_window"]).all()

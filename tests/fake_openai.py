@@ -21,12 +21,22 @@ class FakeOpenAI:
         self.answer = answer
         self.fail_first = fail_first
         self.requests: list[dict[str, Any]] = []
+        self.gets: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *a):  # keep test output clean
                 pass
+
+            def do_GET(self):  # the model list (GET /v1/models), recorded like a POST
+                with outer.lock:
+                    outer.gets.append({"path": self.path, "headers": dict(self.headers)})
+                if self.path != "/v1/models":
+                    self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+                    return
+                self._send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model", "created": 0,
+                                                             "owned_by": "tests"}]})
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

@@ -308,6 +308,8 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
         app.include_router(proxy.router(state))
 
     _probe_routes(app, state)
+    if cfg.upstream:  # last: only what no route above serves
+        app.include_router(proxy.not_served_router())
     return app
 
 

@@ -36,19 +36,32 @@ class DemoModel:
         self.tok = AutoTokenizer.from_pretrained(path, gguf_file=MODEL["gguf_file"])
         self.model = AutoModelForCausalLM.from_pretrained(path, gguf_file=MODEL["gguf_file"], dtype=torch.float32).eval()
 
-    def pieces(self, messages: list[dict[str, Any]], max_tokens: int | None) -> Any:
-        """The answer's text, piece by piece, as it is generated."""
-        from transformers import TextIteratorStreamer
+    def pieces(self, messages: list[dict[str, Any]], max_tokens: int | None, stop: threading.Event | None = None,
+               outcome: dict[str, Any] | None = None) -> Any:
+        """The answer's text, piece by piece, as it is generated. Setting ``stop`` ends the generation at the
+        next token (its client left); ``outcome`` gets ``finish_reason``: ``length`` when ``max_tokens`` cut the
+        answer, ``stop`` when the model ended it, and ``tokens``, how many it generated."""
+        from transformers import StoppingCriteria, StoppingCriteriaList, TextIteratorStreamer
 
+        torch, stop, outcome = self.torch, stop or threading.Event(), outcome if outcome is not None else {}
         text = self.tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         enc = self.tok(text, return_tensors="pt", add_special_tokens=False)
         streamer = TextIteratorStreamer(self.tok, skip_prompt=True, skip_special_tokens=True, timeout=120)
         n = min(int(max_tokens or self.max_new_tokens), self.max_new_tokens)
+        prompt_len, eos = enc["input_ids"].shape[1], self.tok.eos_token_id
+
+        class Left(StoppingCriteria):
+            def __call__(self, input_ids: Any, scores: Any, **kw: Any) -> Any:
+                outcome["tokens"] = int(input_ids.shape[1] - prompt_len)
+                outcome["last"] = int(input_ids[0, -1])
+                return torch.full((input_ids.shape[0],), stop.is_set(), dtype=torch.bool)
 
         def run() -> None:
-            with self.lock, self.torch.inference_mode():
-                self.model.generate(**enc, do_sample=False, max_new_tokens=n, streamer=streamer,
-                                    pad_token_id=self.tok.eos_token_id)
+            with self.lock, torch.inference_mode():
+                self.model.generate(**enc, do_sample=False, max_new_tokens=n, streamer=streamer, pad_token_id=eos,
+                                    stopping_criteria=StoppingCriteriaList([Left()]))
+            cut = outcome.get("tokens", 0) >= n and outcome.get("last") != eos
+            outcome["finish_reason"] = "length" if cut else "stop"
 
         threading.Thread(target=run, daemon=True).start()
         yield from streamer
@@ -70,11 +83,17 @@ def create_demo_app(model: Any) -> Any:
                                 status_code=400)
         msgs = [{"role": str(m.get("role", "user")), "content": str(m.get("content") or "")} for m in messages]
         created, name = int(time.time()), MODEL["name"]
+        stop, outcome = threading.Event(), {}
+        pieces = model.pieces(msgs, body.get("max_tokens"), stop, outcome)
         if not body.get("stream"):
-            text = "".join([p async for p in iterate_in_threadpool(model.pieces(msgs, body.get("max_tokens")))])
+            parts = []
+            async for p in iterate_in_threadpool(pieces):
+                parts.append(p)
+                if await request.is_disconnected():  # nobody to answer: the model stops at its next token
+                    stop.set()
             return {"id": "demo", "object": "chat.completion", "created": created, "model": name,
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text.strip()},
-                                 "finish_reason": "stop"}]}
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(parts).strip()},
+                                 "finish_reason": outcome.get("finish_reason", "stop")}]}
 
         def event(delta: dict[str, Any], finish: str | None = None) -> str:
             return "data: " + json.dumps({"id": "demo", "object": "chat.completion.chunk", "created": created,
@@ -82,14 +101,24 @@ def create_demo_app(model: Any) -> Any:
                                                                       "finish_reason": finish}]}) + "\n\n"
 
         async def events():
-            yield event({"role": "assistant", "content": ""})
-            async for piece in iterate_in_threadpool(model.pieces(msgs, body.get("max_tokens"))):
-                if piece:
-                    yield event({"content": piece})
-            yield event({}, "stop")
-            yield "data: [DONE]\n\n"
+            try:
+                yield event({"role": "assistant", "content": ""})
+                async for piece in iterate_in_threadpool(pieces):
+                    if await request.is_disconnected():
+                        stop.set()
+                    if piece:
+                        yield event({"content": piece})
+                yield event({}, outcome.get("finish_reason", "stop"))
+                yield "data: [DONE]\n\n"
+            finally:  # the client left mid-stream (the response was cancelled): the model stops too
+                stop.set()
 
         return StreamingResponse(events(), media_type="text/event-stream")
+
+    @app.get("/v1/models")
+    async def models():
+        return {"object": "list", "data": [{"id": MODEL["name"], "object": "model", "created": 0,
+                                            "owned_by": "citebound-demo"}]}
 
     return app
 

@@ -31,10 +31,13 @@ from citebound.serving.state import GuardInputError, ServiceState, blocked, text
 from citebound.serving.upstream import UpstreamError, not_json, tool_calls, unchecked_fields
 
 
-async def _call_upstream(state: ServiceState, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
-    """The upstream's JSON answer, read up to ``max_upstream_bytes``."""
+async def _upstream_json(state: ServiceState, method: str, url: str, headers: dict[str, str],
+                         body: dict[str, Any] | None = None) -> Any:
+    """The upstream's JSON answer to one request, read up to ``max_upstream_bytes``; not a 200, or not JSON
+    (NaN included), is an :class:`UpstreamError`."""
     cap = state.cfg.limits.max_upstream_bytes
-    async with state.http.stream("POST", url, json=body, headers=headers) as r:
+    extra = {} if body is None else {"json": body}
+    async with state.http.stream(method, url, headers=headers, **extra) as r:
         chunks, n = [], 0
         async for chunk in r.aiter_bytes():
             n += len(chunk)
@@ -45,9 +48,14 @@ async def _call_upstream(state: ServiceState, url: str, body: dict[str, Any], he
     if r.status_code != 200:
         raise UpstreamError(f"answered {r.status_code}", body=raw[:2000].decode("utf-8", "replace"))
     try:
-        data = json.loads(raw, parse_constant=not_json)
+        return json.loads(raw, parse_constant=not_json)
     except ValueError as e:
         raise UpstreamError(f"answered with {e}" if "not JSON" in str(e) else "answered with malformed JSON") from None
+
+
+async def _call_upstream(state: ServiceState, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    """The upstream's chat completion, with exactly one choice whose content is a string."""
+    data = await _upstream_json(state, "POST", url, headers, body)
     try:
         choices = data["choices"]
         content = choices[0]["message"].get("content") or ""
@@ -165,5 +173,38 @@ def router(state: ServiceState) -> APIRouter:
                 "X-Citebound-Unchecked-Fields": ",".join(fields) or "none",
                 "X-Citebound-Guarantee": str((report.guarantee_card.get("monitor") or {}).get("state", "off"))}
         return JSONResponse(json.loads(json.dumps(data)), headers=hdrs)
+
+    @r.get("/v1/models", responses={502: {"description": "the upstream failed"},
+                                    504: {"description": "the upstream ran past the timeout"}})
+    async def models(request: Request):
+        """The upstream's model list, passed through (chat front ends ask for it first), read up to
+        ``max_upstream_bytes`` within the request timeout."""
+        headers = upstream_headers(cfg, request.headers.get("authorization"))
+        try:
+            data = await asyncio.wait_for(_upstream_json(state, "GET", f"{upstream}/models", headers),
+                                          cfg.request_timeout_s)
+        except Exception as e:  # noqa: BLE001 - any transport failure is the upstream's
+            return _upstream_error(shown, e, cfg.request_timeout_s)
+        return JSONResponse(data)
+
+    return r
+
+
+SERVED = "POST /v1/chat/completions, GET /v1/models, POST /v1/guard, POST /v1/score"
+
+
+def not_served_router() -> APIRouter:
+    """Any other /v1 route, on the proxy: a 404 in the shape of the API its path belongs to (Anthropic's for
+    /v1/messages, OpenAI's otherwise), so an SDK raises a clear error instead of failing to parse FastAPI's."""
+    r = APIRouter()
+
+    @r.api_route("/v1/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+    async def not_served(rest: str, request: Request):
+        what = f"{request.method} /v1/{rest[:200]}"
+        message = f"citebound's proxy does not serve {what}; it serves {SERVED}"
+        if rest.startswith("messages"):
+            return JSONResponse({"type": "error", "error": {"type": "not_found_error", "message": message}},
+                                status_code=404)
+        return proxy_error(404, message, "not_found")
 
     return r

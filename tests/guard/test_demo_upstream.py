@@ -41,7 +41,28 @@ def test_the_demo_upstream_serves_a_real_model_behind_the_proxy():
             if chunk.choices:
                 text.append(chunk.choices[0].delta.content or "")
                 finish = chunk.choices[0].finish_reason or finish
-        assert finish == "stop" and "".join(text) == whole.choices[0].message.content
+        assert finish == whole.choices[0].finish_reason in ("stop", "length")
+        assert "".join(text) == whole.choices[0].message.content
+        assert [m.id for m in client.models.list()] == ["smollm2-135m"]  # the proxy passes the demo's list through
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+@pytest.mark.slow  # loads SmolLM2 and generates a few tokens
+def test_the_demo_model_says_length_when_max_tokens_cut_it_and_stops_when_its_client_leaves():
+    import threading
+
+    from citebound.serving.demo_upstream import DemoModel
+
+    model = DemoModel(max_new_tokens=64)
+    msgs = [{"role": "user", "content": "Write a long essay about the history of aspirin."}]
+    cut: dict = {}
+    text = "".join(model.pieces(msgs, 3, outcome=cut))
+    assert text.strip() and cut["finish_reason"] == "length" and cut["tokens"] == 3
+    stop, left = threading.Event(), {}
+    pieces = model.pieces(msgs, 64, stop, left)
+    next(p for p in pieces if p)  # the first words, then the client goes
+    stop.set()
+    list(pieces)
+    assert left["tokens"] < 64 and left["finish_reason"] == "stop"  # ended at the next token, not at 64

@@ -60,11 +60,12 @@ class DemoModel:
             with self.lock, torch.inference_mode():
                 self.model.generate(**enc, do_sample=False, max_new_tokens=n, streamer=streamer, pad_token_id=eos,
                                     stopping_criteria=StoppingCriteriaList([Left()]))
-            cut = outcome.get("tokens", 0) >= n and outcome.get("last") != eos
-            outcome["finish_reason"] = "length" if cut else "stop"
 
         threading.Thread(target=run, daemon=True).start()
         yield from streamer
+        # the criteria saw every token before the streamer ended: the count and the last token are final here
+        cut = outcome.get("tokens", 0) >= n and outcome.get("last") != eos
+        outcome["finish_reason"] = "length" if cut else "stop"
 
 
 def create_demo_app(model: Any) -> Any:

@@ -355,3 +355,28 @@ def test_calibrate_through_the_served_model_equals_calibrate_on_its_scores(serve
     a, b = (json.loads((tmp_path / f).read_text()) for f in ("a.json", "b.json"))
     assert a["verifier_hash"] == b["verifier_hash"] == s.hash
     assert a["tau"] == b["tau"] and a.get("method") == b.get("method")
+
+
+def test_labels_carrying_the_served_hash_reuse_their_scores_until_another_model_is_served(server, tmp_path, capsys):
+    """Labels made with this served model (their verifier_hash) are calibrated on the scores they carry, and the
+    server is asked nothing; once another model is served under the name, the hash no longer matches, so every
+    pair is scored again through the server."""
+    from citebound.cli.main import main
+
+    s = scorer(server)
+    rows = [{"claim": f"w{i} x", "passage": f"w{i} x" if i % 2 else "other", "label": i % 2,
+             "score": 1.0 if i % 2 else 0.0, "verifier_hash": s.hash} for i in range(30)]
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    over = ["--override", f"url={server.url}", "--override", "model=fake-nli"]
+    server.requests.clear()
+    assert main(["calibrate", "--labels", str(labels), "--verifier", "remote_nli", *over, "--alpha", "0.2",
+                 "--out", str(tmp_path / "a.json")]) == 0
+    assert "reusing the scores the 30 labels carry" in capsys.readouterr().err
+    assert not [r for r in server.requests if r["path"] == "/classify"]
+    server.root = "/models/another-nli"
+    assert main(["calibrate", "--labels", str(labels), "--verifier", "remote_nli", *over, "--alpha", "0.2",
+                 "--out", str(tmp_path / "b.json")]) == 0
+    assert "scoring 30 labelled citations" in capsys.readouterr().err
+    assert sum(len(r["body"]["input"]) for r in server.requests if r["path"] == "/classify") == 30
+    assert json.loads((tmp_path / "b.json").read_text())["verifier_hash"] == scorer(server).hash != s.hash

@@ -457,12 +457,18 @@ def test_a_served_twin_in_the_panel_reruns_only_its_descendants_and_scores_as_th
         assert r.returncode == 0, r.stderr[-2000:]
         counts = job_counts(r.stdout)
         assert not {"download", "prepare", "generate", "proposals", "fit_stacked_verifier"} & set(counts), counts
-        built = set(re.findall(r"scores/[^\s/]+/[^\s/]+/(\w+)\.parquet", r.stdout))
+        built = set()  # the verifiers whose score tables the dry run would write (outputs, not inputs)
+        rule = None
+        for line in r.stdout.splitlines():
+            if m := re.match(r"^(?:local)?rule (\w+):", line):
+                rule = m.group(1)
+            elif rule in ("score", "score_stacked") and (m := re.match(r"^\s+output: (.*)", line)):
+                built |= set(re.findall(r"scores/[^\s/]+/[^\s/]+/([\w+-]+)\.parquet", m.group(1)))
         assert built == {"remote_nli"}, built  # no other verifier's scores are rebuilt
         assert counts["score"] >= 3 and "score_stacked" not in counts, counts
         gold = "gold/scifact_gold"
         target = res / "scores" / gold / "remote_nli.parquet"
-        r = snake(["--cores", "2", "--config", "experiment=smoke", over, str(target.relative_to(wd))], wd)
+        r = snake([str(target.relative_to(wd)), "--cores", "2", "--config", "experiment=smoke", over], wd)
         assert r.returncode == 0, r.stderr[-3000:]
         assert any(q["path"] == "/classify" for q in server.requests)
     twin = pd.read_parquet(target).set_index("pair_id")

@@ -185,6 +185,7 @@ def test_the_labelling_page_inserts_html_only_through_its_escaper():
 # ---------------------------------------------------------------- control routes: token, Host, Origin
 
 OPEN = {"/v1/guard", "/v1/score", "/v1/chat/completions"}  # guarding stays open (README, "Serve the guard")
+NOT_SERVED = "/v1/{rest:path}"  # the proxy's 404 for routes it does not serve: it changes nothing
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
 
 
@@ -205,7 +206,8 @@ def test_every_state_changing_service_route_needs_the_admin_token(tmp_path):
 
     every = _write_routes(create_app(ServeConfig(verifier="lexical", upstream="http://127.0.0.1:9/v1")))
     assert {p for _, p in every} >= OPEN  # the walk sees the guarding routes too
-    routes = [(m, p) for m, p in every if p not in OPEN]
+    routes = [(m, p) for m, p in every if p not in OPEN | {NOT_SERVED}]
+    assert {m for m, p in every if p == NOT_SERVED} == WRITES  # every write method of it answers 404, below
     assert ("POST", "/v1/monitor/labels") in routes and ("POST", "/v1/monitor/reset") in routes
     # without the token the body does not matter (401 before it is read); with it, a valid body passes
     bodies = {"/v1/monitor/labels": {"missed": 0, "unsupported": 1}, "/v1/monitor/reset": {"by": "tester"}}
@@ -216,6 +218,10 @@ def test_every_state_changing_service_route_needs_the_admin_token(tmp_path):
                                         ({"authorization": "Bearer right-token-123"}, bodies.get(path), 200)):
                 r = httpx.request(method, url + path, json=body, headers=headers, timeout=30)
                 assert r.status_code == want, (method, path, headers, r.status_code, r.text[:200])
+    with running(ServeConfig(verifier="lexical", upstream="http://127.0.0.1:9/v1")) as url:
+        for method in sorted(WRITES):  # the not-served catch-all: a 404 in OpenAI's shape, whatever is sent
+            r = httpx.request(method, f"{url}/v1/monitor/labels/x", json={"missed": 1}, timeout=30)
+            assert r.status_code == 404 and r.json()["error"]["code"] == "not_found", (method, r.text[:200])
     with running(ServeConfig(verifier="lexical")) as url:  # no admin token configured: no control at all
         for method, path in routes:
             r = httpx.request(method, url + path, json={"junk": 1}, headers={"authorization": "Bearer x"}, timeout=30)

@@ -174,11 +174,18 @@ def router(state: ServiceState) -> APIRouter:
                 "X-Citebound-Guarantee": str((report.guarantee_card.get("monitor") or {}).get("state", "off"))}
         return JSONResponse(json.loads(json.dumps(data)), headers=hdrs)
 
+    _models_route(r, state, upstream, shown)
+    return r
+
+
+def _models_route(r: APIRouter, state: ServiceState, upstream: str, shown: str) -> None:
+    """``GET /v1/models``: the upstream's model list, passed through (chat front ends ask for it first), read up
+    to ``max_upstream_bytes`` within the request timeout."""
+    cfg = state.cfg
+
     @r.get("/v1/models", responses={502: {"description": "the upstream failed"},
                                     504: {"description": "the upstream ran past the timeout"}})
     async def models(request: Request):
-        """The upstream's model list, passed through (chat front ends ask for it first), read up to
-        ``max_upstream_bytes`` within the request timeout."""
         headers = upstream_headers(cfg, request.headers.get("authorization"))
         try:
             data = await asyncio.wait_for(_upstream_json(state, "GET", f"{upstream}/models", headers),
@@ -186,8 +193,6 @@ def router(state: ServiceState) -> APIRouter:
         except Exception as e:  # noqa: BLE001 - any transport failure is the upstream's
             return _upstream_error(shown, e, cfg.request_timeout_s)
         return JSONResponse(data)
-
-    return r
 
 
 SERVED = "POST /v1/chat/completions, GET /v1/models, POST /v1/guard, POST /v1/score"

@@ -120,12 +120,12 @@ MIN_TOKEN_CHARS = 16
 
 def secret_file(path: str, flag: str) -> str:
     """A secret from a file (its first line, stripped): never from the command line or the environment."""
+    from citebound.scoring.llm_backends import read_secret
+
     try:
-        secret = Path(path).read_text(encoding="utf-8").strip().splitlines()[0].strip()
-    except (OSError, UnicodeDecodeError, IndexError) as e:
-        raise CLIError(f"{flag} {path}: cannot read a secret from it ({e})") from None
-    if not secret:
-        raise CLIError(f"{flag} {path}: its first line is empty")
+        secret = read_secret(path)
+    except ValueError as e:
+        raise CLIError(f"{flag} {path}: {e}") from None
     mode = Path(path).stat().st_mode
     if mode & 0o077:
         print(f"warning: {flag} {path} can be read by other users (mode {mode & 0o777:o}); chmod 600 {path}",

@@ -107,7 +107,7 @@ def exchange(url: str, method: str = "GET", body: Any = None, *, headers: Mappin
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=parts.hostname)
         sock.settimeout(max(0.05, end - time.monotonic()))
         sock.sendall(request)
-        return _read(sock, end, timeout_s, max_bytes, stop)
+        return _read(sock, end, max_bytes, stop)
     except TimeoutError as e:
         if type(e) is not TimeoutError:  # raised by ``stop`` (a cancelled request), not by the socket
             raise
@@ -118,7 +118,7 @@ def exchange(url: str, method: str = "GET", body: Any = None, *, headers: Mappin
         sock.close()
 
 
-def _read(sock: socket.socket, end: float, timeout_s: float, max_bytes: int, stop: Callable[[], None] | None
+def _read(sock: socket.socket, end: float, max_bytes: int, stop: Callable[[], None] | None
           ) -> tuple[int, dict[str, str], bytes]:
     buf = bytearray()
     status, headers, body_at, length, chunked = 0, {}, -1, None, False

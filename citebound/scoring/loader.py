@@ -57,9 +57,9 @@ class PairScorer:
             self.model = None
             self.verifier = build_verifier(cfg, cache_dir or "results/cache")
             served = getattr(self.verifier, "identity", None)  # a served model: who serves it is part of the hash
-            if served is not None:
-                self.hash = verifier_hash({**cfg, "served": served})
-            self.cache = cache_for({**cfg, "served": served} if served else cfg, cache_dir) if cache_dir else None
+            hashed = cfg if served is None else {**cfg, "served": served}
+            self.hash = verifier_hash(hashed)
+            self.cache = cache_for(hashed, cache_dir) if cache_dir else None
 
     @property
     def bases(self) -> list[PairScorer]:

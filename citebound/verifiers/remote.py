@@ -35,14 +35,13 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from citebound.scoring import deadline
 from citebound.scoring.bounded_http import HTTPFailure, request_json
-from citebound.scoring.llm_backends import redact_url
+from citebound.scoring.llm_backends import read_secret, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -55,15 +54,19 @@ class RemoteError(RuntimeError):
     """A served model that cannot be used: the message names the endpoint (redacted) and what to do."""
 
 
-def read_key(path: str | Path, name: str) -> str:
-    """The first line of an API key file, stripped (never the key itself in a config)."""
+def auth_headers(cfg: Mapping[str, Any], name: str) -> dict[str, str]:
+    """``Authorization: Bearer`` with the first line of ``api_key_file`` (never the key itself in a config), or
+    no header without one."""
+    path = cfg.get("api_key_file")
+    if not path:
+        return {}
     try:
-        key = Path(path).read_text(encoding="utf-8").strip().splitlines()[0].strip()
-    except (OSError, UnicodeDecodeError, IndexError) as e:
-        raise RemoteError(f"verifier {name!r}: api_key_file {path}: cannot read a key from it ({e})") from None
-    if not key or not key.isprintable() or not key.isascii():
+        key = read_secret(path)
+    except ValueError as e:
+        raise RemoteError(f"verifier {name!r}: api_key_file {path}: {e}") from None
+    if not key.isprintable() or not key.isascii():
         raise RemoteError(f"verifier {name!r}: api_key_file {path}: its first line is not a printable ASCII key")
-    return key
+    return {"Authorization": f"Bearer {key}"}
 
 
 def _number(cfg: Mapping[str, Any], key: str, default: float, lo: float, hi: float, kind: type = float) -> Any:
@@ -96,8 +99,7 @@ def served_identity(url: str, model: str, headers: Mapping[str, str], timeout_s:
 def identity_of(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """The identity a :class:`RemoteVerifier` of this config would pin, asked of its server."""
     name = str(cfg.get("name", "remote"))
-    headers = {"Authorization": f"Bearer {read_key(cfg['api_key_file'], name)}"} if cfg.get("api_key_file") else {}
-    return served_identity(str(cfg.get("url") or "").rstrip("/"), str(cfg.get("model") or ""), headers,
+    return served_identity(str(cfg.get("url") or "").rstrip("/"), str(cfg.get("model") or ""), auth_headers(cfg, name),
                            min(float(cfg.get("timeout_seconds", 30)), 10.0), name)
 
 
@@ -148,8 +150,7 @@ class RemoteVerifier:
         thr = cfg.get("threshold", 0.5 if self.api == "score" else None)
         self.threshold = None if thr is None else _number(cfg, "threshold", 0.5, 0, 1)
         self.truncate = cfg.get("truncate_prompt_tokens")
-        self.headers = {"Authorization": f"Bearer {read_key(cfg['api_key_file'], self.name)}"} \
-            if cfg.get("api_key_file") else {}
+        self.headers = auth_headers(cfg, self.name)
         self.identity = served_identity(self.url, self.model, self.headers, min(self.timeout, 10.0), self.name)
         self._checked_at, self._changed, self._suspect = time.monotonic(), "", False
         self._lock = threading.Lock()

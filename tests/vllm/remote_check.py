@@ -33,6 +33,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+from tests.service_helpers import free_port  # noqa: E402
+
 TOL = 1e-4  # float32 through two engines: the same weights, other kernels
 VLLM_PY = os.environ.get("VLLM_PYTHON", str(ROOT / ".venv-vllm" / "bin" / "python"))
 PY = sys.executable
@@ -41,12 +43,6 @@ CLAIMS = ["aspirin inhibits cyclooxygenase", "statins lower ldl cholesterol", "a
 PASSAGES = ["Aspirin irreversibly inhibits cyclooxygenase in platelets.", "Statins lower LDL cholesterol.",
             "Low-dose aspirin reduces the risk of a first heart attack.", "Thromboxane A2 is made by platelets.",
             "Statins inhibit HMG-CoA reductase in the liver.", "Migraine is a headache disorder."]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_http(url: str, seconds: float, proc: subprocess.Popen | None = None) -> None:

@@ -25,37 +25,16 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from citebound.scoring.llm_backends import redact_url, split_userinfo  # noqa: F401 (one redaction for every face)
+from citebound.scoring.llm_backends import redact_url, split_userinfo
+from citebound.serving.held import GuardFailure, guard_whole, prepare, report_body, report_headers
 from citebound.serving.models import ChatRequest
-from citebound.serving.state import GuardInputError, ServiceState, blocked, texts
-from citebound.serving.upstream import UpstreamError, not_json, tool_calls, unchecked_fields
-
-
-async def _upstream_json(state: ServiceState, method: str, url: str, headers: dict[str, str],
-                         body: dict[str, Any] | None = None) -> Any:
-    """The upstream's JSON answer to one request, read up to ``max_upstream_bytes``; not a 200, or not JSON
-    (NaN included), is an :class:`UpstreamError`."""
-    cap = state.cfg.limits.max_upstream_bytes
-    extra = {} if body is None else {"json": body}
-    async with state.http.stream(method, url, headers=headers, **extra) as r:
-        chunks, n = [], 0
-        async for chunk in r.aiter_bytes():
-            n += len(chunk)
-            if n > cap:
-                raise UpstreamError(f"the upstream's answer is over {cap} bytes (max_upstream_bytes)")
-            chunks.append(chunk)
-    raw = b"".join(chunks)
-    if r.status_code != 200:
-        raise UpstreamError(f"answered {r.status_code}", body=raw[:2000].decode("utf-8", "replace"))
-    try:
-        return json.loads(raw, parse_constant=not_json)
-    except ValueError as e:
-        raise UpstreamError(f"answered with {e}" if "not JSON" in str(e) else "answered with malformed JSON") from None
+from citebound.serving.state import ServiceState, blocked
+from citebound.serving.upstream import UpstreamError, tool_calls, unchecked_fields, upstream_headers, upstream_json
 
 
 async def _call_upstream(state: ServiceState, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
     """The upstream's chat completion, with exactly one choice whose content is a string."""
-    data = await _upstream_json(state, "POST", url, headers, body)
+    data = await upstream_json(state, "POST", url, headers, body)
     try:
         choices = data["choices"]
         content = choices[0]["message"].get("content") or ""
@@ -78,29 +57,33 @@ def proxy_error(status: int, message: str, code: str, **citebound: Any) -> JSONR
     return JSONResponse(body, status_code=status)
 
 
-def _upstream_error(shown: str, e: Exception, timeout_s: float) -> JSONResponse:
+def upstream_failure(shown: str, e: Exception, timeout_s: float) -> tuple[int, str, str, dict[str, Any]]:
+    """(status, message, code, extra) for an upstream call that failed: 504 past the request timeout (naming the
+    option), the upstream's own failure (its body, redacted), or a transport failure (502)."""
     if isinstance(e, TimeoutError):
-        return proxy_error(504, f"upstream {shown} did not answer within {timeout_s} s (--request-timeout, "
-                                "request_timeout in the config file)", "upstream_timeout")
+        return 504, (f"upstream {shown} did not answer within {timeout_s} s (--request-timeout, request_timeout in the "
+                     "config file)"), "upstream_timeout", {}
     if isinstance(e, UpstreamError):
-        extra = {"upstream": redact_url(e.body)} if e.body else {}
-        return proxy_error(e.status, f"upstream {shown} {e}", "upstream_error", **extra)
-    return proxy_error(502, f"upstream {shown} failed: {type(e).__name__}: {e}", "upstream_error")
+        return e.status, f"upstream {shown} {e}", "upstream_error", ({"upstream": redact_url(e.body)} if e.body else {})
+    return 502, f"upstream {shown} failed: {type(e).__name__}: {e}", "upstream_error", {}
 
 
-def upstream_headers(cfg: Any, sent: str | None) -> dict[str, str]:
-    """The Authorization header the upstream gets: the client's as sent (``upstream_auth`` client), the proxy's own
-    key (own), or the client's when it sent one, else the proxy's (client-else-own)."""
-    if cfg.upstream_auth == "own" or (cfg.upstream_auth == "client-else-own" and not sent):
-        return {"Authorization": f"Bearer {cfg.upstream_key}"}
-    return {"Authorization": sent} if sent else {}
+def _upstream_error(shown: str, e: Exception, timeout_s: float) -> JSONResponse:
+    status, message, code, extra = upstream_failure(shown, e, timeout_s)
+    return proxy_error(status, message, code, **extra)
+
+
+def upstream_base(state: ServiceState) -> tuple[str, str]:
+    """The upstream's base URL (its credentials travel as the client's basic auth, never in the URL) and how logs
+    and errors show it."""
+    upstream = split_userinfo(state.cfg.upstream or "")[0].rstrip("/")
+    return upstream, redact_url(upstream)
 
 
 def router(state: ServiceState) -> APIRouter:
     r = APIRouter()
     cfg = state.cfg
-    upstream = split_userinfo(cfg.upstream or "")[0].rstrip("/")  # its credentials are the client's basic auth
-    shown = redact_url(upstream)
+    upstream, shown = upstream_base(state)
 
     @r.post("/v1/chat/completions", responses={400: {"description": "no passages"},
                                                403: {"description": "blocked: the review budget passed --block-above"},
@@ -108,23 +91,14 @@ def router(state: ServiceState) -> APIRouter:
                                                504: {"description": "the upstream or the guard ran past the timeout"}})
     async def chat(req: ChatRequest, request: Request):
         extra = req.citebound
-        if extra is None or extra.passages is None:  # [] is an answer with no passages: each citation is invalid
-            return proxy_error(400, "no passages: send them in the request's 'citebound' field, e.g. "
-                                    "extra_body={'citebound': {'passages': [...]}}; an answer without "
-                                    "its passages cannot be checked and is never passed", "no_passages")
         n = (req.model_extra or {}).get("n")
-        if n is not None and n != 1:
-            return proxy_error(400, f"n={n!r}: the guarding proxy checks one choice per request; ask for n=1 (or "
-                                    "send n requests), so that no choice passes unchecked", "n_not_supported")
         try:
-            guard = state.guard_for(extra.calibration)
-            passages = texts(extra.passages)
-            cfg.limits.check_passages(passages)
-            guard.calibrations.resolve(extra.group)
-        except GuardInputError as e:
-            return proxy_error(422, str(e), getattr(e, "limit", None) or "bad_input")
-        except ValueError as e:  # an unknown group
-            return proxy_error(422, str(e), "unknown_group")
+            guard, passages = prepare(state, extra)
+            if n is not None and n != 1:
+                raise GuardFailure(400, f"n={n!r}: the guarding proxy checks one choice per request; ask for n=1 (or "
+                                        "send n requests), so that no choice passes unchecked", "n_not_supported")
+        except GuardFailure as e:
+            return proxy_error(e.status, str(e), e.code)
         body = req.model_dump(exclude={"citebound"}, exclude_none=True)
         if cfg.passages_prompt:  # the passages, numbered in the request's base, as the first (system) message
             base = 1 if extra.citation_base is None else extra.citation_base
@@ -134,7 +108,8 @@ def router(state: ServiceState) -> APIRouter:
         headers = upstream_headers(cfg, request.headers.get("authorization"))
         url = f"{upstream}/chat/completions"
         if req.stream:
-            from citebound.serving.stream_proxy import StreamRun, open_upstream, stream_response
+            from citebound.serving.stream_proxy import StreamRun, stream_response
+            from citebound.serving.upstream import open_upstream
 
             try:
                 resp = await asyncio.wait_for(open_upstream(state, url, body, headers), cfg.request_timeout_s)
@@ -142,7 +117,7 @@ def router(state: ServiceState) -> APIRouter:
                 return _upstream_error(shown, e, cfg.request_timeout_s)
             run = StreamRun(state, guard, passages, extra.citation_base, extra.group, req.model, shown,
                             bool(extra.return_original))
-            return await stream_response(state, run, resp)
+            return await stream_response(state, run.held, guard, extra.group, run.events(resp), resp)
         try:
             data = await asyncio.wait_for(_call_upstream(state, url, body, headers), cfg.request_timeout_s)
         except Exception as e:  # noqa: BLE001 - any transport failure is the upstream's
@@ -150,29 +125,19 @@ def router(state: ServiceState) -> APIRouter:
         message = data["choices"][0]["message"]
         content = message.get("content") or ""
         try:
-            ((text, report),) = await state.run_guard(guard, [(content, passages, extra.citation_base)], extra.group)
-        except GuardInputError as e:
-            return proxy_error(422, str(e), getattr(e, "limit", None) or "bad_input")
-        except TimeoutError:
-            return proxy_error(504, f"the request took longer than {cfg.request_timeout_s} s (--request-timeout)", "timeout")
+            ((text, report),) = await guard_whole(state, guard, [(content, passages, extra.citation_base)], extra.group)
+        except GuardFailure as e:
+            return proxy_error(e.status, str(e), e.code)
         if report.blocked:
             return blocked(report, error_shape=True, show_text=bool(extra.return_original))
         if message.get("content") is not None:
             message["content"] = text
         calls = tool_calls(message)
         fields = unchecked_fields(message)
-        data["citebound"] = {"report": report.to_dict(), "verifier": state.scorer.name,
+        data["citebound"] = {"report": report_body(report), "verifier": state.scorer.name,
                              "unchecked_tool_calls": calls, "unchecked_fields": fields} | (
             {"original_content": content} if extra.return_original else {})
-        hdrs = {"X-Citebound-Citations": str(report.n_citations), "X-Citebound-Flagged": str(report.flagged),
-                "X-Citebound-Invalid": str(report.invalid), "X-Citebound-Unverified": str(report.unverified),
-                "X-Citebound-Uncited": str(report.uncited),
-                "X-Citebound-Reattributed": str(report.reattributed),
-                "X-Citebound-Review-Budget": f"{report.review_budget:.4f}",
-                "X-Citebound-Unchecked-Tool-Calls": str(calls),
-                "X-Citebound-Unchecked-Fields": ",".join(fields) or "none",
-                "X-Citebound-Guarantee": str((report.guarantee_card.get("monitor") or {}).get("state", "off"))}
-        return JSONResponse(json.loads(json.dumps(data)), headers=hdrs)
+        return JSONResponse(json.loads(json.dumps(data)), headers=report_headers(report, calls, fields))
 
     _models_route(r, state, upstream, shown)
     return r
@@ -188,7 +153,7 @@ def _models_route(r: APIRouter, state: ServiceState, upstream: str, shown: str) 
     async def models(request: Request):
         headers = upstream_headers(cfg, request.headers.get("authorization"))
         try:
-            data = await asyncio.wait_for(_upstream_json(state, "GET", f"{upstream}/models", headers),
+            data = await asyncio.wait_for(upstream_json(state, "GET", f"{upstream}/models", headers),
                                           cfg.request_timeout_s)
         except Exception as e:  # noqa: BLE001 - any transport failure is the upstream's
             return _upstream_error(shown, e, cfg.request_timeout_s)

@@ -1,8 +1,12 @@
-"""What the proxy's routes share about their upstream, in one module that both the plain and the streamed
-route import (neither imports the other's internals): its errors, and what an answer carries that the guard
-passes through unchecked and counts."""
+"""The proxy's upstream, in one module that every API adapter imports (none imports another's internals): the
+client calls (a bounded JSON answer, a stream opened with its status checked, a bounded server-sent-event reader),
+the credentials it is sent, its errors, and what an answer carries that the guard passes through unchecked."""
 from __future__ import annotations
 
+import codecs
+import json
+import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 
@@ -14,10 +18,127 @@ class UpstreamError(Exception):
         self.status, self.body = status, body
 
 
+class StreamFailure(Exception):
+    """A stream cannot go on; ``code`` names why (upstream_error, limit, bad_input)."""
+
+    def __init__(self, message: str, code: str = "upstream_error"):
+        super().__init__(message)
+        self.code = code
+
+
+DONE = object()  # the ``data: [DONE]`` event
+
+
 def not_json(name: str) -> Any:
     """``parse_constant`` for an upstream's answer: NaN, Infinity and -Infinity are not JSON, so an answer holding
     one is the upstream's fault (a 502), never a 500 when the response is written."""
     raise ValueError(f"the upstream's answer holds {name}, which is not JSON")
+
+
+def upstream_headers(cfg: Any, sent: str | None, header: str = "authorization") -> dict[str, str]:
+    """The credential header the upstream gets (``header``: ``authorization`` for OpenAI's APIs, ``x-api-key`` for
+    Anthropic's): the client's as sent (``upstream_auth`` client), the proxy's own key (own), or the client's when it
+    sent one, else the proxy's (client-else-own)."""
+    if cfg.upstream_auth == "own" or (cfg.upstream_auth == "client-else-own" and not sent):
+        own = cfg.upstream_key or ""
+        return {"Authorization": f"Bearer {own}"} if header == "authorization" else {header: own}
+    return {header.title() if header == "authorization" else header: sent} if sent else {}
+
+
+async def upstream_json(state: Any, method: str, url: str, headers: dict[str, str],
+                        body: dict[str, Any] | None = None) -> Any:
+    """The upstream's JSON answer to one request, read up to ``max_upstream_bytes``; not a 200, or not JSON
+    (NaN included), is an :class:`UpstreamError`."""
+    cap = state.cfg.limits.max_upstream_bytes
+    extra = {} if body is None else {"json": body}
+    async with state.http.stream(method, url, headers=headers, **extra) as r:
+        chunks, n = [], 0
+        async for chunk in r.aiter_bytes():
+            n += len(chunk)
+            if n > cap:
+                raise UpstreamError(f"the upstream's answer is over {cap} bytes (max_upstream_bytes)")
+            chunks.append(chunk)
+    raw = b"".join(chunks)
+    if r.status_code != 200:
+        raise UpstreamError(f"answered {r.status_code}", body=raw[:2000].decode("utf-8", "replace"))
+    try:
+        data = json.loads(raw, parse_constant=not_json)
+    except ValueError as e:
+        raise UpstreamError(f"answered with {e}" if "not JSON" in str(e) else "answered with malformed JSON") from None
+    if not isinstance(data, dict):
+        raise UpstreamError("answered with JSON that is not an object")
+    return data
+
+
+async def open_upstream(state: Any, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+    """The upstream's streaming response, its status checked (a non-200 is read, bounded, into an error)."""
+    import httpx
+
+    lim = state.cfg.limits
+    timeout = httpx.Timeout(state.cfg.request_timeout_s, read=float(lim.upstream_read_timeout_s))
+    req = state.http.build_request("POST", url, json=body | {"stream": True}, headers=headers, timeout=timeout)
+    resp = await state.http.send(req, stream=True)
+    if resp.status_code != 200:
+        raw, n = [], 0
+        try:
+            async for chunk in resp.aiter_raw():
+                n += len(chunk)
+                raw.append(chunk)
+                if n > 4096:
+                    break
+        finally:
+            await resp.aclose()
+        raise UpstreamError(f"answered {resp.status_code}", body=b"".join(raw)[:2000].decode("utf-8", "replace"))
+    return resp
+
+
+async def sse_events(resp: Any, cap: int, seconds: float | None = None) -> AsyncIterator[Any]:
+    """The JSON data of each server-sent event (or :data:`DONE` for ``[DONE]``), reading at most ``cap``
+    bytes for at most ``seconds`` in all (each read is bounded by the client's read timeout besides);
+    StreamFailure on bad UTF-8, malformed JSON, more bytes than ``cap`` or a stream past ``seconds``. The
+    ``event:`` field is not needed: every API served here (chat completions, Responses, Messages) names the
+    event's type in its data too."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    pending: list[str] = []  # the unfinished line's pieces: each read is scanned once, never the line again
+    data: list[str] = []
+    n = 0
+    end = None if seconds is None else time.monotonic() + seconds
+    async for chunk in resp.aiter_raw():
+        n += len(chunk)
+        if n > cap:
+            raise StreamFailure(f"the upstream's stream is over {cap} bytes (max_upstream_bytes)", "limit")
+        if end is not None and time.monotonic() > end:
+            raise StreamFailure(f"the upstream's stream took longer than {seconds:g} s in all (max_stream_s)", "limit")
+        try:
+            text = decoder.decode(chunk)
+        except UnicodeDecodeError:
+            raise StreamFailure("the upstream's stream is not valid UTF-8") from None
+        if "\n" not in text:
+            pending.append(text)
+            continue
+        lines = text.split("\n")  # one pass over the read, whatever its number of lines
+        lines[0] = "".join(pending) + lines[0]
+        pending = [lines.pop()]
+        for raw in lines:
+            line = raw.rstrip("\r")
+            if line:
+                if line.startswith("data:"):
+                    data.append(line[5:].removeprefix(" "))
+                continue
+            if data:
+                yield _event("\n".join(data))
+                data = []
+    if data:
+        yield _event("\n".join(data))
+
+
+def _event(payload: str) -> Any:
+    if payload.strip() == "[DONE]":
+        return DONE
+    try:
+        return json.loads(payload, parse_constant=not_json)
+    except ValueError:
+        raise StreamFailure(f"the upstream sent an event that is not JSON: {payload[:200]!r}") from None
 
 
 # message fields a reader or an agent may act on that the guard does not check: passed through, counted

@@ -30,7 +30,7 @@ def _sse(data: bytes, read: int = 65_536) -> int:
     """Every event of ``data`` through the proxy's SSE reader, in reads of ``read`` bytes (64 KiB, as a
     socket gives them; 0: the whole input in one read, where a reader that re-slices its buffer per line
     is quadratic)."""
-    from citebound.serving.stream_proxy import sse_events
+    from citebound.serving.upstream import sse_events
 
     step = read or len(data)
 

@@ -1,0 +1,146 @@
+"""What every API the proxy speaks shares, once: the request's passages and guard checked before the upstream is
+called, a whole answer guarded, and the hold-verify-release loop of a streamed answer (:class:`HeldAnswer`: text
+in as it streams, guarded text out a run of complete sentences at a time, the report at the end). Each API module
+(:mod:`~citebound.serving.proxy` for chat completions, :mod:`~citebound.serving.api_responses`,
+:mod:`~citebound.serving.api_messages`) only translates its own requests, events and errors."""
+from __future__ import annotations
+
+from typing import Any
+
+from citebound.guarding.report import GuardReport
+from citebound.guarding.stream import StreamAssembler
+from citebound.scoring.llm_backends import redact_url
+from citebound.serving.state import GuardInputError, ServiceState, texts, without_claims
+from citebound.serving.upstream import StreamFailure
+from citebound.text.limits import LimitExceeded
+
+
+class GuardFailure(Exception):
+    """The request cannot be guarded: ``status`` and ``code`` to answer with, in the API's own error shape."""
+
+    def __init__(self, status: int, message: str, code: str):
+        super().__init__(message)
+        self.status, self.code = status, code
+
+
+NO_PASSAGES = ("no passages: send them in the request's 'citebound' field, e.g. extra_body={'citebound': {'passages': "
+               "[...]}}; an answer without its passages cannot be checked and is never passed")
+
+
+def prepare(state: ServiceState, extra: Any, more: list[str] | None = None) -> tuple[Any, list[str]]:
+    """The guard and the passages of a request's ``citebound`` field (``more``: passages the request carries in its
+    own API's form, after them); GuardFailure when there are none (400), or on bad input or an unknown group (422)."""
+    if (extra is None or extra.passages is None) and not more:  # [] is an answer with no passages: each citation is invalid
+        raise GuardFailure(400, NO_PASSAGES, "no_passages")
+    try:
+        guard = state.guard_for(extra.calibration if extra else None)
+        passages = (texts(extra.passages) if extra and extra.passages else []) + list(more or [])
+        state.cfg.limits.check_passages(passages)
+        guard.calibrations.resolve(extra.group if extra else None)
+    except GuardInputError as e:
+        raise GuardFailure(422, str(e), getattr(e, "limit", None) or "bad_input") from None
+    except ValueError as e:  # an unknown group
+        raise GuardFailure(422, str(e), "unknown_group") from None
+    return guard, passages
+
+
+async def guard_whole(state: ServiceState, guard: Any, items: list[tuple[str, list[str], int | None]],
+                      group: str | None, block: bool = True) -> list[tuple[str, GuardReport]]:
+    """Whole answers guarded in one request's work; GuardFailure on bad input (422) or past the timeout (504)."""
+    try:
+        return await state.run_guard(guard, items, group, block=block)
+    except GuardInputError as e:
+        raise GuardFailure(422, str(e), getattr(e, "limit", None) or "bad_input") from None
+    except TimeoutError:
+        raise GuardFailure(504, f"the request took longer than {state.cfg.request_timeout_s} s (--request-timeout)",
+                           "timeout") from None
+
+
+def report_body(report: GuardReport, show_claims: bool = True) -> dict[str, Any]:
+    body = report.to_dict()
+    return body if show_claims else without_claims(body)
+
+
+def report_headers(report: GuardReport, calls: int = 0, fields: list[str] | None = None) -> dict[str, str]:
+    """The report's counts as ``X-Citebound-*`` headers (a caller that reads no body still sees them)."""
+    return {"X-Citebound-Citations": str(report.n_citations), "X-Citebound-Flagged": str(report.flagged),
+            "X-Citebound-Invalid": str(report.invalid), "X-Citebound-Unverified": str(report.unverified),
+            "X-Citebound-Uncited": str(report.uncited), "X-Citebound-Reattributed": str(report.reattributed),
+            "X-Citebound-Review-Budget": f"{report.review_budget:.4f}",
+            "X-Citebound-Unchecked-Tool-Calls": str(calls),
+            "X-Citebound-Unchecked-Fields": ",".join(fields or []) or "none",
+            "X-Citebound-Guarantee": str((report.guarantee_card.get("monitor") or {}).get("state", "off"))}
+
+
+class HeldAnswer:
+    """One streamed answer: :meth:`feed` holds its text until sentences are complete, guards them through the
+    service's batcher like a ``/v1/guard`` request and returns the guarded text to send; :meth:`finish` guards the
+    rest. A segment whose guard runs past the request timeout goes out with its citations ``[N UNVERIFIED]``
+    (fail closed). With ``--action block``, :attr:`block_report` is set once the review budget so far passes
+    ``--block-above``: that segment and the rest are withheld."""
+
+    def __init__(self, state: ServiceState, guard: Any, passages: list[str], base: int | None, group: str | None):
+        self.state, self.guard, self.passages, self.base, self.group = state, guard, passages, base, group
+        self.asm = StreamAssembler(state.cfg.limits, guard.on_error == "open")
+        self.original: list[str] = []
+        self.block_report: GuardReport | None = None
+        self.final: GuardReport | None = None
+
+    async def _guard(self, seg: str, final: bool) -> str:
+        try:
+            ((text, rep),) = await self.state.run_guard(self.guard, [(seg, self.passages, self.base)], self.group,
+                                                        open_end=not final, block=False)
+        except TimeoutError:  # fail closed: this segment's citations go out unverified
+            text, rep = self.guard.unchecked(seg, self.passages, f"the guard ran past {self.state.cfg.request_timeout_s} s",
+                                             base=self.base, group=self.group, open_end=not final)
+            self.state.metrics.record(self.state.scorer.name, [(text, rep)])
+        out = self.asm.add(seg, text, rep)
+        self.block_report = self.asm.blocked(self.guard)
+        return "" if self.block_report is not None else out
+
+    async def feed(self, delta: str) -> str:
+        """A piece of the answer in; the guarded text to send now out ('' when no sentence completed)."""
+        if not delta or self.block_report is not None:
+            return ""
+        self.original.append(delta)
+        seg = self.asm.feed(delta)
+        return await self._guard(seg, False) if seg else ""
+
+    async def finish(self) -> str:
+        """The end of the answer: the guarded rest to send (nothing once blocked)."""
+        if self.block_report is not None:
+            return ""
+        out = await self._guard(self.asm.finish(), True)
+        if self.block_report is not None:
+            return ""
+        tail, self.final = self.asm.end()
+        return out + tail
+
+    def report(self) -> GuardReport:
+        """The whole answer's report once finished; the report so far (blocked, or cut short) before."""
+        return self.block_report or self.final or self.asm.report()
+
+    @property
+    def held_chars(self) -> int:
+        return len(self.asm.hold.held)
+
+    def text(self) -> str:
+        return "".join(self.original)
+
+
+def failure(e: BaseException, shown: str) -> StreamFailure:
+    """What ended a stream, as the StreamFailure its error event says."""
+    if isinstance(e, StreamFailure):
+        return e
+    if isinstance(e, LimitExceeded):
+        return StreamFailure(str(e), "limit")
+    if isinstance(e, GuardInputError):
+        return StreamFailure(str(e), "bad_input")
+    return StreamFailure(redact_url(f"the upstream's stream failed: {type(e).__name__}: {e}"))
+
+
+def failure_message(e: StreamFailure, shown: str, held: int) -> str:
+    msg = redact_url(f"upstream {shown}: {e}" if e.code == "upstream_error" else str(e))
+    if held:
+        msg += f"; {held} characters of an unfinished sentence were not sent (they cannot be checked)"
+    return msg

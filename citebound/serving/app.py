@@ -32,7 +32,7 @@ from citebound.serving.state import ServeConfig, ServiceState
 from citebound.text.limits import Limits
 
 log = logging.getLogger("citebound.serving")
-ENDPOINTS = ("/v1/guard", "/v1/score", "/v1/chat/completions", "/v1/calibrations")
+ENDPOINTS = ("/v1/guard", "/v1/score", "/v1/chat/completions", "/v1/responses", "/v1/messages", "/v1/calibrations")
 
 
 _BAD = object()
@@ -98,7 +98,10 @@ def json_depth(body: bytes) -> int:
 def error_body(path: str, status: int, message: str, code: str, **extra: Any) -> dict[str, Any]:
     """An error body in the shape the route's clients expect: OpenAI's ``{"error": {...}}`` on the
     proxy (the openai SDK raises on it), ``{"detail": ...}`` elsewhere."""
-    if path == "/v1/chat/completions":
+    if path == "/v1/messages":  # Anthropic's shape
+        return {"type": "error", "error": {"type": "invalid_request_error" if status < 500 else "api_error",
+                                           "message": message, "code": code}}
+    if path in ("/v1/chat/completions", "/v1/responses"):
         return {"error": {"message": message, "type": "invalid_request_error" if status < 500 else "citebound_error",
                           "code": code, "param": extra.get("param")}} | ({"citebound": extra["citebound"]}
                                                                          if "citebound" in extra else {})
@@ -230,7 +233,7 @@ def install_error_handlers(app: Any) -> None:
         first = errs[0] if errs else {}
         where = ".".join(str(x) for x in first.get("loc", ()) if x != "body") or "body"
         message = f"{where}: {first.get('msg', 'invalid')}"
-        if request.url.path != "/v1/chat/completions":
+        if request.url.path not in ("/v1/chat/completions", "/v1/responses", "/v1/messages"):
             # written as ASCII JSON: an echoed input with a lone surrogate stays an escape, never a 500 on encoding
             return Response(json.dumps({"detail": errs}, default=str), status_code=422, media_type="application/json")
         return JSONResponse(error_body(request.url.path, 422, message, "invalid_request", param=where),
@@ -244,7 +247,7 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse
 
-    from citebound.serving import guard_routes, monitor_routes, proxy, score_routes
+    from citebound.serving import api_messages, api_responses, guard_routes, monitor_routes, proxy, score_routes
     from citebound.serving.observability import setup_tracing
 
     setup_tracing()  # OTLP export of the spans, when the OpenTelemetry variables ask for it (each worker its own)
@@ -304,8 +307,9 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
     install_error_handlers(app)
     for routes in (guard_routes, score_routes, monitor_routes):
         app.include_router(routes.router(state))
-    if cfg.upstream:
-        app.include_router(proxy.router(state))
+    if cfg.upstream:  # one adapter per API over one hold-verify-release core (serving/held.py)
+        for api in (proxy, api_responses, api_messages):
+            app.include_router(api.router(state))
 
     _probe_routes(app, state)
     if cfg.upstream:  # last: only what no route above serves

@@ -85,6 +85,7 @@ class HeldAnswer:
         self.original: list[str] = []
         self.block_report: GuardReport | None = None
         self.final: GuardReport | None = None
+        self.sent: list[str] = []  # what an adapter sent of it (the guarded text so far)
 
     async def _guard(self, seg: str, final: bool) -> str:
         try:
@@ -144,3 +145,24 @@ def failure_message(e: StreamFailure, shown: str, held: int) -> str:
     if held:
         msg += f"; {held} characters of an unfinished sentence were not sent (they cannot be checked)"
     return msg
+
+
+async def guard_structured(state: ServiceState, guard: Any, text: str, cites: list[Any], passages: list[str],
+                           base: int | None, group: str | None) -> tuple[str, GuardReport]:
+    """One answer's text guarded with the citations it carries as data (:mod:`citebound.guarding.structured`):
+    those are checked first; with ``--action remove`` the sentences of the ones that failed are removed before the
+    text is guarded; their audits join the report, and ``--action block`` decides on all of it."""
+    from citebound.guarding import structured
+
+    b = guard.base if base is None else base
+    fail_open = guard.on_error == "open"
+    p = structured.plan(text, cites, passages, b)
+    found = structured.audits(p, cites, await guard_whole(state, guard, p.items, group, block=False) if p.items else [])
+    drop = sorted({(p.sentence[i][1], p.sentence[i][2]) for i, a in enumerate(found)
+                   if guard.remove and structured.failed(a, fail_open) and p.sentence[i][0] >= 0})
+    answer = structured.remove_sentences(text, drop)
+    ((out, report),) = await guard_whole(state, guard, [(answer, passages, base)], group, block=False)
+    report.removed_sentences += len(drop)
+    structured.add(report, found, fail_open)
+    guard.blocks(report)
+    return out, report

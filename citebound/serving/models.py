@@ -132,3 +132,24 @@ class ChatRequest(BaseModel):
     messages: list[dict[str, Any]]
     stream: bool | None = None
     citebound: CiteboundExtra | None = None
+
+
+class MessagesRequest(BaseModel):
+    """An Anthropic Messages request plus citebound's ``citebound`` field (``extra_body`` in the anthropic SDK)."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str
+    messages: list[dict[str, Any]]
+    max_tokens: int
+    stream: bool | None = None
+    citebound: CiteboundExtra | None = None
+
+
+class ResponsesRequest(BaseModel):
+    """An OpenAI Responses request plus citebound's ``citebound`` field."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str
+    input: str | list[dict[str, Any]] | None = None
+    stream: bool | None = None
+    citebound: CiteboundExtra | None = None

@@ -25,11 +25,19 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from citebound.scoring.llm_backends import redact_url, split_userinfo
+from citebound.scoring.llm_backends import redact_url
 from citebound.serving.held import GuardFailure, guard_whole, prepare, report_body, report_headers
 from citebound.serving.models import ChatRequest
 from citebound.serving.state import ServiceState, blocked
-from citebound.serving.upstream import UpstreamError, tool_calls, unchecked_fields, upstream_headers, upstream_json
+from citebound.serving.upstream import (
+    UpstreamError,
+    tool_calls,
+    unchecked_fields,
+    upstream_base,
+    upstream_failure,
+    upstream_headers,
+    upstream_json,
+)
 
 
 async def _call_upstream(state: ServiceState, url: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
@@ -57,27 +65,9 @@ def proxy_error(status: int, message: str, code: str, **citebound: Any) -> JSONR
     return JSONResponse(body, status_code=status)
 
 
-def upstream_failure(shown: str, e: Exception, timeout_s: float) -> tuple[int, str, str, dict[str, Any]]:
-    """(status, message, code, extra) for an upstream call that failed: 504 past the request timeout (naming the
-    option), the upstream's own failure (its body, redacted), or a transport failure (502)."""
-    if isinstance(e, TimeoutError):
-        return 504, (f"upstream {shown} did not answer within {timeout_s} s (--request-timeout, request_timeout in the "
-                     "config file)"), "upstream_timeout", {}
-    if isinstance(e, UpstreamError):
-        return e.status, f"upstream {shown} {e}", "upstream_error", ({"upstream": redact_url(e.body)} if e.body else {})
-    return 502, f"upstream {shown} failed: {type(e).__name__}: {e}", "upstream_error", {}
-
-
 def _upstream_error(shown: str, e: Exception, timeout_s: float) -> JSONResponse:
     status, message, code, extra = upstream_failure(shown, e, timeout_s)
     return proxy_error(status, message, code, **extra)
-
-
-def upstream_base(state: ServiceState) -> tuple[str, str]:
-    """The upstream's base URL (its credentials travel as the client's basic auth, never in the URL) and how logs
-    and errors show it."""
-    upstream = split_userinfo(state.cfg.upstream or "")[0].rstrip("/")
-    return upstream, redact_url(upstream)
 
 
 def router(state: ServiceState) -> APIRouter:
@@ -117,7 +107,7 @@ def router(state: ServiceState) -> APIRouter:
                 return _upstream_error(shown, e, cfg.request_timeout_s)
             run = StreamRun(state, guard, passages, extra.citation_base, extra.group, req.model, shown,
                             bool(extra.return_original))
-            return await stream_response(state, run.held, guard, extra.group, run.events(resp), resp)
+            return await stream_response(state, guard, extra.group, run.events(resp), resp)
         try:
             data = await asyncio.wait_for(_call_upstream(state, url, body, headers), cfg.request_timeout_s)
         except Exception as e:  # noqa: BLE001 - any transport failure is the upstream's
@@ -160,7 +150,8 @@ def _models_route(r: APIRouter, state: ServiceState, upstream: str, shown: str) 
         return JSONResponse(data)
 
 
-SERVED = "POST /v1/chat/completions, GET /v1/models, POST /v1/guard, POST /v1/score"
+SERVED = ("POST /v1/chat/completions, POST /v1/responses, POST /v1/messages, GET /v1/models, POST /v1/guard, "
+          "POST /v1/score")
 
 
 def not_served_router() -> APIRouter:

@@ -143,7 +143,7 @@ class StreamRun:
                      "citebound": self._extra(self.held.report())})
 
 
-async def stream_response(state: ServiceState, held: HeldAnswer | None, guard: Any, group: str | None,
+async def stream_response(state: ServiceState, guard: Any, group: str | None,
                           events: AsyncIterator[bytes], resp: Any) -> Any:
     """The guarded events as a server-sent-event response; the upstream read stops when they end, fail, or the
     client goes away. Shared by every API's stream."""

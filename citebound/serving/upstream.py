@@ -9,6 +9,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from citebound.scoring.llm_backends import redact_url, split_userinfo
+
 
 class UpstreamError(Exception):
     """The upstream failed; ``status`` is the answer to give (502, or 504 past the deadline)."""
@@ -43,6 +45,24 @@ def upstream_headers(cfg: Any, sent: str | None, header: str = "authorization") 
         own = cfg.upstream_key or ""
         return {"Authorization": f"Bearer {own}"} if header == "authorization" else {header: own}
     return {header.title() if header == "authorization" else header: sent} if sent else {}
+
+
+def upstream_failure(shown: str, e: Exception, timeout_s: float) -> tuple[int, str, str, dict[str, Any]]:
+    """(status, message, code, extra) for an upstream call that failed: 504 past the request timeout (naming the
+    option), the upstream's own failure (its body, redacted), or a transport failure (502)."""
+    if isinstance(e, TimeoutError):
+        return 504, (f"upstream {shown} did not answer within {timeout_s} s (--request-timeout, request_timeout in the "
+                     "config file)"), "upstream_timeout", {}
+    if isinstance(e, UpstreamError):
+        return e.status, f"upstream {shown} {e}", "upstream_error", ({"upstream": redact_url(e.body)} if e.body else {})
+    return 502, f"upstream {shown} failed: {type(e).__name__}: {e}", "upstream_error", {}
+
+
+def upstream_base(state: Any) -> tuple[str, str]:
+    """The upstream's base URL (its credentials travel as the client's basic auth, never in the URL) and how logs
+    and errors show it."""
+    upstream = split_userinfo(state.cfg.upstream or "")[0].rstrip("/")
+    return upstream, redact_url(upstream)
 
 
 async def upstream_json(state: Any, method: str, url: str, headers: dict[str, str],

@@ -1,0 +1,135 @@
+"""Citations carried as data beside an answer's text, checked like ``[N]`` markers.
+
+The Responses API puts ``annotations`` on its output text (``file_citation``, ``url_citation``, with character
+positions), and Anthropic's Messages API puts ``citations`` on its text blocks (``char_location``,
+``page_location``, ``content_block_location``, ``search_result_location``), each quoting its ``cited_text``.
+Each such citation attaches to a place in the answer's text (:attr:`Attached.at`: the end of the span it is
+attached to). It is checked as a marker at that place would be: its claim is the sentence holding that place, its
+passage is the text it quotes, and the guard verifies, re-attributes (among the request's passages and the other
+quoted texts) and flags it under the same threshold. The quoted texts are numbered after the request's passages,
+in order of first appearance. A citation with no text to check (a ``url_citation``, a file whose text neither the
+request nor the response carries) is ``unverified`` and marked unreadable: it adds to the review budget and
+``--on-error open`` does not pass it. A sentence that a structured citation supports is cited, not ``uncited``.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from citebound.guarding.report import CitationAudit, GuardReport
+from citebound.text.citations import sentences, strip_markers
+
+
+@dataclass
+class Attached:
+    """One structured citation: where it attaches in the answer's text, the text it quotes (None: nothing to
+    check), and how the report names it."""
+
+    at: int
+    text: str | None
+    label: str
+
+
+@dataclass
+class Plan:
+    """The guard's work for an answer's structured citations: one one-sentence answer per checkable citation,
+    all against ``passages`` (the request's, then each quoted text once)."""
+
+    items: list[tuple[str, list[str], int]]
+    checked: list[int]  # which citation each item checks
+    sentence: list[tuple[int, int, int, str]]  # per citation: (sentence index, start, end, claim); index -1: none
+    passages: list[str]
+    number: list[int | None]  # per citation: the number of the passage it quotes (None: nothing to check)
+
+
+def plan(answer: str, cites: Sequence[Attached], passages: Sequence[str], base: int = 1) -> Plan:
+    """The one-sentence answers that check ``cites`` against the text each quotes.
+
+    >>> p = plan("Aspirin blocks COX. Statins lower LDL.", [Attached(19, "Aspirin inhibits COX.", "c0")], ["P1"])
+    >>> p.items[0][0], p.number, p.passages
+    ('Aspirin blocks COX. [2]', [2], ['P1', 'Aspirin inhibits COX.'])
+    """
+    sents = sentences(answer)
+    ext = list(passages)
+    seen: dict[str, int] = {}
+    items, checked, where, number = [], [], [], []
+    for i, c in enumerate(cites):
+        pos = min(max(c.at - 1, 0), max(len(answer) - 1, 0))
+        s = next((s for s in sents if s.start <= pos < max(s.end, s.start + 1)), None)
+        if s is None:  # attached to whitespace between sentences: the sentence before it
+            s = next((s for s in reversed(sents) if s.start <= pos), sents[0] if sents else None)
+        claim = strip_markers(s.text) if s is not None else ""
+        where.append((s.index, s.start, s.end, claim) if s is not None else (-1, 0, 0, ""))
+        if c.text is None or not c.text.strip() or not claim.strip():
+            number.append(None)
+            continue
+        if c.text not in seen:
+            seen[c.text] = len(ext)
+            ext.append(c.text)
+        number.append(seen[c.text] + base)
+        items.append((f"{claim.rstrip()} [{seen[c.text] + base}]", ext, base))  # every item sees every quoted text
+        checked.append(i)
+    return Plan(items, checked, where, ext, number)
+
+
+def audits(p: Plan, cites: Sequence[Attached], results: Sequence[tuple[str, GuardReport]]) -> list[CitationAudit]:
+    """Each citation's audit, in order: the guard's verdict on its one-sentence answer, placed where the citation
+    attaches; an unverified, unreadable one for a citation with nothing to check."""
+    by_cite = dict(zip(p.checked, results))
+    out = []
+    for i, c in enumerate(cites):
+        index, _, _, claim = p.sentence[i]
+        got = by_cite.get(i)
+        if got is not None and got[1].audit:
+            a = got[1].audit[0]
+            a.sentence_index, a.claim, a.marker, a.spans = max(index, 0), claim, c.label, [(c.at, c.at)]
+            out.append(a)
+            continue
+        why = ("it carries no text to check (the document it points at is not in the request or the response)"
+               if c.text is None or not c.text.strip() else "it is attached to no sentence")
+        out.append(CitationAudit(sentence_index=max(index, 0), claim=claim, cited=-1, marker=c.label,
+                                 spans=[(c.at, c.at)], score=None, action="unverified", reason=f"not checked: {why}",
+                                 unreadable=True))
+    return out
+
+
+def add(report: GuardReport, found: Sequence[CitationAudit], fail_open: bool = False) -> GuardReport:
+    """``report`` (the answer's text guarded) with its structured citations' audits added: counted like markers'
+    citations, and the sentences they cite no longer counted as citing nothing."""
+    for a in found:
+        report.audit.append(a)
+        report.n_citations += 1
+        setattr(report, a.action, getattr(report, a.action) + 1)
+        at = a.spans[0][0]
+        hit = next((u for u in report.uncited_sentences if u[0] <= max(at - 1, 0) < u[1]), None)
+        if hit is not None:
+            report.uncited_sentences.remove(hit)
+            report.uncited -= 1
+            report.n_cited_sentences += 1
+    report.set_review_budget(fail_open)
+    return report
+
+
+def failed(a: CitationAudit, fail_open: bool = False) -> bool:
+    """Whether a citation did not pass as written (what ``--action remove`` removes the sentence of)."""
+    return a.action in ("flagged", "invalid") or (a.action == "unverified" and (a.unreadable or not fail_open))
+
+
+def remove_sentences(answer: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``answer`` without the sentences ``spans`` ([start, end)), each taking the whitespace after it."""
+    from citebound.guarding.rewrite import apply
+
+    return apply(answer, {}, sorted(set(spans))) if spans else answer
+
+
+def check(guard: Any, answer: str, cites: Sequence[Attached], passages: Sequence[str], base: int = 1,
+          group: str | None = None) -> list[CitationAudit]:
+    """The audits of ``cites`` by ``guard`` (the library's face; the service runs :func:`plan`'s items through its
+    batcher instead)."""
+    p = plan(answer, cites, passages, base)
+    results = guard.guard_many(p.items, group=group, block=False) if p.items else []
+    return audits(p, cites, results)
+
+
+__all__ = ["Attached", "Plan", "plan", "audits", "add", "failed", "remove_sentences", "check"]

@@ -1,0 +1,153 @@
+"""A scripted upstream that speaks OpenAI's Responses API and Anthropic's Messages API, streamed and not (tests and
+benchmarks only).
+
+``script(request_json) -> Turn``: the answer's text pieces (one delta event each), the citations the answer
+carries as data (Anthropic ``citations`` on the one text block, Responses ``annotations`` on the one output_text
+part), file-search results, how the SSE bytes are cut on the wire (``byte_cuts``) and how it ends (``error_after``:
+an error event after that many pieces; ``cut_after``: the connection dropped). Requests are recorded with their
+headers (``requests``: ``{"path", "headers", "body"}``).
+"""
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Turn:
+    pieces: list[str]
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)  # Responses file_search_call results
+    byte_cuts: list[int] = field(default_factory=list)
+    error_after: int | None = None
+    cut_after: int | None = None
+
+
+def _sse(events: list[dict[str, Any]]) -> bytes:
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+
+
+def message(t: Turn, model: str) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "text", "text": "".join(t.pieces)}
+    if t.citations:
+        block["citations"] = t.citations
+    return {"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [block],
+            "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+
+def message_events(t: Turn, model: str) -> list[dict[str, Any]]:
+    start = message(t, model) | {"content": [], "stop_reason": None}
+    ev: list[dict[str, Any]] = [{"type": "message_start", "message": start},
+                                {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""} | ({"citations": []} if t.citations else {})},
+                                {"type": "ping"}]
+    ev += [{"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta", "citation": c}}
+           for c in t.citations]
+    for i, p in enumerate(t.pieces):
+        if t.error_after == i:
+            return ev + [{"type": "error", "error": {"type": "overloaded_error", "message": "scripted mid-stream failure"}}]
+        if t.cut_after == i:
+            return ev
+        ev.append({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}})
+    return ev + [{"type": "content_block_stop", "index": 0},
+                 {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                  "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
+
+
+def response(t: Turn, model: str) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    if t.results:
+        output.append({"type": "file_search_call", "id": "fs_1", "status": "completed", "queries": ["q"],
+                       "results": t.results})
+    output.append({"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+                   "content": [{"type": "output_text", "text": "".join(t.pieces), "annotations": t.citations}]})
+    return {"id": "resp_fake", "object": "response", "created_at": 1, "status": "completed", "model": model,
+            "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "error": None,
+            "incomplete_details": None, "instructions": None, "metadata": {}, "temperature": 1.0, "top_p": 1.0,
+            "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
+                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+
+
+def response_events(t: Turn, model: str) -> list[dict[str, Any]]:
+    done = response(t, model)
+    shell = done | {"status": "in_progress", "output": [], "usage": None}
+    ev: list[dict[str, Any]] = [{"type": "response.created", "response": shell},
+                                {"type": "response.in_progress", "response": shell}]
+    n = 0
+    if t.results:
+        ev += [{"type": "response.output_item.added", "output_index": 0, "item": done["output"][0] | {"results": None}},
+               {"type": "response.output_item.done", "output_index": 0, "item": done["output"][0]}]
+        n = 1
+    msg = done["output"][n]
+    ref = {"item_id": "msg_1", "output_index": n, "content_index": 0}
+    ev += [{"type": "response.output_item.added", "output_index": n, "item": msg | {"content": [], "status": "in_progress"}},
+           {"type": "response.content_part.added", **ref, "part": {"type": "output_text", "text": "", "annotations": []}}]
+    for i, p in enumerate(t.pieces):
+        if t.error_after == i:
+            return ev + [{"type": "error", "code": "server_error", "message": "scripted mid-stream failure", "param": None}]
+        if t.cut_after == i:
+            return ev
+        ev.append({"type": "response.output_text.delta", **ref, "delta": p, "logprobs": []})
+    ev += [{"type": "response.output_text.annotation.added", **ref, "annotation_index": k, "annotation": a}
+           for k, a in enumerate(t.citations)]
+    part = msg["content"][0]
+    ev += [{"type": "response.output_text.done", **ref, "text": part["text"], "logprobs": []},
+           {"type": "response.content_part.done", **ref, "part": part},
+           {"type": "response.output_item.done", "output_index": n, "item": msg},
+           {"type": "response.completed", "response": done}]
+    return [e | {"sequence_number": k} for k, e in enumerate(ev)]
+
+
+class FakeAPIs:
+    def __init__(self, script: Callable[[dict[str, Any]], Turn]):
+        self.script, self.requests = script, []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                t, model = outer.script(body), body.get("model", "fake")
+                anthropic = self.path == "/v1/messages"
+                if not body.get("stream"):
+                    data = json.dumps(message(t, model) if anthropic else response(t, model)).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                raw = _sse(message_events(t, model) if anthropic else response_events(t, model))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                prev = 0
+                try:
+                    for c in [c for c in sorted(set(t.byte_cuts)) if 0 < c < len(raw)] + [len(raw)]:
+                        self.wfile.write(raw[prev:c])
+                        self.wfile.flush()
+                        prev = c
+                except OSError:
+                    pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeAPIs:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -7,9 +7,10 @@ Each such citation attaches to a place in the answer's text (:attr:`Attached.at`
 attached to). It is checked as a marker at that place would be: its claim is the sentence holding that place, its
 passage is the text it quotes, and the guard verifies, re-attributes (among the request's passages and the other
 quoted texts) and flags it under the same threshold. The quoted texts are numbered after the request's passages,
-in order of first appearance. A citation with no text to check (a ``url_citation``, a file whose text neither the
-request nor the response carries) is ``unverified`` and marked unreadable: it adds to the review budget and
-``--on-error open`` does not pass it. A sentence that a structured citation supports is cited, not ``uncited``.
+in order of first appearance (a quoted text that is one of the request's passages is that passage). A citation
+with no text to check (a ``url_citation``, a file whose text neither the request nor the response carries) is
+``unverified`` and marked unreadable: it adds to the review budget and ``--on-error open`` does not pass it. A
+sentence that a structured citation supports is cited, not ``uncited``.
 """
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ def plan(answer: str, cites: Sequence[Attached], passages: Sequence[str], base: 
     sents = sentences(answer)
     ext = list(passages)
     seen: dict[str, int] = {}
+    for k, text in enumerate(ext):  # a quoted text that is one of the request's passages is that passage
+        seen.setdefault(text, k)
     items, checked, where, number = [], [], [], []
     for i, c in enumerate(cites):
         pos = min(max(c.at - 1, 0), max(len(answer) - 1, 0))

@@ -19,7 +19,7 @@ from citebound import Guard
 from citebound.cli.main import main
 
 FACES = ["library", "library-batch", "cli-jsonl", "cli-json", "service-batch", "service-concurrent",
-         "proxy", "proxy-stream", "mcp", "library-remote"]
+         "proxy", "proxy-stream", "responses", "responses-stream", "messages", "messages-stream", "mcp", "library-remote"]
 
 
 @pytest.fixture(scope="module")
@@ -169,6 +169,50 @@ def proxy(cal, config, cases, stream: bool):
     return out
 
 
+def api_face(cal, config, cases, api: str, stream: bool):
+    """The Responses or Messages API through its own SDK (openai, anthropic) against a scripted upstream of that API;
+    a blocked answer is the API's 403, or, streamed, a stream that ends in refusal (Messages) or response.incomplete
+    (Responses) after the case's prefix."""
+    import anthropic
+    import httpx
+    import openai
+    from fake_apis import FakeAPIs, Turn
+    from service_helpers import running
+
+    turns = {f"q{i}": Turn([w + " " for w in c.answer.split(" ")[:-1]] + c.answer.split(" ")[-1:]) for i, c in enumerate(cases)}
+    out = []
+    with FakeAPIs(lambda body: turns[body["input"] if api == "responses" else body["messages"][0]["content"]]) as up, \
+            running(_service_cfg(cal, config, up.base_url)) as url:
+        for i, c in enumerate(cases):
+            extra = {"citebound": {"passages": c.passages, "citation_base": c.base, "calibration": "lab", "group": c.group}}
+            if api == "responses":
+                kw = {"model": "fake", "input": f"q{i}"}
+            else:
+                kw = {"model": "fake", "max_tokens": 9, "messages": [{"role": "user", "content": f"q{i}"}]}
+            if stream:
+                r = httpx.post(f"{url}/v1/{api}", json=kw | extra | {"stream": True}, timeout=60)
+                events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+                text = "".join(e["delta"] if api == "responses" else e["delta"]["text"] for e in events
+                               if e.get("type") in ("response.output_text.delta", "content_block_delta"))
+                (report,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
+                if report["blocked"]:
+                    assert text.strip() == (c.stream_sent or ""), (c.name, text)
+                    out.append((None, None) if c.stream_sent is not None else (None, report))
+                    continue
+                out.append((text, report))
+                continue
+            try:
+                if api == "responses":
+                    r = openai.OpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0).responses.create(**kw, extra_body=extra)
+                    out.append((r.output_text, r.model_extra["citebound"]["report"]))
+                else:
+                    m = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0).messages.create(**kw, extra_body=extra)
+                    out.append(("".join(b.text for b in m.content), m.model_extra["citebound"]["report"]))
+            except (openai.PermissionDeniedError, anthropic.PermissionDeniedError) as e:
+                out.append((None, e.response.json()["citebound"]["report"]))
+    return out
+
+
 def mcp_face(cal, config, cases):
     pytest.importorskip("mcp")
     from mcp import ClientSession, StdioServerParameters
@@ -242,6 +286,9 @@ def run_face(face, cal, config, cases, tmp_path):
     if face.startswith("service"):
         pytest.importorskip("fastapi")
         return service(cal, config, cases, face == "service-concurrent")
+    if face.startswith(("responses", "messages")):
+        pytest.importorskip("fastapi")
+        return api_face(cal, config, cases, face.split("-")[0], face.endswith("-stream"))
     if face.startswith("proxy"):
         pytest.importorskip("fastapi")
         pytest.importorskip("openai")
@@ -256,7 +303,7 @@ def test_every_face_gives_each_case_its_hand_worked_result(face, config, cal, tm
     results = run_face(face, cal, config, cases, tmp_path)
     assert len(results) == len(cases)
     for c, (text, report) in zip(cases, results):
-        if face == "proxy-stream" and c.stream_sent is not None:
+        if face.endswith("-stream") and c.stream_sent is not None:
             continue  # checked in the face: the stream blocks on its prefix
         check(face, c, text, report)
 

@@ -1,0 +1,256 @@
+"""The guarding proxy's Responses (``POST /v1/responses``) and Anthropic Messages (``POST /v1/messages``) faces,
+through the official SDK of each API (``openai``, ``anthropic``) against a scripted upstream that speaks it: the
+shipped example guarded as the library guards it, streamed equal to unstreamed (the SSE cut at every byte),
+mid-stream failures the SDK raises on, block in each API's shape, the credentials that reach the upstream, and
+citations carried as data (Anthropic ``cited_text``, Responses ``file_citation`` / ``url_citation``) checked with
+hand-worked verdicts."""
+import json
+import random
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi")
+openai = pytest.importorskip("openai")
+anthropic = pytest.importorskip("anthropic")
+from fake_apis import FakeAPIs, Turn, _sse, message_events, response_events  # noqa: E402
+from service_helpers import running  # noqa: E402
+
+from citebound import Guard  # noqa: E402
+from citebound.serving.state import ServeConfig  # noqa: E402
+
+EX = json.loads((__import__("pathlib").Path(__file__).parents[2] / "citebound/examples/answer.json").read_text())
+APIS = ["responses", "messages"]
+
+
+def words(text: str) -> list[str]:
+    w = text.split(" ")
+    return [x + " " for x in w[:-1]] + w[-1:]
+
+
+def no_card(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k != "guarantee_card"}
+
+
+def ask(url: str, api: str, extra: dict, **kw):
+    """(text, report) of one unstreamed request through the API's own SDK."""
+    if api == "responses":
+        r = openai.OpenAI(base_url=f"{url}/v1", api_key="sk-client", max_retries=0).responses.create(
+            model="m", input="q", extra_body=extra, **kw)
+        return r.output_text, r.model_extra["citebound"]["report"], r
+    m = anthropic.Anthropic(base_url=url, api_key="sk-client", max_retries=0).messages.create(
+        model="m", max_tokens=50, messages=[{"role": "user", "content": "q"}], extra_body=extra, **kw)
+    return "".join(b.text for b in m.content if b.type == "text"), m.model_extra["citebound"]["report"], m
+
+
+def ask_stream(url: str, api: str, extra: dict):
+    """(text, events) of one streamed request: the text through the SDK's stream, the raw events by httpx."""
+    if api == "responses":
+        c = openai.OpenAI(base_url=f"{url}/v1", api_key="sk-client", max_retries=0)
+        text = "".join(e.delta for e in c.responses.create(model="m", input="q", extra_body=extra, stream=True)
+                       if e.type == "response.output_text.delta")
+        body = {"model": "m", "input": "q", "stream": True} | extra
+    else:
+        c = anthropic.Anthropic(base_url=url, api_key="sk-client", max_retries=0)
+        text = "".join(e.delta.text for e in c.messages.create(
+            model="m", max_tokens=50, messages=[{"role": "user", "content": "q"}], extra_body=extra, stream=True)
+            if e.type == "content_block_delta" and e.delta.type == "text_delta")
+        body = {"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": "q"}], "stream": True} | extra
+    r = httpx.post(f"{url}/v1/{api}", json=body, timeout=60)
+    events = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
+    return text, events
+
+
+def stream_report(events: list) -> dict:
+    (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
+    return rep
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_the_shipped_example_streamed_and_not_is_what_the_library_gives(api):
+    text, report = Guard("lexical").guard(EX["answer"], EX["passages"])
+    extra = {"citebound": {"passages": EX["passages"]}}
+    with FakeAPIs(lambda b: Turn(words(EX["answer"]))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        got, rep, _ = ask(url, api, extra)
+        streamed, events = ask_stream(url, api, extra)
+    assert got == streamed == text
+    assert no_card(rep) == no_card(stream_report(events)) == no_card(json.loads(json.dumps(report.to_dict())))
+    acts = [(a["cited"], a["action"], a["new_pointer"]) for a in rep["audit"]]
+    assert acts == [(1, "verified", None), (2, "reattributed", 3), (3, "reattributed", 2), (4, "invalid", None)]
+    assert "[4 INVALID]" in got and "[3 (was 2)]" in got and "[2 (was 3)]" in got
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_stream_cut_at_every_byte_gives_the_same_text_and_report(api):
+    answer = "Statins lower LDL cholesterol [2]. Aspirin inhibits cyclooxygenase 😀 [1][9]. Café [0] x."
+    turn = Turn(words(answer))
+    raw = _sse((response_events if api == "responses" else message_events)(turn, "m"))
+    extra = {"citebound": {"passages": EX["passages"]}}
+    rng = random.Random(5)
+    with FakeAPIs(lambda b: cut) as up, running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        cut = Turn(turn.pieces)
+        whole, rep, _ = ask(url, api, extra)
+        for cuts in (list(range(1, len(raw))), sorted(rng.sample(range(1, len(raw)), 40))):
+            cut = Turn(turn.pieces, byte_cuts=cuts)
+            text, events = ask_stream(url, api, extra)
+            assert text == whole and no_card(stream_report(events)) == no_card(rep)
+    assert rep["invalid"] == 2 and rep["n_citations"] == 4  # [9] past the passages, [0] in base 1
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("end", [{"error_after": 3}, {"cut_after": 3}])
+def test_a_failure_mid_stream_is_an_error_the_sdk_raises(api, end):
+    extra = {"citebound": {"passages": EX["passages"]}}
+    with FakeAPIs(lambda b: Turn(words(EX["answer"]), **end)) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        with pytest.raises((openai.APIError, anthropic.APIStatusError)) as e:
+            ask_stream(url, api, extra)
+    why = "scripted mid-stream failure" if "error_after" in end else "cut short"
+    assert why in str(e.value) and "unfinished sentence were not sent" in str(e.value)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_block_is_refused_in_each_apis_shape_with_the_claims_withheld(api):
+    extra = {"citebound": {"passages": EX["passages"]}}
+    cfg = ServeConfig(verifier="lexical", action="block", block_above=0.1)
+    with FakeAPIs(lambda b: Turn(words(EX["answer"]))) as up, \
+            running(ServeConfig(**{**cfg.__dict__, "upstream": up.base_url})) as url:
+        with pytest.raises((openai.PermissionDeniedError, anthropic.PermissionDeniedError)) as e:
+            ask(url, api, extra)
+        body = e.value.response.json()
+        assert body["citebound"]["report"]["blocked"] and all(a["claim"] is None for a in body["citebound"]["report"]["audit"])
+        assert (body["error"]["type"] == "permission_error") if api == "messages" else (body["error"]["code"] == "blocked")
+        _, events = ask_stream(url, api, extra)
+    # streamed, block stops at the first segment that takes the budget so far past 0.1 (the re-attributed [2])
+    rep = stream_report(events)
+    assert rep["blocked"] and all(a["claim"] is None for a in rep["audit"])
+    ends = [e.get("delta", {}).get("stop_reason") for e in events if e.get("type") == "message_delta"] if api == "messages" \
+        else [e["response"]["incomplete_details"]["reason"] for e in events if e.get("type") == "response.incomplete"]
+    assert ends == ["refusal"] if api == "messages" else ends == ["content_filter"]
+
+
+@pytest.mark.parametrize("api,header,sent", [("responses", "authorization", "Bearer sk-own"),
+                                             ("messages", "x-api-key", "sk-own")])
+def test_the_proxys_own_credentials_reach_the_upstream_in_the_apis_header(api, header, sent, tmp_path):
+    with FakeAPIs(lambda b: Turn(["A [1]."])) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, upstream_auth="own", upstream_key="sk-own")) as url:
+        ask(url, api, {"citebound": {"passages": ["A."]}})
+    got = {k.lower(): v for k, v in up.requests[-1]["headers"].items()}
+    assert got[header] == sent and "sk-client" not in json.dumps(got)
+    assert "citebound" not in up.requests[-1]["body"]
+
+
+# ---------------------------------------------------------------- citations carried as data, worked by hand
+
+P = ["Aspirin irreversibly inhibits platelet cyclooxygenase.", "Statins lower LDL cholesterol in adults."]
+
+
+def cite(text: str, index: int = 0) -> dict:
+    return {"type": "char_location", "cited_text": text, "document_index": index, "document_title": None,
+            "start_char_index": 0, "end_char_index": len(text)}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_cited_text_supports_fails_or_is_reattributed(stream):
+    """Lexical support is the share of the claim's words in the window: "Statins lower LDL cholesterol in adults"
+    quoted for itself verifies; quoting P[0] instead fails and moves to passage 2 (P[1], base 1); quoting an
+    unrelated text with no passage that supports it is flagged. Each sentence is cited, so none is uncited."""
+    answers = {"ok": ("Statins lower LDL cholesterol in adults.", P[1], "verified", None),
+               "moved": ("Statins lower LDL cholesterol in adults.", P[0], "reattributed", 2),
+               "bad": ("Unicorns sing opera.", "Dolphins sleep with one eye open.", "flagged", None)}
+    extra = {"citebound": {"passages": P}}
+    def turn(body):
+        text, quoted, _, _ = answers[body["messages"][0]["content"]]
+        return Turn([text], [cite(quoted)])
+
+    with FakeAPIs(turn) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        for name, (text, quoted, action, moved) in answers.items():
+            if stream:
+                body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": name}], "stream": True} | extra
+                r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
+                rep = stream_report([json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")])
+            else:
+                m = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0).messages.create(
+                    model="m", max_tokens=5, messages=[{"role": "user", "content": name}], extra_body=extra)
+                rep = m.model_extra["citebound"]["report"]
+                assert m.content[0].text == text  # annotate leaves the text as written
+                assert m.content[0].citations[0].model_extra["citebound"]["action"] == action
+            (a,) = rep["audit"]
+            assert (a["action"], a["new_pointer"], a["cited"]) == (action, moved, 3 if quoted not in P else P.index(quoted) + 1)
+            assert rep["n_citations"] == 1 and rep["uncited"] == 0 and rep[action] == 1
+            assert rep["review_budget"] == (1.0 if action == "flagged" else 0.0)
+
+
+def test_remove_takes_out_the_sentence_of_a_failed_cited_text_and_block_refuses():
+    extra = {"citebound": {"passages": P}}
+    text = "Unicorns sing opera."
+    with FakeAPIs(lambda b: Turn([text], [cite("Dolphins sleep.")])) as up:
+        with running(ServeConfig(verifier="lexical", upstream=up.base_url, action="remove")) as url:
+            got, rep, m = ask(url, "messages", extra)
+            assert got == "" and rep["removed_sentences"] == 1 and rep["flagged"] == 1
+        with running(ServeConfig(verifier="lexical", upstream=up.base_url, action="block", block_above=0.5)) as url:
+            with pytest.raises(anthropic.PermissionDeniedError):
+                ask(url, "messages", extra)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_responses_annotations_a_url_citation_is_unchecked_and_a_file_citation_is_checked(stream):
+    """"Statins lower LDL cholesterol in adults." with a file_citation on file f1, whose search result holds every
+    word of it (verified), and "Aspirin is old." with a url_citation (no text: unverified, unreadable). Two
+    citations, one failed: budget 1/2. The search result is passage 3 (after the request's two)."""
+    text = "Statins lower LDL cholesterol in adults. Aspirin is old."
+    notes = [{"type": "file_citation", "file_id": "f1", "filename": "s.txt", "index": 40},
+             {"type": "url_citation", "url": "https://example.org", "title": "t", "start_index": 41, "end_index": 56}]
+    results = [{"file_id": "f1", "filename": "s.txt", "score": 0.9, "attributes": {},
+                "text": "Statins lower LDL cholesterol in adults with diabetes."}]
+    extra = {"citebound": {"passages": P}}
+    with FakeAPIs(lambda b: Turn(words(text), notes, results)) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        if stream:
+            got, events = ask_stream(url, "responses", extra)
+            rep = stream_report(events)
+            done = [e for e in events if e.get("type") == "response.completed"][0]["response"]
+            annotations = done["output"][-1]["content"][0]["annotations"]
+        else:
+            got, rep, r = ask(url, "responses", extra)
+            annotations = r.model_dump()["output"][-1]["content"][0]["annotations"]
+    assert got == text
+    assert [(a["action"], a["cited"]) for a in rep["audit"]] == [("verified", 3), ("unverified", -1)]
+    assert rep["audit"][1]["unreadable"] and rep["n_citations"] == 2 and rep["unverified"] == 1 and rep["uncited"] == 0
+    assert rep["review_budget"] == 0.5
+    assert [a["citebound"]["action"] for a in annotations] == ["verified", "unverified"]
+    assert [a.get("index", a.get("end_index")) for a in annotations] == [40, 56]
+
+
+@pytest.mark.parametrize("bad", [
+    {"type": "url_citation", "url": "u", "title": "t", "start_index": -5, "end_index": 10 ** 9},
+    {"type": "url_citation", "url": "u", "title": "t", "start_index": 3, "end_index": True},
+    {"type": "file_citation", "file_id": "nope", "filename": "x", "index": 2},
+    "not an object"])
+def test_hostile_annotations_are_counted_unchecked_never_a_500(bad):
+    text = "Statins lower LDL cholesterol [2]. Aspirin is old."
+    notes = [bad, {"type": "url_citation", "url": "u", "title": "t", "start_index": 0, "end_index": 20}]
+    with FakeAPIs(lambda b: Turn(words(text), notes)) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        r = httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "q", "citebound": {"passages": P}}, timeout=60)
+    assert r.status_code == 200, r.text
+    rep = r.json()["citebound"]["report"]
+    assert rep["n_citations"] == 1 + sum(isinstance(n, dict) for n in notes)  # [2] and each annotation object
+    assert rep["unverified"] == sum(isinstance(n, dict) for n in notes)
+
+
+def test_anthropic_documents_in_the_request_are_passages_and_errors_are_in_anthropics_shape():
+    doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": P[1]}, "title": "d"}
+    with FakeAPIs(lambda b: Turn(["Statins lower LDL cholesterol in adults [1]."])) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        c = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0)
+        m = c.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": [doc, {"type": "text", "text": "q"}]}])
+        assert m.model_extra["citebound"]["report"]["verified"] == 1
+        with pytest.raises(anthropic.BadRequestError, match="no passages"):
+            c.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "q"}])
+        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "messages": []})  # max_tokens missing
+        assert r.status_code == 422 and r.json()["type"] == "error" and "max_tokens" in r.json()["error"]["message"]
+        with pytest.raises(openai.BadRequestError, match="no passages"):
+            openai.OpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0).responses.create(model="m", input="q")

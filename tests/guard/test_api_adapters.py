@@ -254,3 +254,19 @@ def test_anthropic_documents_in_the_request_are_passages_and_errors_are_in_anthr
         assert r.status_code == 422 and r.json()["type"] == "error" and "max_tokens" in r.json()["error"]["message"]
         with pytest.raises(openai.BadRequestError, match="no passages"):
             openai.OpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0).responses.create(model="m", input="q")
+
+
+def test_annotation_positions_follow_the_guarded_text():
+    """"[9]" points past the two passages, and P[1] (passage 2) holds every word of the claim: it becomes
+    "[2 (was 9)]", 8 characters more. The url_citation over the second sentence (35-50) moves to 43-58; the
+    file_path before the marker (at 5) stays."""
+    text = "Statins lower LDL cholesterol [9]. Aspirin is old."
+    notes = [{"type": "file_path", "file_id": "f", "index": 5},
+             {"type": "url_citation", "url": "u", "title": "t", "start_index": 35, "end_index": 50}]
+    with FakeAPIs(lambda b: Turn(words(text), notes)) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        got, rep, r = ask(url, "responses", {"citebound": {"passages": P}})
+    ann = r.model_dump()["output"][-1]["content"][0]["annotations"]
+    assert got == "Statins lower LDL cholesterol [2 (was 9)]. Aspirin is old."
+    assert (ann[0]["index"], ann[1]["start_index"], ann[1]["end_index"]) == (5, 43, 58) and len(got) == 58
+    assert rep["n_citations"] == 2 and rep["reattributed"] == 1 and rep["unverified"] == 1

@@ -83,7 +83,7 @@ def test_the_shipped_example_streamed_and_not_is_what_the_library_gives(api):
 
 @pytest.mark.parametrize("api", APIS)
 def test_a_stream_cut_at_every_byte_gives_the_same_text_and_report(api):
-    answer = "Statins lower LDL cholesterol [2]. Aspirin inhibits cyclooxygenase 😀 [1][9]. Café [0] x."
+    answer = "Statins lower LDL cholesterol [2]. Aspirin inhibits cyclooxygenase 😀 [1][9]. Café [0] x. \n"
     turn = Turn(words(answer))
     raw = _sse((response_events if api == "responses" else message_events)(turn, "m"))
     extra = {"citebound": {"passages": EX["passages"]}}
@@ -270,3 +270,18 @@ def test_annotation_positions_follow_the_guarded_text():
     assert got == "Statins lower LDL cholesterol [2 (was 9)]. Aspirin is old."
     assert (ann[0]["index"], ann[1]["start_index"], ann[1]["end_index"]) == (5, 43, 58) and len(got) == 58
     assert rep["n_citations"] == 2 and rep["reattributed"] == 1 and rep["unverified"] == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_block_citation_cites_the_blocks_last_sentence(stream):
+    """A text block of two sentences whose citation quotes P[1]: it attaches at the block's end, so it cites
+    "Statins lower LDL cholesterol in adults." (verified); "Aspirin is old." cites nothing (uncited, budget 1/2)."""
+    with FakeAPIs(lambda b: Turn(["Aspirin is old. Statins lower LDL cholesterol in adults. "], [cite(P[1])])) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        if stream:
+            rep = stream_report(ask_stream(url, "messages", {"citebound": {"passages": P}})[1])
+        else:
+            rep = ask(url, "messages", {"citebound": {"passages": P}})[1]
+    (a,) = rep["audit"]
+    assert (a["action"], a["sentence_index"], a["claim"]) == ("verified", 1, "Statins lower LDL cholesterol in adults.")
+    assert rep["uncited"] == 1 and rep["uncited_sentences"] == [[0, 15]] and rep["review_budget"] == 0.5

@@ -40,14 +40,14 @@ def test_a_route_the_proxy_does_not_serve_is_a_404_in_its_apis_shape(proxy):
     up, url = proxy
     client = openai.OpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0)
     with pytest.raises(openai.NotFoundError) as e:
-        client.responses.create(model="m", input="hi")
-    assert "does not serve POST /v1/responses" in str(e.value)
+        client.embeddings.create(model="m", input="hi")
+    assert "does not serve POST /v1/embeddings" in str(e.value) and "POST /v1/responses" in str(e.value)
     r = httpx.post(f"{url}/v1/completions", json={"model": "m", "prompt": "hi"})
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
-    r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 8, "messages": []})
+    r = httpx.post(f"{url}/v1/messages/count_tokens", json={"model": "m", "messages": []})
     assert r.status_code == 404
     assert r.json()["type"] == "error" and r.json()["error"]["type"] == "not_found_error"  # Anthropic's shape
-    assert "POST /v1/messages" in r.json()["error"]["message"]
+    assert "POST /v1/messages/count_tokens" in r.json()["error"]["message"]
     assert not up.requests  # nothing unserved reached the upstream
 
 

@@ -164,13 +164,13 @@ MUTANTS = [
     # Written before their tests; benchmarks/MUTATION.md gives the first-round and final kill rates.
     Mutant("service", "citebound/serving/batcher.py", "ps.best_window[at:at + k]", "ps.best_window[:k]",
            "merged requests get the first request's evidence windows (scores stay right)"),
-    Mutant("service", "citebound/serving/proxy.py", '"X-Citebound-Flagged": str(report.flagged)',
+    Mutant("service", "citebound/serving/held.py", '"X-Citebound-Flagged": str(report.flagged)',
            '"X-Citebound-Flagged": str(report.flagged + report.invalid)', "a summary header counts invalid as flagged"),
-    Mutant("service", "citebound/serving/proxy.py", "            cfg.limits.check_passages(passages)\n", "",
+    Mutant("service", "citebound/serving/held.py", "        state.cfg.limits.check_passages(passages)\n", "",
            "the proxy checks the passages only after it has paid for the upstream call"),
-    Mutant("service", "citebound/serving/proxy.py", "    shown = redact_url(upstream)", "    shown = upstream",
+    Mutant("service", "citebound/serving/upstream.py", "    return upstream, redact_url(upstream)", "    return upstream, upstream",
            "upstream credentials echoed to clients"),
-    Mutant("service", "citebound/serving/proxy.py", "    if r.status_code != 200:", "    if r.status_code >= 500:",
+    Mutant("service", "citebound/serving/upstream.py", "    if r.status_code != 200:", "    if r.status_code >= 500:",
            "an upstream 4xx is read as an answer"),
     Mutant("service", "citebound/serving/batcher.py", "            for j in jobs:\n                self._score([j])",
            "            for j in jobs:\n                _settle(j.future, exception=e)",
@@ -304,8 +304,8 @@ MUTANTS = [
     # Listed before the session's new suites were re-read; their author wrote both (benchmarks/MUTATION.md).
     Mutant("service", "citebound/serving/state.py", "        gone = CLIENT_GONE.get()", "        gone = None",
            "a client that disconnects keeps holding the verifier (its work is not cancelled)"),
-    Mutant("security", "citebound/serving/proxy.py",
-           'upstream = split_userinfo(cfg.upstream or "")[0].rstrip("/")', 'upstream = (cfg.upstream or "").rstrip("/")',
+    Mutant("security", "citebound/serving/upstream.py",
+           'upstream = split_userinfo(state.cfg.upstream or "")[0].rstrip("/")', 'upstream = (state.cfg.upstream or "").rstrip("/")',
            "the upstream URL keeps its credentials (httpx then logs them with every request)"),
     Mutant("security", "citebound/serving/monitor_routes.py",
            '403: {"description": "the service has no admin token"}},\n             dependencies=[Depends(admin)])\n'

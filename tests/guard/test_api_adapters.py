@@ -122,7 +122,7 @@ def test_block_is_refused_in_each_apis_shape_with_the_claims_withheld(api):
         assert body["citebound"]["report"]["blocked"] and all(a["claim"] is None for a in body["citebound"]["report"]["audit"])
         assert (body["error"]["type"] == "permission_error") if api == "messages" else (body["error"]["code"] == "blocked")
         _, events = ask_stream(url, api, extra)
-    # streamed, block stops at the first segment that takes the budget so far past 0.1 (the re-attributed [2])
+    # streamed, block stops at the first segment that takes the budget so far past 0.1: the invalid [4]
     rep = stream_report(events)
     assert rep["blocked"] and all(a["claim"] is None for a in rep["audit"])
     ends = [e.get("delta", {}).get("stop_reason") for e in events if e.get("type") == "message_delta"] if api == "messages" \

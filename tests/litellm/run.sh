@@ -6,4 +6,4 @@ here=$(cd "$(dirname "$0")" && pwd)
 bash "$here/setup.sh"
 venv=${LITELLM_VENV:-$here/../../.venv-litellm}
 cd "$here/../.."
-"$venv/bin/python" tests/litellm/check_litellm.py
+PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" "$venv/bin/python" tests/litellm/check_litellm.py

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,6 +26,7 @@ class Turn:
     byte_cuts: list[int] = field(default_factory=list)
     error_after: int | None = None
     cut_after: int | None = None
+    event_pause_s: float = 0.0  # pace the stream: write one event, then wait this long (a token rate)
 
 
 def _sse(events: list[dict[str, Any]]) -> bytes:
@@ -128,12 +130,16 @@ class FakeAPIs:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
+                cuts = t.byte_cuts
+                if t.event_pause_s:  # one event per write, at the scripted rate
+                    cuts = [i + 2 for i in range(len(raw) - 1) if raw[i:i + 2] == b"\n\n"]
                 prev = 0
                 try:
-                    for c in [c for c in sorted(set(t.byte_cuts)) if 0 < c < len(raw)] + [len(raw)]:
+                    for c in [c for c in sorted(set(cuts)) if 0 < c < len(raw)] + [len(raw)]:
                         self.wfile.write(raw[prev:c])
                         self.wfile.flush()
                         prev = c
+                        time.sleep(t.event_pause_s)
                 except OSError:
                     pass
 

@@ -14,12 +14,15 @@ sentence that a structured citation supports is cited, not ``uncited``.
 """
 from __future__ import annotations
 
+import bisect
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from citebound.guarding.report import CitationAudit, GuardReport
 from citebound.text.citations import sentences, strip_markers
+from citebound.text.limits import LimitExceeded, Limits
 
 
 @dataclass
@@ -44,14 +47,20 @@ class Plan:
     number: list[int | None]  # per citation: the number of the passage it quotes (None: nothing to check)
 
 
-def plan(answer: str, cites: Sequence[Attached], passages: Sequence[str], base: int = 1) -> Plan:
+def plan(answer: str, cites: Sequence[Attached], passages: Sequence[str], base: int = 1,
+         limits: Limits | None = None) -> Plan:
     """The one-sentence answers that check ``cites`` against the text each quotes.
 
     >>> p = plan("Aspirin blocks COX. Statins lower LDL.", [Attached(19, "Aspirin inhibits COX.", "c0")], ["P1"])
     >>> p.items[0][0], p.number, p.passages
     ('Aspirin blocks COX. [2]', [2], ['P1', 'Aspirin inhibits COX.'])
     """
+    limits = limits or Limits()
+    if len(cites) > limits.max_citations_per_answer:
+        raise LimitExceeded(f"the answer carries {len(cites)} citations as data", "max_citations_per_answer",
+                            limits.max_citations_per_answer)
     sents = sentences(answer)
+    starts = [s.start for s in sents]  # each citation's sentence found by bisection: n log n for n citations
     ext = list(passages)
     seen: dict[str, int] = {}
     for k, text in enumerate(ext):  # a quoted text that is one of the request's passages is that passage
@@ -59,9 +68,8 @@ def plan(answer: str, cites: Sequence[Attached], passages: Sequence[str], base: 
     items, checked, where, number = [], [], [], []
     for i, c in enumerate(cites):
         pos = min(max(c.at - 1, 0), max(len(answer) - 1, 0))
-        s = next((s for s in sents if s.start <= pos < max(s.end, s.start + 1)), None)
-        if s is None:  # attached to whitespace between sentences: the sentence before it
-            s = next((s for s in reversed(sents) if s.start <= pos), sents[0] if sents else None)
+        k = bisect.bisect_right(starts, pos) - 1  # the last sentence starting at or before it (whitespace after
+        s = sents[max(k, 0)] if sents else None  # a sentence belongs to it; before the first: the first)
         claim = strip_markers(s.text) if s is not None else ""
         where.append((s.index, s.start, s.end, claim) if s is not None else (-1, 0, 0, ""))
         if c.text is None or not c.text.strip() or not claim.strip():
@@ -100,16 +108,20 @@ def audits(p: Plan, cites: Sequence[Attached], results: Sequence[tuple[str, Guar
 def add(report: GuardReport, found: Sequence[CitationAudit], fail_open: bool = False) -> GuardReport:
     """``report`` (the answer's text guarded) with its structured citations' audits added: counted like markers'
     citations, and the sentences they cite no longer counted as citing nothing."""
+    uncited = sorted(map(tuple, report.uncited_sentences))
+    starts, now_cited = [u[0] for u in uncited], set()
     for a in found:
         report.audit.append(a)
         report.n_citations += 1
         setattr(report, a.action, getattr(report, a.action) + 1)
-        at = a.spans[0][0]
-        hit = next((u for u in report.uncited_sentences if u[0] <= max(at - 1, 0) < u[1]), None)
-        if hit is not None:
-            report.uncited_sentences.remove(hit)
-            report.uncited -= 1
-            report.n_cited_sentences += 1
+        pos = max(a.spans[0][0] - 1, 0)
+        k = bisect.bisect_right(starts, pos) - 1
+        if k >= 0 and pos < uncited[k][1]:
+            now_cited.add(k)
+    if now_cited:
+        report.uncited_sentences = [list(u) for k, u in enumerate(uncited) if k not in now_cited]
+        report.uncited -= len(now_cited)
+        report.n_cited_sentences += len(now_cited)
     report.set_review_budget(fail_open)
     return report
 
@@ -130,9 +142,68 @@ def check(guard: Any, answer: str, cites: Sequence[Attached], passages: Sequence
           group: str | None = None) -> list[CitationAudit]:
     """The audits of ``cites`` by ``guard`` (the library's face; the service runs :func:`plan`'s items through its
     batcher instead)."""
-    p = plan(answer, cites, passages, base)
+    p = plan(answer, cites, passages, base, guard.limits)
     results = guard.guard_many(p.items, group=group, block=False) if p.items else []
     return audits(p, cites, results)
 
 
 __all__ = ["Attached", "Plan", "plan", "audits", "add", "failed", "remove_sentences", "check"]
+
+
+def _align(a: str, b: str, out: list[int], a0: int, b0: int) -> None:
+    """``out[a0 + i]`` for each position i of sentence ``a`` (guarded into ``b``): equal characters step together;
+    where they differ, both stand in a marker the guard rewrote, and each skips to its own ``]``. Linear; once the
+    two cannot be re-aligned, the rest of ``a`` maps to the end of ``b``."""
+    i = j = 0
+    while i < len(a):
+        if j < len(b) and a[i] == b[j]:
+            out[a0 + i] = b0 + j
+            i, j = i + 1, j + 1
+            continue
+        ia, jb = a.find("]", i), b.find("]", j)
+        if ia < 0 or jb < 0:
+            break
+        for k in range(i, ia + 1):
+            out[a0 + k] = b0 + min(jb, j + (k - i))
+        i, j = ia + 1, jb + 1
+    for k in range(i, len(a)):
+        out[a0 + k] = b0 + len(b)
+
+
+_OPEN, _CLOSE = "\\[\\uff3b\\u3010\\u3014\\u27e6\\ufe5d", "\\]\\uff3d\\u3011\\u3015\\u27e7\\ufe5e"  # [ and its look-alikes
+_BRACKETS = re.compile(f"[{_OPEN}][^{_OPEN}{_CLOSE}]*[{_CLOSE}]|\\s+")
+
+
+def _without_markers(text: str) -> str:
+    """A sentence's text with every bracketed run and all whitespace left out: the same before and after the guard
+    rewrote its markers."""
+    return _BRACKETS.sub("", text)
+
+
+def position_map(original: str, guarded: str) -> Any:
+    """Where each position of ``original`` stands in ``guarded``, the guard's text of it (markers rewritten,
+    sentences removed), in linear time: sentences are matched in order by their text without markers (a sentence
+    with no match was removed: its positions go to where the next kept one starts), then aligned character by
+    character within each.
+
+    >>> f = position_map("A [9]. B is so. C.", "A [9 INVALID]. C.")
+    >>> [f(p) for p in (0, 5, 6, 7, 16, 18)]
+    [0, 13, 14, 15, 15, 17]
+    """
+    if original == guarded:
+        return lambda p: p
+    so, sg = sentences(original), sentences(guarded)
+    out = [-1] * (len(original) + 1)
+    j = 0
+    for s in so:
+        if j < len(sg) and _without_markers(s.text) == _without_markers(sg[j].text):
+            _align(original[s.start:s.end], guarded[sg[j].start:sg[j].end], out, s.start, sg[j].start)
+            out[s.end] = sg[j].end
+            j += 1
+    nxt = len(guarded)
+    for p in range(len(original), -1, -1):  # the rest (removed sentences, whitespace): where what follows starts
+        if out[p] < 0:
+            out[p] = nxt
+        else:
+            nxt = out[p]
+    return lambda p: out[min(max(p, 0), len(original))]

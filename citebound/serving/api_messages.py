@@ -240,7 +240,8 @@ class MessagesStream:
         if held.block_report is None and self.cites:
             from citebound.guarding import structured
 
-            p = structured.plan(held.text(), self.cites, self.passages, self.guard.base if self.base is None else self.base)
+            p = structured.plan(held.text(), self.cites, self.passages, self.guard.base if self.base is None else self.base,
+                                self.guard.limits)
             results = await guard_whole(self.state, self.guard, p.items, self.group, block=False) if p.items else []
             structured.add(rep, structured.audits(p, self.cites, results), self.guard.on_error == "open")
         self.parts.append((self.offset, rep))

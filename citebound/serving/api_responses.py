@@ -16,14 +16,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from difflib import SequenceMatcher
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from citebound.guarding.stream import merge_reports
-from citebound.guarding.structured import Attached
+from citebound.guarding.structured import Attached, position_map
 from citebound.serving.held import (
     GuardFailure,
     HeldAnswer,
@@ -48,8 +47,6 @@ from citebound.serving.upstream import (
     upstream_headers,
     upstream_json,
 )
-
-MAX_ALIGN = 20_000  # characters: past this, annotation positions are clamped rather than aligned (quadratic worst case)
 
 
 def search_texts(output: list[Any]) -> tuple[list[str], dict[str, str]]:
@@ -77,23 +74,6 @@ def attached(annotations: list[Any], files: dict[str, str], n: int) -> list[Atta
         quoted = files.get(str(a.get("file_id"))) if a.get("type") in ("file_citation", "container_file_citation") else None
         out.append(Attached(at, quoted, f"annotations[{k}] ({a.get('type')})"))
     return out
-
-
-def remap(original: str, guarded: str) -> Any:
-    """Where a position of ``original`` stands in ``guarded`` (the guard only rewrites markers and removes
-    sentences, so the texts align on long runs)."""
-    if original == guarded:
-        return lambda p: p
-    if max(len(original), len(guarded)) > MAX_ALIGN:
-        return lambda p: min(p, len(guarded))
-    blocks = SequenceMatcher(None, original, guarded, autojunk=False).get_matching_blocks()
-
-    def at(p: int) -> int:
-        for a, b, size in blocks:
-            if p <= a + size:
-                return b + max(0, min(p - a, size))
-        return len(guarded)
-    return at
 
 
 def annotate(annotations: list[Any], audits: list[Any], where: Any) -> list[Any]:
@@ -124,7 +104,7 @@ async def guard_output(state: ServiceState, guard: Any, output: list[Any], passa
             cites = attached(notes, files, len(text))
             guarded, rep = await guard_structured(state, guard, text, cites, passages, base, group)
             found = rep.audit[len(rep.audit) - len(cites):] if cites else []
-            item["content"][k] = part | {"text": guarded, "annotations": annotate(notes, found, remap(text, guarded))}
+            item["content"][k] = part | {"text": guarded, "annotations": annotate(notes, found, position_map(text, guarded))}
             parts.append((offset, rep))
             offset += len(text)
     report = merge_reports(parts, guard.on_error == "open")
@@ -229,11 +209,12 @@ class ResponsesStream:
         if cites:
             from citebound.guarding import structured
 
-            p = structured.plan(text, cites, self.passages, self.guard.base if self.base is None else self.base)
+            p = structured.plan(text, cites, self.passages, self.guard.base if self.base is None else self.base,
+                                self.guard.limits)
             results = await guard_whole(self.state, self.guard, p.items, self.group, block=False) if p.items else []
             structured.add(rep, structured.audits(p, cites, results), self.guard.on_error == "open")
         guarded = "".join(held.sent)
-        notes = annotate(notes, rep.audit[len(rep.audit) - len(cites):] if cites else [], remap(text, guarded))
+        notes = annotate(notes, rep.audit[len(rep.audit) - len(cites):] if cites else [], position_map(text, guarded))
         self.parts.append((self.offset, rep))
         self.offset += len(text)
         if self.guard.blocks(self.report()):

@@ -156,7 +156,10 @@ async def guard_structured(state: ServiceState, guard: Any, text: str, cites: li
 
     b = guard.base if base is None else base
     fail_open = guard.on_error == "open"
-    p = structured.plan(text, cites, passages, b)
+    try:
+        p = structured.plan(text, cites, passages, b, guard.limits)
+    except GuardInputError as e:
+        raise GuardFailure(422, str(e), getattr(e, "limit", None) or "bad_input") from None
     found = structured.audits(p, cites, await guard_whole(state, guard, p.items, group, block=False) if p.items else [])
     drop = sorted({(p.sentence[i][1], p.sentence[i][2]) for i, a in enumerate(found)
                    if guard.remove and structured.failed(a, fail_open) and p.sentence[i][0] >= 0})

@@ -285,3 +285,43 @@ def test_a_block_citation_cites_the_blocks_last_sentence(stream):
     (a,) = rep["audit"]
     assert (a["action"], a["sentence_index"], a["claim"]) == ("verified", 1, "Statins lower LDL cholesterol in adults.")
     assert rep["uncited"] == 1 and rep["uncited_sentences"] == [[0, 15]] and rep["review_budget"] == 0.5
+
+
+def test_overlapping_annotations_a_lone_surrogate_and_a_document_past_the_documents():
+    """Two url_citations over the same range are two unchecked citations; a citation whose document_index is past
+    the request's documents is still checked against its cited_text; a lone surrogate in the upstream's text is a
+    502 naming it in Anthropic's shape, never a 500."""
+    text = "Statins lower LDL cholesterol in adults. Aspirin is old."
+    same = {"type": "url_citation", "url": "u", "title": "t", "start_index": 0, "end_index": 40}
+    with FakeAPIs(lambda b: Turn(words(text), [same, dict(same)])) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        rep = ask(url, "responses", {"citebound": {"passages": P}})[1]
+    assert rep["n_citations"] == 2 and rep["unverified"] == 2 and rep["uncited"] == 1  # "Aspirin is old."
+    assert rep["review_budget"] == 1.0
+    far = cite(P[1], index=99)
+    turns = {"far": Turn(["Statins lower LDL cholesterol in adults."], [far]), "lone": Turn(["Statins \ud800 lower [1]."])}
+    with FakeAPIs(lambda b: turns[b["messages"][0]["content"]]) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        c = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0)
+        m = c.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "far"}],
+                              extra_body={"citebound": {"passages": P}})
+        assert [a["action"] for a in m.model_extra["citebound"]["report"]["audit"]] == ["verified"]
+        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "citebound": {"passages": P},
+                                                   "messages": [{"role": "user", "content": "lone"}]}, timeout=60)
+    assert r.status_code in (422, 502) and r.json()["type"] == "error" and "surrogate" in r.json()["error"]["message"]
+
+
+def test_remove_under_responses_moves_the_annotations_of_the_kept_sentences():
+    """Under remove, "Unicorns sing opera loudly tonight [1]." (flagged: no passage has its words) goes with the
+    space after it (40 characters); the file_citation at the end of the kept sentence (80) moves to 40. A citation
+    with no text fails closed, so remove would take its sentence too: this one's file text is in the response."""
+    text = "Unicorns sing opera loudly tonight [1]. Statins lower LDL cholesterol in adults."
+    notes = [{"type": "file_citation", "file_id": "f1", "filename": "s.txt", "index": 80}]
+    results = [{"file_id": "f1", "filename": "s.txt", "score": 0.9, "attributes": {},
+                "text": "Statins lower LDL cholesterol in adults with diabetes."}]
+    with FakeAPIs(lambda b: Turn(words(text), notes, results)) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, action="remove")) as url:
+        got, rep, r = ask(url, "responses", {"citebound": {"passages": P}})
+    (a,) = r.model_dump()["output"][-1]["content"][0]["annotations"]
+    assert got == "Statins lower LDL cholesterol in adults." and a["index"] == 40 and a["citebound"]["action"] == "verified"
+    assert rep["removed_sentences"] == 1 and rep["flagged"] == 1 and rep["verified"] == 1

@@ -120,7 +120,26 @@ def _mcp_line(line: str) -> object:
     return rpc_problem(line)
 
 
+def _structured_plan(text: str) -> int:
+    from citebound.guarding.structured import Attached, plan
+    from citebound.text.limits import Limits
+
+    ends = [i + 1 for i, ch in enumerate(text) if ch == "."]
+    cites = [Attached(e, "Aspirin works.", "c") for e in ends]
+    return len(plan(text, cites, ["P"], 1, Limits(max_citations_per_answer=50_000)).items)
+
+
+def _positions(text: str) -> int:
+    from citebound.guarding.structured import position_map
+
+    f = position_map(text, text.replace("[9]", "[9 INVALID]"))
+    return sum(f(p) for p in range(0, len(text), 7))
+
+
 CASES = {
+    "structured: a citation as data on every sentence": (_structured_plan, lambda n: "Aspirin works. " * (n // 15)),
+    "structured: positions after every marker was rewritten": (_positions, lambda n: "x [9]. " * (n // 7)),
+    "structured: positions, one unclosed bracket": (_positions, lambda n: "[9]. x [" + "a" * n + "."),
     # the marker scan: linked markers unclosed, a bracket list that never closes, author-year never closing
     "markers: [[1]]( repeated": (_markers, lambda n: "[[1]](" * (n // 6)),
     "markers: an unclosed list": (_markers, lambda n: "[" + "1," * (n // 2)),

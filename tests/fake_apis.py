@@ -27,6 +27,7 @@ class Turn:
     error_after: int | None = None
     cut_after: int | None = None
     event_pause_s: float = 0.0  # pace the stream: write one event, then wait this long (a token rate)
+    raw: bytes | None = None  # streamed: these bytes instead of the events (a hostile upstream)
 
 
 def _sse(events: list[dict[str, Any]]) -> bytes:
@@ -126,7 +127,7 @@ class FakeAPIs:
                     self.end_headers()
                     self.wfile.write(data)
                     return
-                raw = _sse(message_events(t, model) if anthropic else response_events(t, model))
+                raw = t.raw if t.raw is not None else _sse(message_events(t, model) if anthropic else response_events(t, model))
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()

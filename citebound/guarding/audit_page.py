@@ -106,7 +106,12 @@ def snapped(ev: Mapping[str, Any], window: int = 600) -> str:
 
 
 def _label(a: Mapping[str, Any]) -> str:
-    """A citation as the page shows it: its number, or (a bracket the guard could not read) its text."""
+    """A citation as the page shows it: its number, or (a bracket the guard could not read) its text; a citation
+    carried as data (a zero-width span where it attaches: docs/PROXY.md) shows its kind beside its passage."""
+    spans = a.get("spans") or []
+    if spans and spans[0][0] == spans[0][1]:
+        kind = str(a.get("marker", "")).rpartition("(")[2].rstrip(")")
+        return escape(f"{a['cited']} {kind}" if a["cited"] >= 0 else kind)
     return str(a["cited"]) if a["cited"] >= 0 else escape(str(a.get("marker", "?")).strip("[]"))
 
 

@@ -325,3 +325,38 @@ def test_remove_under_responses_moves_the_annotations_of_the_kept_sentences():
     (a,) = r.model_dump()["output"][-1]["content"][0]["annotations"]
     assert got == "Statins lower LDL cholesterol in adults." and a["index"] == 40 and a["citebound"]["action"] == "verified"
     assert rep["removed_sentences"] == 1 and rep["flagged"] == 1 and rep["verified"] == 1
+
+
+def test_the_audit_page_shows_citations_carried_as_data():
+    """The library's face of a structured check: "Statins lower LDL cholesterol in adults." quoting P[1] (verified,
+    passage 2) and "Aspirin is old." with a url_citation (unverified, unreadable): the page has a chip for each where
+    it attaches, labelled with its kind, and a row for each."""
+    from citebound.guarding import structured
+    from citebound.guarding.audit_page import AuditEntry, render_audit_page
+
+    text = "Statins lower LDL cholesterol in adults. Aspirin is old."
+    cites = [structured.Attached(40, P[1], "content[0].citations[0] (char_location)"),
+             structured.Attached(56, None, "annotations[0] (url_citation)")]
+    g = Guard("lexical")
+    guarded, report = g.guard(text, P)
+    structured.add(report, structured.check(g, text, cites, P))
+    page = render_audit_page([AuditEntry("a", text, guarded, report.to_dict())])
+    assert page.count('data-outcome="verified"') == 2 and page.count('data-outcome="unverified"') == 2  # chip + row
+    assert ">2 char_location<" in page and ">url_citation<" in page
+    assert report.n_citations == 2 and report.uncited == 0 and report.review_budget == 0.5
+
+
+@pytest.mark.parametrize("api,raw,why", [
+    ("responses", b'data: [1, 2]\n\n', "not a JSON object"),
+    ("responses", b'data: {"type": "response.output_text.delta", "delta": 5}\n\n', "not a string"),
+    ("responses", b'data: {"type": "response.failed", "response": {"error": {"message": "boom"}}}\n\n', "boom"),
+    ("messages", b'event: x\ndata: "text"\n\n', "not a JSON object"),
+    ("messages", b'data: {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}\n\n'
+                 b'data: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": 5}}\n\n',
+     "not a string"),
+    ("messages", b'data: {"type": "message_start", "message": {}}\n\ndata: {"not json', "cut short"),
+])
+def test_a_hostile_event_stream_ends_in_an_error_the_sdk_raises(api, raw, why):
+    with FakeAPIs(lambda b: Turn([], raw=raw)) as up, running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        with pytest.raises((openai.APIError, anthropic.APIStatusError), match=why):
+            ask_stream(url, api, {"citebound": {"passages": P}})

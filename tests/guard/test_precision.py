@@ -66,3 +66,32 @@ def test_calibrate_cli_precision(tmp_path):
 
     kind, tau, promise = in_force(cal)
     assert kind == "precision" and tau == cal["precision"]["tau"] and "at most 0.1" in promise
+
+
+def test_the_deployed_tau_is_the_smallest_certified_one_and_its_bound_is_reported():
+    """Brute force, independent of the code under test: for each tau of the grid, counts by a loop (pass iff
+    score > tau), the exact Clopper-Pearson bounds from SciPy's beta quantile at delta / (2 |grid|), the FDR bound;
+    of the certified taus (bound <= q) the deployed one must be the smallest (it keeps the most supported
+    citations), and the bound reported must be that tau's, not a neighbour's."""
+    rng = np.random.default_rng(3)
+    q, delta, pi = 0.12, 0.1, 0.6
+    grid = np.round(np.linspace(0.05, 0.95, 19), 2)
+    for draw in range(20):
+        s = np.r_[rng.beta(2, 5, 120), rng.beta(5, 2, 150)]
+        y = np.r_[np.zeros(120, int), np.ones(150, int)]
+        level = delta / (2 * len(grid))
+        bounds = []
+        for tau in grid:
+            k0 = sum(1 for sc, lab in zip(s, y) if lab == 0 and sc > tau)
+            k1 = sum(1 for sc, lab in zip(s, y) if lab == 1 and sc <= tau)
+            m_up = 1.0 if k0 == 120 else stats.beta.ppf(1 - level, k0 + 1, 120 - k0)
+            f_up = 1.0 if k1 == 150 else stats.beta.ppf(1 - level, k1 + 1, 150 - k1)
+            bounds.append((1 - pi) * m_up / ((1 - pi) * m_up + pi * (1 - f_up)))
+        certified = [t for t, b in zip(grid, bounds) if b <= q]
+        r = calibrate_precision(s, y, q, delta, pi, grid)
+        assert r["certified"] == len(certified), draw
+        if not certified:
+            assert r["tau"] is None
+            continue
+        assert r["tau"] == pytest.approx(min(certified)), draw
+        assert r["fdr_bound_at_tau"] == pytest.approx(bounds[list(grid).index(min(certified))], rel=1e-6), draw

@@ -266,9 +266,10 @@ def test_sighup_reloads_calibration_profiles(tmp_path):
 
 
 def test_sigterm_finishes_in_flight_requests_and_refuses_new_ones():
-    # a slow request: every passage is proposed ('verifier' re-attributor) for 150 failing citations
+    # a slow request (~15 s of work on 2 cores, so it is surely in flight when the late request comes): every passage is
+    # proposed ('verifier' re-attributor) for 1,200 failing citations
     passages = [f"passage {i} about " + " ".join(f"w{i}x{k}" for k in range(60)) for i in range(800)]
-    answer = " ".join(f"Claim number {i} about nothing [{1 + i % 800}]." for i in range(300))
+    answer = " ".join(f"Claim number {i} about nothing [{1 + i % 800}]." for i in range(1200))  # ~15 s alone
     with server_process("--reattributor", "verifier", "--drain-grace", "0.5") as (proc, url):
         t0 = time.perf_counter()
         httpx.post(f"{url}/v1/guard", json={"answer": "Warm up [1].", "passages": ["x"]})
@@ -295,7 +296,7 @@ def test_sigterm_finishes_in_flight_requests_and_refuses_new_ones():
             late = "refused"
         slow.join(timeout=120)
         assert proc.wait(timeout=60) == 0
-    assert out["r"].status_code == 200 and out["r"].json()["report"]["n_citations"] == 300
+    assert out["r"].status_code == 200 and out["r"].json()["report"]["n_citations"] == 1200
     assert time.perf_counter() - t0 > 0.7  # the slow request was still in flight when the late one came
     assert late == 503 and just_before == [200] * 6
 

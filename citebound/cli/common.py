@@ -188,6 +188,21 @@ def check_state(url: str | None, password: str | None = None, wait_s: float = 30
             time.sleep(1.0)
 
 
+def build_guard(args: argparse.Namespace, **extra: Any):
+    """The :class:`~citebound.guarding.guard.Guard` of the options ``guard`` and ``mcp`` share (verifier and runtime,
+    calibration, re-attribution, policies, limits); ``extra``: a command's own keyword arguments."""
+    from citebound.guarding.guard import Guard
+
+    none = args.calibration == "none"
+    try:
+        return Guard(args.verifier, reattributor=None if args.no_reattribute else args.reattributor,
+                     calibration=None if none else args.calibration, default_calibration=not none,
+                     runtime=runtime_args(args), overrides=parse_overrides(args.override), model_path=args.model,
+                     cache_dir=args.cache_dir, limits=parse_limits(args.limit), **policy_kwargs(args), **extra)
+    except ValueError as e:  # a calibration, verifier, re-attributor or option the guard refuses, by name
+        raise CLIError(str(e)) from None
+
+
 def policy_kwargs(args: Any) -> dict[str, Any]:
     """The Guard keyword arguments of --action/--remove, --block-above and --on-error."""
     action = args.action

@@ -21,7 +21,6 @@ from citebound.cli.common import (
     add_verifier_args,
     parse_limits,
     parse_overrides,
-    policy_kwargs,
     runtime_args,
 )
 from citebound.cli.inputs import check_out, close_out, iter_json_records, open_out, parse_answer
@@ -66,24 +65,15 @@ def add_parser(sub: Any) -> None:
 
 def make_guard(args: argparse.Namespace):
     """The :class:`~citebound.guarding.guard.Guard` the guard command's options describe (built once)."""
-    from citebound.guarding.guard import Guard
 
     if args.batch_answers < 1:
         raise CLIError(f"--batch-answers must be >= 1, got {args.batch_answers}")
     if args.proposals < 1:
         raise CLIError(f"--proposals must be >= 1, got {args.proposals}")
-    from citebound.cli.common import check_state
+    from citebound.cli.common import build_guard, check_state
 
     check_state(args.state, wait_s=0)
-    try:
-        none = args.calibration == "none"
-        return Guard(args.verifier, reattributor=None if args.no_reattribute else args.reattributor,
-                     calibration=None if none else args.calibration, base=args.base, **policy_kwargs(args),
-                     proposals=args.proposals, runtime=runtime_args(args), overrides=parse_overrides(args.override),
-                     model_path=args.model, cache_dir=args.cache_dir, limits=parse_limits(args.limit),
-                     default_calibration=not none, mark_reattributed=not args.no_mark_reattributed)
-    except ValueError as e:  # a calibration, verifier, re-attributor or option the guard refuses, by name
-        raise CLIError(str(e)) from None
+    return build_guard(args, base=args.base, proposals=args.proposals, mark_reattributed=not args.no_mark_reattributed)
 
 
 class _Run:

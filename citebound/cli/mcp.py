@@ -23,10 +23,6 @@ from citebound.cli.common import (
     add_limit_arg,
     add_policy_args,
     add_verifier_args,
-    parse_limits,
-    parse_overrides,
-    policy_kwargs,
-    runtime_args,
 )
 
 HOSTS = ("claude", "cursor", "vscode")
@@ -76,6 +72,13 @@ def add_parser(sub: Any) -> None:
     m.set_defaults(func=run)
 
 
+def mcp_guard(args: argparse.Namespace):
+    """The guard the MCP server serves, from its options (the guard command's shared ones)."""
+    from citebound.cli.common import build_guard
+
+    return build_guard(args)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.print_config:
         import json
@@ -88,16 +91,7 @@ def run(args: argparse.Namespace) -> int:
         from citebound.serving.mcp_server import build_server, serve_stdio
     except ImportError as e:
         raise CLIError(f"citebound mcp needs the [mcp] extra (pip install 'citebound[mcp]'): {e}") from None
-    from citebound.guarding.guard import Guard
-
-    none = args.calibration == "none"
-    try:
-        guard = Guard(args.verifier, reattributor=None if args.no_reattribute else args.reattributor,
-                      calibration=None if none else args.calibration, default_calibration=not none,
-                      runtime=runtime_args(args), overrides=parse_overrides(args.override), model_path=args.model,
-                      cache_dir=args.cache_dir, limits=parse_limits(args.limit), **policy_kwargs(args))
-    except ValueError as e:
-        raise CLIError(str(e)) from None
+    guard = mcp_guard(args)
     try:
         serve_stdio(build_server(guard))
     except ImportError as e:

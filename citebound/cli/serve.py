@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         print(config_file.print_config(args, args.parser), end="")
         return 0
     try:
-        from citebound.serving import ServeConfig, serve
+        from citebound.serving import serve
     except ImportError as e:
         raise CLIError(f"citebound serve needs the [serve] extra (pip install 'citebound[serve]'): {e}") from None
     from citebound.scoring.loader import VerifierLoadError, verifier_definitions
@@ -200,12 +200,21 @@ def run(args: argparse.Namespace) -> int:
         args.passages_prompt = args.passages_prompt or "default"
         print(f"demo upstream at {args.upstream}; try the proxy:\n  curl -s http://{args.host}:{args.port}/v1/chat/"
               "completions -H 'content-type: application/json' -d @\"$(citebound example --chat)\"", file=sys.stderr)
-    cfg = ServeConfig(verifier=args.verifier, runtime=runtime_args(args), overrides=parse_overrides(args.override),
-                      model_path=args.model, reattributor=None if args.no_reattribute else args.reattributor,
-                      calibrations=args.calibrations, upstream=args.upstream, max_batch_units=args.max_batch_units,
-                      max_wait_ms=args.max_wait_ms, request_timeout_s=args.request_timeout, drain_grace_s=args.drain_grace,
-                      limits=parse_limits(args.limit), passages_prompt=passages_prompt(args),
-                      admin_token=admin_token(args.admin_token_file), state_password=password,
-                      upstream_key=upstream_key, upstream_auth=upstream_auth, **policy_kwargs(args))
+    cfg = serve_config(args, password, upstream_key, upstream_auth)
     serve(cfg, host=args.host, port=args.port, workers=args.workers, log_format=args.log_format)
     return 0
+
+
+def serve_config(args: argparse.Namespace, password: str | None = None, upstream_key: str | None = None,
+                 upstream_auth: str | None = None):
+    """The service's :class:`~citebound.serving.state.ServeConfig` from serve's checked options (the secrets read
+    from their files already)."""
+    from citebound.serving import ServeConfig
+
+    return ServeConfig(verifier=args.verifier, runtime=runtime_args(args), overrides=parse_overrides(args.override),
+                       model_path=args.model, reattributor=None if args.no_reattribute else args.reattributor,
+                       calibrations=args.calibrations, upstream=args.upstream, max_batch_units=args.max_batch_units,
+                       max_wait_ms=args.max_wait_ms, request_timeout_s=args.request_timeout, drain_grace_s=args.drain_grace,
+                       limits=parse_limits(args.limit), passages_prompt=passages_prompt(args),
+                       admin_token=admin_token(args.admin_token_file), state_password=password,
+                       upstream_key=upstream_key, upstream_auth=upstream_auth or "client", **policy_kwargs(args))

@@ -110,6 +110,21 @@ SERVE = {"--max-batch-units": ("max_batch_units", "64", 64), "--max-wait-ms": ("
          "--quantize": ("quantize", "int8", "int8")}
 
 
+def test_serve_options_reach_the_service_config():
+    """What serve hands the service (its ServeConfig), from the same options."""
+    pytest.importorskip("fastapi")
+    from citebound.cli.serve import serve_config
+
+    argv = ["serve", "--action", "block", "--runtime", "onnx", "--quantize", "int8", "--threads", "2"]
+    for option, (_, value, _) in SERVE.items():
+        if option not in ("--runtime", "--quantize"):
+            argv += [option, value]
+    cfg = serve_config(parse(argv))
+    assert (cfg.max_batch_units, cfg.max_wait_ms, cfg.block_above, cfg.on_error, cfg.on_void) == (64, 7.0, 0.3, "open",
+                                                                                                   "flag-all")
+    assert cfg.runtime == {"runtime": "onnx", "quantize": "int8", "threads": 2}
+
+
 def test_serve_options_are_keys_of_the_effective_config(tmp_path, capsys):
     pw = tmp_path / "redis.pw"
     pw.write_text("s3cret-password\n")

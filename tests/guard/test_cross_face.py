@@ -288,6 +288,7 @@ def run_face(face, cal, config, cases, tmp_path):
         return service(cal, config, cases, face == "service-concurrent")
     if face.startswith(("responses", "messages")):
         pytest.importorskip("fastapi")
+        pytest.importorskip("anthropic" if face.startswith("messages") else "openai")
         return api_face(cal, config, cases, face.split("-")[0], face.endswith("-stream"))
     if face.startswith("proxy"):
         pytest.importorskip("fastapi")

@@ -97,7 +97,7 @@ def service_cases() -> list[tuple[str, str, float, float]]:
     import httpx
     import uvicorn
 
-    sys.path.insert(0, str(ROOT))
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     from citebound.serving import ServeConfig, create_app
     from citebound.text.limits import Limits
     from tests.fake_stream import FakeStreamingOpenAI, Script

@@ -10,12 +10,13 @@ headers (``requests``: ``{"path", "headers", "body"}``).
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback_server import LoopbackServer
 
 
 @dataclass
@@ -105,7 +106,7 @@ def response_events(t: Turn, model: str) -> list[dict[str, Any]]:
     return [e | {"sequence_number": k} for k, e in enumerate(ev)]
 
 
-class FakeAPIs:
+class FakeAPIs(LoopbackServer):
     def __init__(self, script: Callable[[dict[str, Any]], Turn]):
         self.script, self.requests = script, []
         outer = self
@@ -144,17 +145,4 @@ class FakeAPIs:
                 except OSError:
                     pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeAPIs:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)

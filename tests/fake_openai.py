@@ -10,13 +10,15 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback_server import LoopbackServer
 
 from citebound.scoring.chat_endpoint import send_json
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     def __init__(self, answer: Callable[[dict[str, Any]], Any], fail_first: int = 0):
         self.answer = answer
         self.fail_first = fail_first
@@ -66,17 +68,4 @@ class FakeOpenAI:
             def _send(self, code: int, payload: dict[str, Any]) -> None:
                 send_json(self, code, payload)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeOpenAI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)

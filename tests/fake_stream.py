@@ -9,12 +9,13 @@ counts the writes that reached the socket, ``broken`` whether a write failed (th
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback_server import LoopbackServer
 
 
 @dataclass
@@ -47,7 +48,7 @@ def sse_bytes(s: Script, model: str) -> bytes:
         "utf-8", "surrogatepass") for o in out)
 
 
-class FakeStreamingOpenAI:
+class FakeStreamingOpenAI(LoopbackServer):
     def __init__(self, script: Callable[[dict[str, Any]], Script]):
         self.script, self.requests, self.writes, self.broken = script, [], 0, False
         outer = self
@@ -93,17 +94,4 @@ class FakeStreamingOpenAI:
                 except OSError:
                     outer.broken = True
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeStreamingOpenAI:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serve(Handler)

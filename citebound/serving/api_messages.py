@@ -15,7 +15,6 @@ ends; what has gone out by then cannot be taken back (``remove`` cannot remove i
 """
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -29,25 +28,22 @@ from citebound.scoring.llm_backends import redact_url
 from citebound.serving.held import (
     GuardFailure,
     HeldAnswer,
+    ask_upstream,
     failure,
     failure_message,
     guard_structured,
     guard_whole,
+    guarded_json,
     prepare,
     report_body,
-    report_headers,
 )
 from citebound.serving.models import MessagesRequest
 from citebound.serving.state import ServiceState
 from citebound.serving.upstream import (
     StreamFailure,
-    UpstreamError,
-    open_upstream,
     sse_events,
     upstream_base,
-    upstream_failure,
     upstream_headers,
-    upstream_json,
 )
 
 TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
@@ -152,47 +148,30 @@ def router(state: ServiceState) -> APIRouter:
                                        502: {"description": "the upstream failed"}, 504: {"description": "timeout"}})
     async def messages(req: MessagesRequest, request: Request):
         extra = req.citebound
-        try:
-            guard, passages = prepare(state, extra, documents(req.messages))
-        except GuardFailure as e:
-            return anthropic_error(e.status, str(e), e.code)
         base, group = (extra.citation_base, extra.group) if extra else (None, None)
         show = bool(extra and extra.return_original)
         body = req.model_dump(exclude={"citebound"}, exclude_none=True)
         headers = upstream_headers(cfg, request.headers.get("x-api-key"), "x-api-key") | {
             k: v for k in ("anthropic-version", "anthropic-beta") if (v := request.headers.get(k))}
-        url = f"{upstream}/messages"
-        if req.stream:
-            try:
-                resp = await asyncio.wait_for(open_upstream(state, url, body, headers), cfg.request_timeout_s)
-            except Exception as e:  # noqa: BLE001 - before the stream starts, an upstream failure is a status
-                status, message, code, more = upstream_failure(shown, e, cfg.request_timeout_s)
-                return anthropic_error(status, message, code, **more)
-            from citebound.serving.stream_proxy import stream_response
+        try:
+            guard, passages = prepare(state, extra, documents(req.messages))
+            got = await ask_upstream(state, shown, f"{upstream}/messages", headers, body, bool(req.stream), "content")
+            if req.stream:
+                from citebound.serving.stream_proxy import stream_response
 
-            run = MessagesStream(state, guard, passages, base, group, shown, show)
-            return await stream_response(state, guard, group, run.events(resp), resp)
-        try:
-            data = await asyncio.wait_for(upstream_json(state, "POST", url, headers, body), cfg.request_timeout_s)
-            if not isinstance(data.get("content"), list):
-                raise UpstreamError("answered with no content list")
-        except Exception as e:  # noqa: BLE001 - any transport failure is the upstream's
-            status, message, code, more = upstream_failure(shown, e, cfg.request_timeout_s)
-            return anthropic_error(status, message, code, **more)
-        try:
-            content, report = await guard_content(state, guard, data["content"], passages, base, group)
+                run = MessagesStream(state, guard, passages, base, group, shown, show)
+                return await stream_response(state, guard, group, run.events(got), got)
+            content, report = await guard_content(state, guard, got["content"], passages, base, group)
         except GuardFailure as e:
-            return anthropic_error(e.status, str(e), e.code)
+            return anthropic_error(e.status, str(e), e.code, **e.extra)
         if report.blocked:
             return anthropic_error(403, f"citebound blocked the answer: {report.block_reason}", "blocked",
                                    report=report_body(report, show))
-        original = data["content"]
-        data["content"] = content
+        original = got["content"]
+        got["content"] = content
         calls = sum(1 for b in content if isinstance(b, dict) and b.get("type") in ("tool_use", "server_tool_use"))
         fields = sorted({b.get("type") for b in content if isinstance(b, dict) and b.get("type") not in ("text", "tool_use")})
-        data["citebound"] = {"report": report_body(report), "verifier": state.scorer.name, "unchecked_tool_calls": calls,
-                             "unchecked_fields": fields} | ({"original_content": original} if show else {})
-        return JSONResponse(json.loads(json.dumps(data)), headers=report_headers(report, calls, fields))
+        return guarded_json(state, got, report, calls, fields, {"original_content": original} if show else None)
 
     return r
 

@@ -13,39 +13,34 @@ an ``error`` object (the SDK raises ``APIError``); ``--action block`` is a 403, 
 """
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 
 from citebound.guarding.stream import merge_reports
 from citebound.guarding.structured import Attached, position_map
 from citebound.serving.held import (
     GuardFailure,
     HeldAnswer,
+    ask_upstream,
     failure,
     failure_message,
     guard_structured,
     guard_whole,
+    guarded_json,
     prepare,
     report_body,
-    report_headers,
 )
 from citebound.serving.models import ResponsesRequest
 from citebound.serving.proxy import proxy_error
 from citebound.serving.state import ServiceState
 from citebound.serving.upstream import (
     StreamFailure,
-    UpstreamError,
-    open_upstream,
     sse_events,
     upstream_base,
-    upstream_failure,
     upstream_headers,
-    upstream_json,
 )
 
 
@@ -121,46 +116,29 @@ def router(state: ServiceState) -> APIRouter:
                                         502: {"description": "the upstream failed"}, 504: {"description": "timeout"}})
     async def responses(req: ResponsesRequest, request: Request):
         extra = req.citebound
-        try:
-            guard, passages = prepare(state, extra)
-        except GuardFailure as e:
-            return proxy_error(e.status, str(e), e.code)
-        base, group, show = extra.citation_base, extra.group, bool(extra.return_original)
         body = req.model_dump(exclude={"citebound"}, exclude_none=True)
         headers = upstream_headers(cfg, request.headers.get("authorization"))
-        url = f"{upstream}/responses"
-        if req.stream:
-            try:
-                resp = await asyncio.wait_for(open_upstream(state, url, body, headers), cfg.request_timeout_s)
-            except Exception as e:  # noqa: BLE001 - before the stream starts, an upstream failure is a status
-                status, message, code, more = upstream_failure(shown, e, cfg.request_timeout_s)
-                return proxy_error(status, message, code, **more)
-            from citebound.serving.stream_proxy import stream_response
+        try:
+            guard, passages = prepare(state, extra)
+            base, group, show = extra.citation_base, extra.group, bool(extra.return_original)
+            got = await ask_upstream(state, shown, f"{upstream}/responses", headers, body, bool(req.stream), "output")
+            if req.stream:
+                from citebound.serving.stream_proxy import stream_response
 
-            run = ResponsesStream(state, guard, passages, base, group, shown, show)
-            return await stream_response(state, guard, group, run.events(resp), resp)
-        try:
-            data = await asyncio.wait_for(upstream_json(state, "POST", url, headers, body), cfg.request_timeout_s)
-            if not isinstance(data.get("output"), list):
-                raise UpstreamError("answered with no output list")
-        except Exception as e:  # noqa: BLE001 - any transport failure is the upstream's
-            status, message, code, more = upstream_failure(shown, e, cfg.request_timeout_s)
-            return proxy_error(status, message, code, **more)
-        original = json.loads(json.dumps(data["output"]))
-        found, files = search_texts(data["output"])
-        try:
-            output, report = await guard_output(state, guard, data["output"], passages + found, files, base, group)
+                run = ResponsesStream(state, guard, passages, base, group, shown, show)
+                return await stream_response(state, guard, group, run.events(got), got)
+            original = json.loads(json.dumps(got["output"]))
+            found, files = search_texts(got["output"])
+            output, report = await guard_output(state, guard, got["output"], passages + found, files, base, group)
         except GuardFailure as e:
-            return proxy_error(e.status, str(e), e.code)
+            return proxy_error(e.status, str(e), e.code, **e.extra)
         if report.blocked:
             return proxy_error(403, f"citebound blocked the answer: {report.block_reason}", "blocked",
                                report=report_body(report, show))
         calls = sum(1 for i in output if isinstance(i, dict) and str(i.get("type", "")).endswith("call")
                     and i.get("type") != "file_search_call")
         fields = sorted({str(i.get("type")) for i in output if isinstance(i, dict) and i.get("type") in ("reasoning",)})
-        data["citebound"] = {"report": report_body(report), "verifier": state.scorer.name, "unchecked_tool_calls": calls,
-                             "unchecked_fields": fields} | ({"original_output": original} if show else {})
-        return JSONResponse(json.loads(json.dumps(data)), headers=report_headers(report, calls, fields))
+        return guarded_json(state, got, report, calls, fields, {"original_output": original} if show else None)
 
     return r
 

@@ -5,6 +5,7 @@ in as it streams, guarded text out a run of complete sentences at a time, the re
 :mod:`~citebound.serving.api_messages`) only translates its own requests, events and errors."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from citebound.guarding.report import GuardReport
@@ -18,9 +19,9 @@ from citebound.text.limits import LimitExceeded
 class GuardFailure(Exception):
     """The request cannot be guarded: ``status`` and ``code`` to answer with, in the API's own error shape."""
 
-    def __init__(self, status: int, message: str, code: str):
+    def __init__(self, status: int, message: str, code: str, extra: dict[str, Any] | None = None):
         super().__init__(message)
-        self.status, self.code = status, code
+        self.status, self.code, self.extra = status, code, extra or {}
 
 
 NO_PASSAGES = ("no passages: send them in the request's 'citebound' field, e.g. extra_body={'citebound': {'passages': "
@@ -54,6 +55,38 @@ async def guard_whole(state: ServiceState, guard: Any, items: list[tuple[str, li
     except TimeoutError:
         raise GuardFailure(504, f"the request took longer than {state.cfg.request_timeout_s} s (--request-timeout)",
                            "timeout") from None
+
+
+async def ask_upstream(state: ServiceState, shown: str, url: str, headers: dict[str, str], body: dict[str, Any],
+                       stream: bool, listed: str | None = None) -> Any:
+    """The upstream's opened stream, or its JSON answer (holding a list under ``listed``) within the request
+    timeout; GuardFailure saying why not (502 with the upstream's body, 504 naming the option)."""
+    from citebound.serving.upstream import UpstreamError, open_upstream, upstream_failure, upstream_json
+
+    timeout = state.cfg.request_timeout_s
+    try:
+        if stream:
+            return await asyncio.wait_for(open_upstream(state, url, body, headers), timeout)
+        data = await asyncio.wait_for(upstream_json(state, "POST", url, headers, body), timeout)
+        if listed and not isinstance(data.get(listed), list):
+            raise UpstreamError(f"answered with no {listed} list")
+        return data
+    except Exception as e:  # noqa: BLE001 - any failure to get the upstream's answer is the upstream's
+        status, message, code, more = upstream_failure(shown, e, timeout)
+        raise GuardFailure(status, message, code, more) from None
+
+
+def guarded_json(state: ServiceState, data: dict[str, Any], report: GuardReport, calls: int, fields: list[str],
+                 original: dict[str, Any] | None = None) -> Any:
+    """An unstreamed answer, guarded: the upstream's JSON with the report in ``citebound`` (and the original text
+    when the request asked for it), the counts in ``X-Citebound-*`` headers."""
+    import json
+
+    from fastapi.responses import JSONResponse
+
+    data["citebound"] = {"report": report_body(report), "verifier": state.scorer.name, "unchecked_tool_calls": calls,
+                         "unchecked_fields": fields} | (original or {})
+    return JSONResponse(json.loads(json.dumps(data)), headers=report_headers(report, calls, fields))
 
 
 def report_body(report: GuardReport, show_claims: bool = True) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]  # tests.fake_stream, and what it imports beside it
 from tests.service_helpers import free_port  # noqa: E402
 
 TOL = 1e-4  # float32 through two engines: the same weights, other kernels

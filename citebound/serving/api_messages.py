@@ -265,6 +265,8 @@ class MessagesStream:
                 yield self._text(out)
             self.blocked = self.held.block_report is not None
             return
+        if d.get("type") == "text_delta":  # text outside a text block: it would reach the client unchecked
+            raise StreamFailure("the upstream sent a text_delta outside a text block")
         if d.get("type") == "citations_delta" and self.held is not None:
             self.block_citations.append(d.get("citation"))
         yield _event(ev)
@@ -291,6 +293,10 @@ class MessagesStream:
                 if t == "error":
                     err = ev.get("error") if isinstance(ev.get("error"), dict) else {}
                     raise StreamFailure(f"the upstream sent an error event: {str(err.get('message'))[:500]}")
+                if t == "message_start" and ((ev.get("message") or {}).get("content") if isinstance(ev.get("message"),
+                                                                                                   dict) else True):
+                    raise StreamFailure("the upstream's message_start carries content: the guard checks text as it "
+                                        "streams, in content blocks")
                 if t == "content_block_start":
                     gen = self._block(ev)
                 elif t == "content_block_delta":

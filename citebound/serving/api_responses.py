@@ -205,13 +205,16 @@ class ResponsesStream:
         yield self._out(ev | {"text": guarded})
 
     def _fill(self, item: dict[str, Any], index: int) -> dict[str, Any]:
-        """A message item with its parts' guarded texts and annotations."""
+        """A message item with its parts' guarded texts and annotations; an output_text part that was never streamed
+        and guarded (its text only in this item) goes out blank: no text reaches the client unchecked."""
         if item.get("type") != "message" or not isinstance(item.get("content"), list):
             return item
         content = []
         for k, part in enumerate(item["content"]):
             done = self.texts.get((index, k))
-            content.append(part | {"text": done[0], "annotations": done[1]} if done and isinstance(part, dict) else part)
+            if isinstance(part, dict) and part.get("type") == "output_text":
+                part = part | ({"text": done[0], "annotations": done[1]} if done else {"text": "", "annotations": []})
+            content.append(part)
         return item | {"content": content}
 
     async def _event(self, ev: dict[str, Any]) -> AsyncIterator[bytes]:
@@ -250,8 +253,15 @@ class ResponsesStream:
             err = ev.get("error") or (ev.get("response") or {}).get("error") or ev
             raise StreamFailure(f"the upstream sent {t}: {str(err.get('message') if isinstance(err, dict) else err)[:500]}")
         else:
-            if t == "response.created" and isinstance(ev.get("response"), dict):
-                self.response = ev["response"]
+            if isinstance(ev.get("response"), dict):  # created, in_progress: any output in them is not yet guarded
+                resp = ev["response"]
+                ev = ev | {"response": resp | {"output": [self._fill(i, n) if isinstance(i, dict) else i
+                                                          for n, i in enumerate(resp.get("output") or [])]}}
+                self.response = ev["response"] if t == "response.created" else self.response
+            if isinstance(ev.get("item"), dict):  # output_item.added
+                ev = ev | {"item": self._fill(ev["item"], ev.get("output_index", 0))}
+            if isinstance(ev.get("part"), dict) and ev["part"].get("type") == "output_text":  # content_part.added
+                ev = ev | {"part": ev["part"] | {"text": "", "annotations": []}}
             yield self._out(ev)
 
     async def events(self, resp: Any) -> AsyncIterator[bytes]:

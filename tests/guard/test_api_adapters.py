@@ -360,3 +360,31 @@ def test_a_hostile_event_stream_ends_in_an_error_the_sdk_raises(api, raw, why):
     with FakeAPIs(lambda b: Turn([], raw=raw)) as up, running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
         with pytest.raises((openai.APIError, anthropic.APIStatusError), match=why):
             ask_stream(url, api, {"citebound": {"passages": P}})
+
+
+MS = b'data: {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": []}}\n\n'
+
+
+@pytest.mark.parametrize("api,raw", [
+    ("messages", MS + b'data: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", '
+                      b'"text": "SECRET unchecked."}}\n\n'),
+    ("messages", b'data: {"type": "message_start", "message": {"content": [{"type": "text", "text": "SECRET."}]}}\n\n'),
+    ("responses", b'data: {"type": "response.created", "response": {"output": [{"type": "message", "content": '
+                  b'[{"type": "output_text", "text": "SECRET in created."}]}]}}\n\n'
+                  b'data: {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", '
+                  b'"content": [{"type": "output_text", "text": "SECRET in added."}]}}\n\n'
+                  b'data: {"type": "response.content_part.added", "output_index": 0, "content_index": 0, '
+                  b'"part": {"type": "output_text", "text": "SECRET in part."}}\n\n'
+                  b'data: {"type": "response.completed", "response": {"output": [{"type": "message", "content": '
+                  b'[{"type": "output_text", "text": "SECRET never streamed."}]}]}}\n\n'),
+])
+def test_text_outside_the_streamed_deltas_never_reaches_the_client(api, raw):
+    """Text an upstream puts where no delta carries it (a delta with no block, a message_start with content, an item
+    or part or response that arrives filled) is refused or blanked: none of it reaches the client unchecked."""
+    with FakeAPIs(lambda b: Turn([], raw=raw)) as up, running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        body = ({"model": "m", "input": "q"} if api == "responses" else
+                {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}]})
+        r = httpx.post(f"{url}/v1/{api}", json=body | {"stream": True, "citebound": {"passages": P}}, timeout=60)
+    assert "SECRET" not in r.text, r.text[:500]
+    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    assert events[-1]["type"] == ("error" if api == "messages" else "citebound.report")  # refused, or blanked

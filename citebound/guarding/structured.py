@@ -131,6 +131,12 @@ def failed(a: CitationAudit, fail_open: bool = False) -> bool:
     return a.action in ("flagged", "invalid") or (a.action == "unverified" and (a.unreadable or not fail_open))
 
 
+def verdict(a: CitationAudit) -> dict[str, Any]:
+    """A citation's verdict as the ``citebound`` field of its citation object says it."""
+    return {"action": a.action, "score": a.score, "reason": a.reason, "passage": a.cited if a.cited >= 0 else None} | (
+        {"moved_to": a.new_pointer, "moved_score": a.new_score} if a.action == "reattributed" else {})
+
+
 def remove_sentences(answer: str, spans: Sequence[tuple[int, int]]) -> str:
     """``answer`` without the sentences ``spans`` ([start, end)), each taking the whitespace after it."""
     from citebound.guarding.rewrite import apply
@@ -147,7 +153,7 @@ def check(guard: Any, answer: str, cites: Sequence[Attached], passages: Sequence
     return audits(p, cites, results)
 
 
-__all__ = ["Attached", "Plan", "plan", "audits", "add", "failed", "remove_sentences", "check"]
+__all__ = ["Attached", "Plan", "plan", "audits", "add", "failed", "verdict", "remove_sentences", "check", "position_map"]
 
 
 def _align(a: str, b: str, out: list[int], a0: int, b0: int) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from citebound.guarding import structured
 from citebound.guarding.stream import merge_reports
 from citebound.guarding.structured import Attached
 from citebound.scoring.llm_backends import redact_url
@@ -29,10 +30,10 @@ from citebound.serving.held import (
     GuardFailure,
     HeldAnswer,
     ask_upstream,
+    check_structured,
     failure,
     failure_message,
     guard_structured,
-    guard_whole,
     guarded_json,
     prepare,
     report_body,
@@ -101,12 +102,6 @@ def attached(blocks: list[dict[str, Any]], indices: list[int]) -> list[Attached]
     return out
 
 
-def verdict(a: Any) -> dict[str, Any]:
-    """A citation's verdict as its ``citebound`` field says it."""
-    return {"action": a.action, "score": a.score, "reason": a.reason, "passage": a.cited if a.cited >= 0 else None} | (
-        {"moved_to": a.new_pointer, "moved_score": a.new_score} if a.action == "reattributed" else {})
-
-
 async def guard_content(state: ServiceState, guard: Any, content: list[Any], passages: list[str], base: int | None,
                         group: str | None) -> tuple[list[Any], Any]:
     """A message's content guarded run by run, and the whole message's report."""
@@ -116,11 +111,11 @@ async def guard_content(state: ServiceState, guard: Any, content: list[Any], pas
         text = "".join(b.get("text") or "" for b in blocks)
         cites = attached(blocks, run)
         guarded, rep = await guard_structured(state, guard, text, cites, passages, base, group)
-        structured = rep.audit[len(rep.audit) - len(cites):] if cites else []
+        found = rep.audit[len(rep.audit) - len(cites):] if cites else []
         gathered = []
         for b in blocks:
             for c in b.get("citations") or []:
-                gathered.append(c | {"citebound": verdict(structured[len(gathered)])} if isinstance(c, dict) else c)
+                gathered.append(c | {"citebound": structured.verdict(found[len(gathered)])} if isinstance(c, dict) else c)
         out += content[last:run[0]]
         if guarded == text:
             k = 0
@@ -217,12 +212,9 @@ class MessagesStream:
             yield self._text(out)
         rep = held.report()
         if held.block_report is None and self.cites:
-            from citebound.guarding import structured
-
-            p = structured.plan(held.text(), self.cites, self.passages, self.guard.base if self.base is None else self.base,
-                                self.guard.limits)
-            results = await guard_whole(self.state, self.guard, p.items, self.group, block=False) if p.items else []
-            structured.add(rep, structured.audits(p, self.cites, results), self.guard.on_error == "open")
+            _, found = await check_structured(self.state, self.guard, held.text(), self.cites, self.passages, self.base,
+                                              self.group)
+            structured.add(rep, found, self.guard.on_error == "open")
         self.parts.append((self.offset, rep))
         self.offset += len(held.text())
         self.cites = []
@@ -328,7 +320,7 @@ class MessagesStream:
             if not stopped:
                 raise StreamFailure("the upstream's stream ended without message_stop (cut short?)")
         except Exception as e:  # noqa: BLE001 - a limit, bad input, or a transport failure mid-stream: an error event
-            f = failure(e, self.shown)
+            f = failure(e)
             held = self.held.held_chars if self.held is not None else 0
             yield _event({"type": "error", "error": {"type": "api_error", "code": f.code,
                                                      "message": failure_message(f, self.shown, held)},

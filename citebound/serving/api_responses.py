@@ -19,16 +19,17 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
+from citebound.guarding import structured
 from citebound.guarding.stream import merge_reports
 from citebound.guarding.structured import Attached, position_map
 from citebound.serving.held import (
     GuardFailure,
     HeldAnswer,
     ask_upstream,
+    check_structured,
     failure,
     failure_message,
     guard_structured,
-    guard_whole,
     guarded_json,
     prepare,
     report_body,
@@ -72,15 +73,13 @@ def attached(annotations: list[Any], files: dict[str, str], n: int) -> list[Atta
 
 
 def annotate(annotations: list[Any], audits: list[Any], where: Any) -> list[Any]:
-    from citebound.serving.api_messages import verdict
-
     out, k = [], 0
     for a in annotations:
         if not isinstance(a, dict) or a.get("type") == "file_path":
             out.append(a)
             continue
         moved = {f: where(a[f]) for f in ("index", "start_index", "end_index") if isinstance(a.get(f), int)}
-        out.append(a | moved | {"citebound": verdict(audits[k])})
+        out.append(a | moved | {"citebound": structured.verdict(audits[k])})
         k += 1
     return out
 
@@ -185,12 +184,8 @@ class ResponsesStream:
         rep, text, notes = held.report(), held.text(), self.notes.pop(key, [])
         cites = attached(notes, self.files, len(text))
         if cites:
-            from citebound.guarding import structured
-
-            p = structured.plan(text, cites, self.passages, self.guard.base if self.base is None else self.base,
-                                self.guard.limits)
-            results = await guard_whole(self.state, self.guard, p.items, self.group, block=False) if p.items else []
-            structured.add(rep, structured.audits(p, cites, results), self.guard.on_error == "open")
+            _, found = await check_structured(self.state, self.guard, text, cites, self.passages, self.base, self.group)
+            structured.add(rep, found, self.guard.on_error == "open")
         guarded = "".join(held.sent)
         notes = annotate(notes, rep.audit[len(rep.audit) - len(cites):] if cites else [], position_map(text, guarded))
         self.parts.append((self.offset, rep))
@@ -286,7 +281,7 @@ class ResponsesStream:
                 raise StreamFailure("the upstream's stream ended without response.completed (cut short?)")
             yield self._out(self._extra(self.report()))
         except Exception as e:  # noqa: BLE001 - a limit, bad input, or a transport failure mid-stream: an error event
-            f = failure(e, self.shown)
+            f = failure(e)
             held = sum(h.held_chars for h in self.held.values())
             message = failure_message(f, self.shown, held)
             yield self._out({"type": "error", "code": f.code, "message": message, "param": None,

@@ -162,10 +162,12 @@ class HeldAnswer:
         return "".join(self.original)
 
 
-def failure(e: BaseException, shown: str) -> StreamFailure:
+def failure(e: BaseException) -> StreamFailure:
     """What ended a stream, as the StreamFailure its error event says."""
     if isinstance(e, StreamFailure):
         return e
+    if isinstance(e, GuardFailure):  # the guard's own (a limit, past the timeout), never the upstream's
+        return StreamFailure(str(e), e.code)
     if isinstance(e, LimitExceeded):
         return StreamFailure(str(e), "limit")
     if isinstance(e, GuardInputError):
@@ -180,6 +182,20 @@ def failure_message(e: StreamFailure, shown: str, held: int) -> str:
     return msg
 
 
+async def check_structured(state: ServiceState, guard: Any, text: str, cites: list[Any], passages: list[str],
+                           base: int | None, group: str | None) -> tuple[Any, list[Any]]:
+    """The plan of an answer's citations carried as data (:func:`citebound.guarding.structured.plan`) and their
+    audits, judged through the service's batcher; GuardFailure past a limit (422) or the request timeout (504)."""
+    from citebound.guarding import structured
+
+    try:
+        p = structured.plan(text, cites, passages, guard.base if base is None else base, guard.limits)
+    except GuardInputError as e:
+        raise GuardFailure(422, str(e), getattr(e, "limit", None) or "bad_input") from None
+    results = await guard_whole(state, guard, p.items, group, block=False) if p.items else []
+    return p, structured.audits(p, cites, results)
+
+
 async def guard_structured(state: ServiceState, guard: Any, text: str, cites: list[Any], passages: list[str],
                            base: int | None, group: str | None) -> tuple[str, GuardReport]:
     """One answer's text guarded with the citations it carries as data (:mod:`citebound.guarding.structured`):
@@ -187,13 +203,8 @@ async def guard_structured(state: ServiceState, guard: Any, text: str, cites: li
     text is guarded; their audits join the report, and ``--action block`` decides on all of it."""
     from citebound.guarding import structured
 
-    b = guard.base if base is None else base
     fail_open = guard.on_error == "open"
-    try:
-        p = structured.plan(text, cites, passages, b, guard.limits)
-    except GuardInputError as e:
-        raise GuardFailure(422, str(e), getattr(e, "limit", None) or "bad_input") from None
-    found = structured.audits(p, cites, await guard_whole(state, guard, p.items, group, block=False) if p.items else [])
+    p, found = await check_structured(state, guard, text, cites, passages, base, group)
     drop = sorted({(p.sentence[i][1], p.sentence[i][2]) for i, a in enumerate(found)
                    if guard.remove and structured.failed(a, fail_open) and p.sentence[i][0] >= 0})
     answer = structured.remove_sentences(text, drop)

@@ -135,7 +135,7 @@ class StreamRun:
                 yield self.meta.chunk({}, finish or "stop", self._extra(self.held.report()))
             yield b"data: [DONE]\n\n"
         except Exception as e:  # noqa: BLE001 - a limit, bad input, or a transport failure mid-stream: an error event
-            yield self._error(failure(e, self.shown))
+            yield self._error(failure(e))
 
     def _error(self, e: StreamFailure) -> bytes:
         return _sse({"error": {"message": failure_message(e, self.shown, self.held.held_chars),

@@ -56,6 +56,7 @@ _TAG_OPEN = re.compile(r"<(/?)([a-zA-Z][^\s/>\x00]{0,40})")
 _ATTR_NAME = re.compile(r"[\s/]*([^\s/>][^\s/>=]{0,200})?")
 _ATTR_VALUE = re.compile(r"\s*=\s*(?:\"([^\"]{0,3000})\"|'([^']{0,3000})'|([^\s>]{0,3000}))")
 _TAG_END = re.compile(r"\s*/?>")
+_COMMENT_CLOSE = re.compile(r"--!?>")
 _BOGUS = re.compile(r"<(?:!|\?|/[^a-zA-Z>])")  # <!DOCTYPE …>, <?xml …?>, </3 …>: bogus comments to the next '>'
 # elements whose contents are raw text up to their close tag
 _RAW_HIDDEN = {"script", "style", "title", "iframe", "noembed", "noframes", "noscript", "xmp"}
@@ -121,6 +122,22 @@ def _attributes(text: str, pos: int) -> tuple[dict[str, str], int] | None:
         if name not in attrs and len(attrs) < MAX_ATTRS:
             attrs[name] = html.unescape(value)
     return None
+
+
+def _comment_end(text: str, lt: int) -> int:
+    """Where the comment opened by ``<!--`` at ``lt`` ends, as HTML's tokenizer ends it (-1: at the end of the text):
+    ``<!-->`` and ``<!--->`` are whole (empty) comments, and ``--!>`` closes one as ``-->`` does. A reader sees
+    what follows them, so the guard must check it.
+
+    >>> [_comment_end(t, 0) for t in ("<!-->x", "<!--->x", "<!---->x", "<!-- a --!>x", "<!-- a -- >x")]
+    [5, 6, 7, 11, -1]
+    """
+    if text.startswith(">", lt + 4):
+        return lt + 5
+    if text.startswith("->", lt + 4):
+        return lt + 6
+    m = _COMMENT_CLOSE.search(text, lt + 4)  # stops at the first close: each comment is read once
+    return m.end() if m else -1
 
 
 class _Scanner:
@@ -209,12 +226,12 @@ class _Scanner:
                 break
             self.add_text(pos, lt)
             if text.startswith("<!--", lt):
-                end = text.find("-->", lt + 4)
-                hi = len(text) if end < 0 else end + 3
-                vis._add(HIDDEN, lt, hi)
+                hi = _comment_end(text, lt)
+                vis._add(HIDDEN, lt, len(text) if hi < 0 else hi)
                 vis.hidden_regions += 1
-                if end < 0:
+                if hi < 0:
                     vis.open_to_end = lt
+                    hi = len(text)
                 pos = hi
                 continue
             m = _TAG_OPEN.match(text, lt)

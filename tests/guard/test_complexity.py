@@ -149,6 +149,8 @@ CASES = {
     "sentences: many short ones": (_sentences, lambda n: "A b. " * (n // 5)),
     "visible: unclosed hidden spans": (_visible, lambda n: "<span hidden>" * (n // 13)),
     "visible: unclosed comments": (_visible, lambda n: "<!-- " * (n // 5) + "x"),
+    "visible: comments closed by --!>": (_visible, lambda n: "<!--a--!>" * (n // 9)),
+    "visible: empty comments <!-->": (_visible, lambda n: "<!-->x" * (n // 6)),
     "visible: a < with no >": (_visible, lambda n: "<a" * (n // 2)),
     "stream hold: no sentence end, 1-char pieces": (_hold, lambda n: ["w"] * (n // 4)),
     "stream hold: a cited sentence per piece": (_hold, lambda n: ["Aspirin works [1]. "] * (n // 76)),

@@ -151,6 +151,8 @@ HAND_PICKED = [
     '<span style="font-size:0">tk1<b style="font-size:16px">tk2</b></span>',
     '<table style="display:none">tk1<tr><td>tk2</td></tr></table>',  # tk1 is foster-parented out
     '<span style="display:n\\one">tk1</span><span style="display&#58;none">tk2</span>',
+    # comments as HTML's tokenizer ends them: <!--> and <!---> are whole, --!> closes one, -- > does not
+    '<!-->tk1 <!--->tk2 <!-- x --!>tk3 <!-- a -- >tk4 -->tk5 <!--->tk6-->tk7',
 ]
 
 

@@ -45,6 +45,24 @@ def test_only_what_a_browser_does_not_render_is_left_out_of_an_answer(frag, kept
     assert blank_hidden(frag).split() == [kept]
 
 
+@pytest.mark.parametrize("frag,checked", [
+    # HTML's tokenizer: <!--> and <!---> are whole empty comments, --!> closes one; chromium shows each "y"
+    # (tests/guard/test_visibility_browser.py renders them). Before, the guard blanked each y as a comment.
+    ("<!-->y [1].", ["y", "[1]."]), ("<!--->y [1].", ["y", "[1]."]), ("<!-- x --!>y [1].", ["y", "[1]."]),
+    ("<!---->y", ["y"]), ("<!-- x -- >z -->y", ["y"]), ("<!--->y-->z", ["y-->z"]),
+])
+def test_a_comment_ends_where_a_browser_ends_it(frag, checked):
+    assert blank_hidden(frag).split() == checked
+
+
+def test_a_claim_after_an_empty_comment_is_checked_and_flagged():
+    answer = "<!-->The moon is made of green cheese [2]. <!-- note -->Aspirin reduces heart attacks [1]."
+    text, r = guard_answer(answer, P, topic, reattribute=None)
+    assert r.n_citations == 2 and r.flagged == 1 and r.verified == 1
+    assert [a.action for a in r.audit] == ["flagged", "verified"] and r.review_budget == pytest.approx(1 / 2)
+    assert "cheese [2 UNVERIFIED]" in text
+
+
 @pytest.mark.parametrize("frag", [
     '<span style="color:transparent">x</span>', '<span style="opacity:0">x</span>',
     '<span style="font-size:0">x</span>', '<span style="font-size:2px">x</span>', '<span style="color:#fff">x</span>',

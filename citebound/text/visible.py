@@ -140,6 +140,38 @@ def _comment_end(text: str, lt: int) -> int:
     return m.end() if m else -1
 
 
+_SCRIPT_TOKENS = re.compile(r"<!--|-->|<script[\s/>]|</script[\s/>]")
+
+
+def _script_end(lower: str, pos: int) -> int | None:
+    """Where a ``<script>``'s contents from ``pos`` end (the start of the ``</script`` that closes it; None: the
+    end of the text), by HTML's script-data states: after ``<!--`` a ``<script`` is double-escaped, and until
+    ``-->`` or a ``</script`` leaves that, a ``</script>`` does not close the script. ``lower``: the text in
+    lower case. One pass.
+
+    >>> _script_end("<!--<script></script>x</script>", 0), _script_end("x</script>", 0), _script_end("<!--", 0)
+    (22, 1, None)
+    """
+    state = "data"
+    for m in _SCRIPT_TOKENS.finditer(lower, pos):
+        tok = m.group()
+        if tok == "<!--":
+            if state == "data":
+                state = "escaped"
+                if lower.startswith(">", m.end()) or lower.startswith("->", m.end()):
+                    state = "data"  # <!--> and <!---> leave the escape at once
+        elif tok == "-->":
+            state = "data"
+        elif tok.startswith("<script"):
+            if state == "escaped":
+                state = "double"
+        elif state == "double":
+            state = "escaped"
+        else:
+            return m.start()
+    return None
+
+
 class _Scanner:
     """One pass of :func:`scan` (HTML's tree building, as far as visibility needs it)."""
 
@@ -200,6 +232,16 @@ class _Scanner:
         if tag in _RAW_HIDDEN or tag in _RAW_UNCERTAIN:
             close = re.compile(rf"</{re.escape(tag)}[\s/>]").search(self.lower, tag_end)
             hi = len(self.text) if close is None else (self.text.find(">", close.start()) + 1 or len(self.text))
+            if tag == "script" and close is not None:
+                end = _script_end(self.lower, tag_end)  # a double-escaped script runs past its first </script>
+                if end is None or end > close.start():
+                    late = len(self.text) if end is None else (self.text.find(">", end) + 1 or len(self.text))
+                    self.vis._add(UNCERTAIN, hi, late)  # a browser hides it: an answer checks it, a passage drops it
+                    self.vis.hidden_regions += 1
+                    if end is None and self.vis.open_to_end is None:
+                        self.vis.open_to_end = lt
+                    self.vis._add(HIDDEN, tag_end, hi)
+                    return late
             if tag in _RAW_HIDDEN:
                 self.vis._add(HIDDEN, tag_end, hi)
                 self.vis.hidden_regions += 1

@@ -151,6 +151,8 @@ CASES = {
     "visible: unclosed comments": (_visible, lambda n: "<!-- " * (n // 5) + "x"),
     "visible: comments closed by --!>": (_visible, lambda n: "<!--a--!>" * (n // 9)),
     "visible: empty comments <!-->": (_visible, lambda n: "<!-->x" * (n // 6)),
+    "visible: double-escaped scripts": (_visible, lambda n: "<script><!--<script></script>x</script>" * (n // 39)),
+    "visible: a double-escaped script never closed": (_visible, lambda n: "<script><!--<script>" + "</script>x" * (n // 10)),
     "visible: a < with no >": (_visible, lambda n: "<a" * (n // 2)),
     "stream hold: no sentence end, 1-char pieces": (_hold, lambda n: ["w"] * (n // 4)),
     "stream hold: a cited sentence per piece": (_hold, lambda n: ["Aspirin works [1]. "] * (n // 76)),

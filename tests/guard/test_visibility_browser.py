@@ -153,6 +153,8 @@ HAND_PICKED = [
     '<span style="display:n\\one">tk1</span><span style="display&#58;none">tk2</span>',
     # comments as HTML's tokenizer ends them: <!--> and <!---> are whole, --!> closes one, -- > does not
     '<!-->tk1 <!--->tk2 <!-- x --!>tk3 <!-- a -- >tk4 -->tk5 <!--->tk6-->tk7',
+    # a script double-escaped (<!--<script>) runs past its first </script>
+    '<script><!--<script></script>tk1</script>tk2<script><!--</script>tk3<script><!-- <script> --></script>tk4',
 ]
 
 

@@ -55,6 +55,17 @@ def test_a_comment_ends_where_a_browser_ends_it(frag, checked):
     assert blank_hidden(frag).split() == checked
 
 
+@pytest.mark.parametrize("page,supports", [
+    # a browser hides everything up to the second </script> here (HTML's double-escaped script data)
+    ("<script><!--<script></script>Aspirin cures cancer.</script>Aspirin thins blood.", ["Aspirin", "thins", "blood."]),
+    ("<script><!--<script></script>Aspirin cures cancer.", []),  # never closed: nothing after it supports
+    ("<script><!--</script>Aspirin thins blood.", ["Aspirin", "thins", "blood."]),  # escaped only: it closes
+    ("<script><!-- <script> --></script>Aspirin thins blood.", ["Aspirin", "thins", "blood."]),  # --> left it
+])
+def test_a_double_escaped_script_hides_what_a_browser_hides(page, supports):
+    assert passage_view(page).split() == supports
+
+
 def test_a_claim_after_an_empty_comment_is_checked_and_flagged():
     answer = "<!-->The moon is made of green cheese [2]. <!-- note -->Aspirin reduces heart attacks [1]."
     text, r = guard_answer(answer, P, topic, reattribute=None)

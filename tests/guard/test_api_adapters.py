@@ -388,3 +388,34 @@ def test_text_outside_the_streamed_deltas_never_reaches_the_client(api, raw):
     assert "SECRET" not in r.text, r.text[:500]
     events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
     assert events[-1]["type"] == ("error" if api == "messages" else "citebound.report")  # refused, or blanked
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_served_verifier_that_fails_leaves_every_citation_unverified_streamed_and_not(api):
+    """The served verifier answers garbage (not JSON) once the service is up: each API still answers 200, every
+    citation unverified (never verified: "could not verify" is not "verified"), streamed as unstreamed, and the
+    verifier saw the requests (so it was asked, not skipped)."""
+    import citebound
+    from tests.fake_classifier import FakeClassifier
+
+    answer = "Topic alpha holds [1]. Topic beta holds [2]. Nothing cited here."
+    passages = ["Topic alpha holds.", "Topic beta holds."]
+    extra = {"citebound": {"passages": passages}}
+    with FakeClassifier() as model:
+        scorer = citebound.load_scorer("remote_nli", overrides={"url": model.url, "model": model.model,
+                                                                "max_retries": 0})
+        with FakeAPIs(lambda b: Turn(words(answer))) as up, \
+                running(ServeConfig(verifier="remote_nli", upstream=up.base_url), scorer=scorer) as url:
+            ok_text, ok_rep, _ = ask(url, api, extra)  # the model serving: both verified
+            model.behaviour = "notjson"
+            got, rep, _ = ask(url, api, extra)
+            streamed, events = ask_stream(url, api, extra)
+        asked = [r for r in model.requests if r["path"] == "/classify"]
+    assert (ok_rep["verified"], ok_rep["unverified"]) == (2, 0) and ok_text == answer
+    for r in (rep, stream_report(events)):
+        assert (r["n_citations"], r["verified"], r["unverified"], r["flagged"], r["uncited"]) == (2, 0, 2, 0, 1)
+        assert [a["action"] for a in r["audit"]] == ["unverified", "unverified"]
+        assert all("served verifier" in a["reason"] for a in r["audit"])
+        assert r["review_budget"] == pytest.approx(1.0)
+    assert got == streamed == "Topic alpha holds [1 UNVERIFIED]. Topic beta holds [2 UNVERIFIED]. Nothing cited here."
+    assert len(asked) >= 3

@@ -463,6 +463,27 @@ MUTANTS = [
            "a fallback group reports the pooled counts, not its own"),
     Mutant("precision", "citebound/calibration/precision.py", "    level = delta / (2 * len(grid))", "    level = delta / len(grid)",
            "the union bound forgets the two bounds per tau"),
+    # round 7, second part: the monitors' arithmetic, the card, the labelling panel, MCP (same day, same way)
+    Mutant("card", "citebound/guarding/card.py", 'return self.on_void == "flag-all" and self.state in ("void", "unavailable")',
+           'return self.on_void == "flag-all" and self.state == "void"',
+           "flag-all lets citations pass while the store cannot say whether the monitor is void"),
+    Mutant("eprocess", "citebound/calibration/eprocess.py",
+           "return PI_GRID * reference_error(n1, delta) + (1 - PI_GRID) * reference_error(n0, delta)",
+           "return PI_GRID * reference_error(n0, delta) + (1 - PI_GRID) * reference_error(n1, delta)",
+           "the references' error weighted by the other class's count"),
+    Mutant("eprocess", "citebound/calibration/eprocess.py", "            self._log += log_bets(self.p_values(float(s), theta), self._eps)",
+           "            self._log += log_bets(self.p_values(float(s), theta))",
+           "the robust alarm bets without the references' error (false alarms past delta)"),
+    Mutant("eprocess", "citebound/calibration/eprocess.py",
+           "return PI_GRID[None, :] * p1[:, None] + (1 - PI_GRID[None, :]) * p0[:, None]",
+           "return PI_GRID[None, :] * p0[:, None] + (1 - PI_GRID[None, :]) * p1[:, None]",
+           "the mixture weighs the classes' p-values by the other class's share"),
+    Mutant("eprocess", "citebound/calibration/eprocess.py", "        if missed > n:\n", "        if missed >= n and n:\n",
+           "a post where every unsupported citation was missed is refused"),
+    Mutant("labelling", "citebound/labelling/store.py", "    need = math.ceil(1 / alpha - 1)", "    need = math.floor(1 / alpha - 1)",
+           "the panel says tau is finite one unsupported label early (alpha whose 1/alpha is not whole)"),
+    Mutant("mcp", "citebound/serving/mcp_server.py", '"claim": claim if len(claim) <= MAX_CLAIM_SHOWN else',
+           '"claim": claim if len(claim) < MAX_CLAIM_SHOWN else', "a claim exactly at the shown length gets an ellipsis"),
 ]
 
 TESTS = {
@@ -571,10 +592,12 @@ def run(mutants: list[Mutant], timeout: int) -> list[tuple[Mutant, str, float]]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", help="run one module's mutants")
+    ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
     ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7],
                     help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--match", help="only the mutants whose description holds this text")
+    ap.add_argument("--tests", nargs="+", help="run these test files instead of each module's own")
     args = ap.parse_args()
     first3 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("merged requests get the first request's"))
     first4 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the action taken on void also fires"))
@@ -584,7 +607,11 @@ def main() -> int:
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:]}
-    todo = [m for m in rounds[args.round] if args.only in (None, m.module)]
+    todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
+    todo = [m for m in todo if args.match is None or args.match in m.why]
+    if args.tests:
+        for m in todo:
+            TESTS[m.module] = args.tests
     results = run(todo, args.timeout)
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for m, verdict, _ in results:

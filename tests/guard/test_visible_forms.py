@@ -141,3 +141,83 @@ def test_a_form_alone_makes_its_sentence_cited_and_unverified_at_index_0():
     _, r = guard_answer("Aspirin works\u00b9. Mitochondria produce ATP [0].", P, topic, base=0, reattribute=None)
     assert sorted((a.sentence_index, a.cited, a.action) for a in r.audit) == [(0, -1, "unverified"), (1, 0, "flagged")]
     assert r.uncited == 0 and r.review_budget == 1.0
+
+
+# ---- boundary tables (#56): each value at and beside the rule's edge, expected by hand from the rule
+
+@pytest.mark.parametrize("frag,obscured", [
+    ('<div style="background:#000">x</div>', True),  # default (black) text on black: contrast 1
+    ('<div style="background:#000;color:#fff">x</div>', False),
+    ('<div style="background:#777">x</div>', False),  # black on mid grey: contrast about 4.7
+    ('<div style="width:1px;overflow:clip">x</div>', True), ('<div style="width:1px;overflow:hidden">x</div>', True),
+    ('<div style="height:1px;overflow-y:scroll">x</div>', True), ('<div style="width:1px;overflow:auto">x</div>', True),
+    ('<div style="width:2px;overflow:clip">x</div>', False),  # 2px is not under 2px
+    ('<div style="width:1px">x</div>', False),  # no overflow rule: the text spills out, seen
+    ('<span style="font-size:3.9px">x</span>', True), ('<span style="font-size:4px">x</span>', False),
+    ('<span style="left:-1000px">x</span>', True), ('<span style="left:-999px">x</span>', False),
+    ('<span style="margin-left:1000px">x</span>', True),
+    ('<span style="color:rgba(0,0,0,0.09)">x</span>', True), ('<span style="color:rgba(0,0,0,0.1)">x</span>', False),
+    ('<span style="opacity:0.09">x</span>', True), ('<span style="opacity:0.1">x</span>', False),
+])
+def test_obscuring_rules_at_their_edges(frag, obscured):
+    v = scan(frag)
+    at = frag.index(">x<") + 1
+    assert any(lo <= at < hi for lo, hi in v.spans[OBSCURED]) is obscured
+    assert "x" in blank_hidden(frag).split()  # shown or obscured, an answer checks it
+
+
+@pytest.mark.parametrize("frag,checked", [
+    # a browser keeps an attribute's first value and drops a repeat (HTML's tokenizer)
+    ('<span style="" style="display:none">x</span>y', ["x", "y"]),
+    ('<span style="display:none" style="">x</span>y', ["y"]),
+    ('<span hidden hidden="until-found" style="display:none">x</span>y', ["y"]),
+])
+def test_a_repeated_attribute_keeps_its_first_value(frag, checked):
+    assert blank_hidden(frag).split() == checked
+
+
+@pytest.mark.parametrize("frag", [
+    '<table><tr><td><span hidden>x</span></td></tr></table>',
+    '<table style="display:none">x<tr><td>y</td></tr></table>',  # x is foster-parented out of the table: shown
+    '<div hidden><td>x</td></div>',
+])
+def test_hidden_text_where_a_table_may_move_it_is_checked_and_fails_closed(frag):
+    v = scan(frag)
+    at = frag.index("x")
+    assert "x" in blank_hidden(frag).split()
+    assert any(lo <= at < hi for lo, hi in v.spans[OBSCURED])
+    assert "x" not in passage_view(frag).split()
+
+
+@pytest.mark.parametrize("depth,obscured", [(255, False), (256, False), (257, True), (300, True)])
+def test_nesting_past_the_depth_limit_is_obscured_from_the_first_element_past_it(depth, obscured):
+    from citebound.text.visible import MAX_DEPTH
+
+    assert MAX_DEPTH == 256
+    frag = "<b>" * depth + "x" + "</b>" * depth
+    v = scan(frag)
+    at = frag.index("x")
+    assert any(lo <= at < hi for lo, hi in v.spans[OBSCURED]) is obscured
+    assert ("x" in passage_view(frag).split()) is not obscured
+
+
+@pytest.mark.parametrize("spans,want", [
+    ([(1, 4), (2, 5)], "a    f"), ([(2, 5), (1, 4)], "a    f"), ([(1, 3), (3, 5)], "a    f"), ([(0, 6)], "      "),
+    ([(0, 1), (0, 2), (5, 6)], "  cde "), ([], "abcdef"), ([(1, 2), (1, 2)], "a cdef"),
+])
+def test_blank_spans_keeps_length_with_overlapping_repeated_and_edge_spans(spans, want):
+    from citebound.text.visible import blank_spans
+
+    assert blank_spans("abcdef", spans) == want
+
+
+@pytest.mark.parametrize("form,found", [
+    ("(1)", True), ("(12)", True), ("(123)", True), ("(1234)", False), ("(0)", True), ("( 7 )", True),
+    ("(1, 2)", True), ("(1-3)", True), ("{123}", True), ("{1234}", False),
+])
+def test_parenthesised_numbers_of_one_to_three_digits_are_citation_forms(form, found):
+    from citebound.text.forms import other_forms
+
+    text = f"Cells grow {form} in plates."
+    spans = other_forms(text, text)
+    assert (spans == [(11, 11 + len(form))]) is found and (spans == []) is (not found)

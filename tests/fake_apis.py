@@ -29,6 +29,7 @@ class Turn:
     cut_after: int | None = None
     event_pause_s: float = 0.0  # pace the stream: write one event, then wait this long (a token rate)
     raw: bytes | None = None  # streamed: these bytes instead of the events (a hostile upstream)
+    whole: dict[str, Any] | None = None  # unstreamed: this JSON answer instead of one built from the pieces
 
 
 def _sse(events: list[dict[str, Any]]) -> bytes:
@@ -121,7 +122,8 @@ class FakeAPIs(LoopbackServer):
                 t, model = outer.script(body), body.get("model", "fake")
                 anthropic = self.path == "/v1/messages"
                 if not body.get("stream"):
-                    data = json.dumps(message(t, model) if anthropic else response(t, model)).encode()
+                    data = json.dumps(t.whole if t.whole is not None else message(t, model) if anthropic
+                                      else response(t, model)).encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))

@@ -105,16 +105,20 @@ def audits(p: Plan, cites: Sequence[Attached], results: Sequence[tuple[str, Guar
     return out
 
 
-def add(report: GuardReport, found: Sequence[CitationAudit], fail_open: bool = False) -> GuardReport:
+def add(report: GuardReport, found: Sequence[CitationAudit], cited_at: Sequence[int | None],
+        fail_open: bool = False) -> GuardReport:
     """``report`` (the answer's text guarded) with its structured citations' audits added: counted like markers'
-    citations, and the sentences they cite no longer counted as citing nothing."""
+    citations, and the sentences they cite no longer counted as citing nothing. ``cited_at``: per citation, where the
+    sentence it cites starts in the report's text (:func:`sentence_starts`; None: attached to no sentence, or to one
+    removed)."""
     uncited = sorted(map(tuple, report.uncited_sentences))
     starts, now_cited = [u[0] for u in uncited], set()
-    for a in found:
+    for a, pos in zip(found, cited_at, strict=True):
         report.audit.append(a)
         report.n_citations += 1
         setattr(report, a.action, getattr(report, a.action) + 1)
-        pos = max(a.spans[0][0] - 1, 0)
+        if pos is None:
+            continue
         k = bisect.bisect_right(starts, pos) - 1
         if k >= 0 and pos < uncited[k][1]:
             now_cited.add(k)
@@ -124,6 +128,12 @@ def add(report: GuardReport, found: Sequence[CitationAudit], fail_open: bool = F
         report.n_cited_sentences += len(now_cited)
     report.set_review_budget(fail_open)
     return report
+
+
+def sentence_starts(p: Plan, where: Any = None) -> list[int | None]:
+    """Per citation of plan ``p``, where the sentence it cites starts (``where``: a map from the planned text's
+    positions to the guarded text's, :func:`position_map`, when sentences were removed before guarding)."""
+    return [None if index < 0 else (start if where is None else where(start)) for index, start, _, _ in p.sentence]
 
 
 def failed(a: CitationAudit, fail_open: bool = False) -> bool:
@@ -153,7 +163,25 @@ def check(guard: Any, answer: str, cites: Sequence[Attached], passages: Sequence
     return audits(p, cites, results)
 
 
-__all__ = ["Attached", "Plan", "plan", "audits", "add", "failed", "verdict", "remove_sentences", "check", "position_map"]
+def guard_with(guard: Any, answer: str, cites: Sequence[Attached], passages: Sequence[str], base: int = 1,
+               group: str | None = None) -> tuple[str, GuardReport]:
+    """``answer`` guarded by ``guard`` with the citations it carries as data: its text and report, the citations'
+    audits in the report (the library's face of what the proxy does for ``--action annotate``).
+
+    >>> from citebound import Guard
+    >>> text, rep = guard_with(Guard("lexical"), "Aspirin inhibits COX. ", [Attached(22, "Aspirin inhibits COX.", "c0")], [])
+    >>> rep.n_citations, rep.verified, rep.uncited
+    (1, 1, 0)
+    """
+    text, report = guard.guard(answer, passages, base=base, group=group)
+    p = plan(answer, cites, passages, base, guard.limits)
+    results = guard.guard_many(p.items, group=group, block=False) if p.items else []
+    add(report, audits(p, cites, results), sentence_starts(p), guard.on_error == "open")
+    return text, report
+
+
+__all__ = ["Attached", "Plan", "plan", "audits", "add", "sentence_starts", "failed", "verdict", "remove_sentences", "check",
+           "guard_with", "position_map"]
 
 
 def _align(a: str, b: str, out: list[int], a0: int, b0: int) -> None:

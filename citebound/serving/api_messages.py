@@ -212,9 +212,9 @@ class MessagesStream:
             yield self._text(out)
         rep = held.report()
         if held.block_report is None and self.cites:
-            _, found = await check_structured(self.state, self.guard, held.text(), self.cites, self.passages, self.base,
+            p, found = await check_structured(self.state, self.guard, held.text(), self.cites, self.passages, self.base,
                                               self.group)
-            structured.add(rep, found, self.guard.on_error == "open")
+            structured.add(rep, found, structured.sentence_starts(p), self.guard.on_error == "open")
         self.parts.append((self.offset, rep))
         self.offset += len(held.text())
         self.cites = []

@@ -184,8 +184,8 @@ class ResponsesStream:
         rep, text, notes = held.report(), held.text(), self.notes.pop(key, [])
         cites = attached(notes, self.files, len(text))
         if cites:
-            _, found = await check_structured(self.state, self.guard, text, cites, self.passages, self.base, self.group)
-            structured.add(rep, found, self.guard.on_error == "open")
+            p, found = await check_structured(self.state, self.guard, text, cites, self.passages, self.base, self.group)
+            structured.add(rep, found, structured.sentence_starts(p), self.guard.on_error == "open")
         guarded = "".join(held.sent)
         notes = annotate(notes, rep.audit[len(rep.audit) - len(cites):] if cites else [], position_map(text, guarded))
         self.parts.append((self.offset, rep))

@@ -210,6 +210,10 @@ async def guard_structured(state: ServiceState, guard: Any, text: str, cites: li
     answer = structured.remove_sentences(text, drop)
     ((out, report),) = await guard_whole(state, guard, [(answer, passages, base)], group, block=False)
     report.removed_sentences += len(drop)
-    structured.add(report, found, fail_open)
+    where = structured.position_map(text, answer) if drop else None  # the kept sentences moved up
+    gone = set(drop)
+    cited_at = [None if (p.sentence[i][1], p.sentence[i][2]) in gone else at
+                for i, at in enumerate(structured.sentence_starts(p, where))]  # a removed sentence cites nothing now
+    structured.add(report, found, cited_at, fail_open)
     guard.blocks(report)
     return out, report

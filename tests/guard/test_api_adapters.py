@@ -337,9 +337,7 @@ def test_the_audit_page_shows_citations_carried_as_data():
     text = "Statins lower LDL cholesterol in adults. Aspirin is old."
     cites = [structured.Attached(40, P[1], "content[0].citations[0] (char_location)"),
              structured.Attached(56, None, "annotations[0] (url_citation)")]
-    g = Guard("lexical")
-    guarded, report = g.guard(text, P)
-    structured.add(report, structured.check(g, text, cites, P))
+    guarded, report = structured.guard_with(Guard("lexical"), text, cites, P)
     page = render_audit_page([AuditEntry("a", text, guarded, report.to_dict())])
     assert page.count('data-outcome="verified"') == 2 and page.count('data-outcome="unverified"') == 2  # chip + row
     assert ">2 char_location<" in page and ">url_citation<" in page
@@ -419,3 +417,81 @@ def test_a_served_verifier_that_fails_leaves_every_citation_unverified_streamed_
         assert r["review_budget"] == pytest.approx(1.0)
     assert got == streamed == "Topic alpha holds [1 UNVERIFIED]. Topic beta holds [2 UNVERIFIED]. Nothing cited here."
     assert len(asked) >= 3
+
+
+@pytest.mark.parametrize("base", [0, 1])
+def test_each_citation_objects_verdict_names_its_passage_at_either_base(base):
+    """The `citebound` verdict on each citation object, whole, by hand: a quote of P[0] (the first passage: number
+    0 under base 0) for an aspirin claim verifies naming that passage; a quote of P[0] for a statin claim moves to
+    P[1] (number base + 1); a quote of a text in no passage is flagged naming the new number it was given (the
+    quoted texts are numbered after the request's passages: base + 2)."""
+    sents = [("Aspirin irreversibly inhibits platelet cyclooxygenase.", P[0]),
+             ("Statins lower LDL cholesterol in adults.", P[0]),
+             ("Unicorns sing opera.", "Dolphins sleep with one eye open.")]
+    msg = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
+           "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
+           "content": [{"type": "text", "text": t + " ", "citations": [cite(q)]} for t, q in sents]}
+    extra = {"citebound": {"passages": P, "citation_base": base}}
+    with FakeAPIs(lambda b: Turn([""], whole=msg)) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}]} | extra
+        got = httpx.post(f"{url}/v1/messages", json=body, timeout=60).json()
+    verdicts = [{k: v for k, v in b["citations"][0]["citebound"].items() if k != "reason"} for b in got["content"]]
+    assert [(v["action"], v["passage"], v.get("moved_to")) for v in verdicts] == [
+        ("verified", base, None), ("reattributed", base, base + 1), ("flagged", base + 2, None)]
+    assert verdicts[0]["score"] == pytest.approx(1.0) and verdicts[1]["moved_score"] == pytest.approx(1.0)
+
+
+def _block_events(msg: dict) -> list[dict]:
+    """A Messages stream of ``msg``'s text blocks, each streamed as its citations then its text."""
+    ev = [{"type": "message_start", "message": msg | {"content": [], "stop_reason": None}}]
+    for i, b in enumerate(msg["content"]):
+        ev.append({"type": "content_block_start", "index": i,
+                   "content_block": {"type": "text", "text": ""} | ({"citations": []} if "citations" in b else {})})
+        ev += [{"type": "content_block_delta", "index": i, "delta": {"type": "citations_delta", "citation": c}}
+               for c in b.get("citations", [])]
+        ev += [{"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": b["text"]}},
+               {"type": "content_block_stop", "index": i}]
+    return ev + [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                  "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
+
+
+def _three_blocks() -> dict:
+    blocks = [("Unicorns sing opera. ", [cite("Dolphins sleep with one eye open.")]),
+              ("Nothing cites this sentence. ", []), ("Statins lower LDL cholesterol in adults. ", [cite(P[1])])]
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
+            "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
+            "content": [{"type": "text", "text": t} | ({"citations": c} if c else {}) for t, c in blocks]}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_block_citation_after_its_blocks_whitespace_cites_that_block_and_only_the_uncited_sentence_is_uncited(stream):
+    """Each block ends in a space, so its citation attaches after the whitespace (at 21, 49, 90 by hand): it cites
+    the block's sentence, and the one sentence with no citation is the only uncited one, at [21, 49)."""
+    msg = _three_blocks()
+    extra = {"citebound": {"passages": P}}
+    with FakeAPIs(lambda b: Turn([""], whole=msg, raw=_sse(_block_events(msg)))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": stream} | extra
+        r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
+    rep = (stream_report([json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]) if stream
+           else r.json()["citebound"]["report"])
+    assert [a["action"] for a in rep["audit"]] == ["flagged", "verified"]
+    assert [a["sentence_index"] for a in rep["audit"]] == [0, 2]
+    assert (rep["uncited"], rep["n_cited_sentences"], rep["uncited_sentences"]) == (1, 2, [[21, 49]])
+    assert rep["review_budget"] == pytest.approx(2 / 3)  # (1 flagged + 1 uncited) / (2 citations + 1 uncited)
+
+
+def test_remove_counts_uncited_in_the_text_that_is_left():
+    """remove takes out the flagged first block's sentence (21 characters with its space): the uncited sentence is
+    then at [0, 28) of the text returned, and the statin sentence (at [50, 90) of the upstream's text, [29, 69) of
+    the text returned) stays cited."""
+    with FakeAPIs(lambda b: Turn([""], whole=_three_blocks())) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, action="remove")) as url:
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "citebound": {"passages": P}}
+        got = httpx.post(f"{url}/v1/messages", json=body, timeout=60).json()
+    rep = got["citebound"]["report"]
+    assert "".join(b["text"] for b in got["content"] if b["type"] == "text") == (
+        "Nothing cites this sentence. Statins lower LDL cholesterol in adults.")  # remove trims the end, as the library
+    assert (rep["removed_sentences"], rep["flagged"], rep["verified"]) == (1, 1, 1)
+    assert (rep["uncited"], rep["n_cited_sentences"], rep["uncited_sentences"]) == (1, 1, [[0, 28]])

@@ -14,6 +14,7 @@ pytest.importorskip("fastapi")
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
 from fake_apis import FakeAPIs, Turn, _sse, message_events, response_events  # noqa: E402
+from fake_openai import FakeOpenAI  # noqa: E402
 from service_helpers import running  # noqa: E402
 
 from citebound import Guard  # noqa: E402
@@ -495,3 +496,40 @@ def test_remove_counts_uncited_in_the_text_that_is_left():
         "Nothing cites this sentence. Statins lower LDL cholesterol in adults.")  # remove trims the end, as the library
     assert (rep["removed_sentences"], rep["flagged"], rep["verified"]) == (1, 1, 1)
     assert (rep["uncited"], rep["n_cited_sentences"], rep["uncited_sentences"]) == (1, 1, [[0, 28]])
+
+
+@pytest.mark.parametrize("api", ["chat", *APIS])
+def test_the_count_headers_carry_each_count_under_its_own_name(api):
+    """Distinct counts by hand: [1] verified (P[0] holds every word), [9] and [7] invalid (two passages), [2]
+    flagged (P[1] shares no word with the unicorn claim, and no passage does), one sentence uncited: 4 citations,
+    budget (1 flagged + 2 invalid + 1 uncited) / (4 + 1) = 0.8."""
+    answer = ("Aspirin irreversibly inhibits platelet cyclooxygenase [1]. Nothing cites this. Unicorns sing opera [2]. "
+              "Whales hum [9][7].")
+    extra = {"citebound": {"passages": P}}
+    with FakeAPIs(lambda b: Turn([answer])) as up, FakeOpenAI(lambda b: answer) as chat, \
+            running(ServeConfig(verifier="lexical", upstream=(chat if api == "chat" else up).base_url)) as url:
+        body = ({"model": "m", "messages": [{"role": "user", "content": "q"}]} if api == "chat" else
+                {"model": "m", "input": "q"} if api == "responses" else
+                {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}]})
+        r = httpx.post(f"{url}/v1/{'chat/completions' if api == 'chat' else api}", json=body | extra, timeout=60)
+    h = {k.lower().removeprefix("x-citebound-"): v for k, v in r.headers.items() if k.lower().startswith("x-citebound-")}
+    assert r.status_code == 200
+    assert {k: h[k] for k in ("citations", "flagged", "invalid", "unverified", "uncited", "reattributed",
+                              "review-budget")} == {"citations": "4", "flagged": "1", "invalid": "2", "unverified": "0",
+                                                    "uncited": "1", "reattributed": "0", "review-budget": "0.8000"}
+
+
+def test_block_decides_on_the_citations_carried_as_data_too():
+    """With --uncited ignore, the text's own marker verifies (budget 0 from the markers alone); the second
+    sentence's cited_text quotes a text that does not support it: flagged, budget 1/2 > 0.4, so the answer is
+    withheld (403) with both audits in the report."""
+    text = "Statins lower LDL cholesterol in adults [2]. Unicorns sing opera."
+    with FakeAPIs(lambda b: Turn([text], [cite("Dolphins sleep with one eye open.")])) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, action="block", block_above=0.4,
+                                uncited="ignore")) as url:
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}],
+                "citebound": {"passages": P}}
+        r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
+    assert r.status_code == 403
+    rep = r.json()["citebound"]["report"] if "citebound" in r.json() else r.json()["error"]["citebound"]["report"]
+    assert [a["action"] for a in rep["audit"]] == ["verified", "flagged"] and rep["review_budget"] == 0.5

@@ -155,6 +155,7 @@ def merge_reports(parts: Sequence[tuple[int, GuardReport]], fail_open: bool = Fa
         return GuardReport()
     out = copy.deepcopy(parts[0][1])
     out.audit, out.uncited_sentences = [], []
+    out.blocked, out.block_reason = False, ""  # block decides on the whole answer (Guard.blocks), not on a part
     for k in _ADDED:
         setattr(out, k, 0)
     for offset, r in parts:
@@ -197,13 +198,21 @@ class StreamAssembler:
         self.sent += report.n_sentences
         return self.joiner.add(guarded)
 
-    def blocked(self, guard: Any) -> GuardReport | None:
+    def blocked(self, guard: Any, prior: Sequence[tuple[int, GuardReport]] = ()) -> GuardReport | None:
         """After :meth:`add`: the report so far, marked blocked, when ``guard``'s ``action="block"`` withholds
-        the answer now (its last segment and what follows are not to be sent); else None."""
-        if guard.action != "block" or not guard.blocks(so_far := self.report()):
+        the answer now (its last segment and what follows are not to be sent); else None. ``prior``: the reports
+        of the answer's parts before this stream's text (an API answer of several text runs), which the decision
+        counts too: block decides on the whole answer so far, as on an unstreamed answer."""
+        if guard.action != "block":
+            return None
+        so_far = self.report()
+        whole = merge_reports([*prior, *self.parts], self.fail_open) if prior else so_far
+        if not guard.blocks(whole):
             return None
         went_out = self.sent - self.parts[-1][1].n_sentences
-        so_far.block_reason += f"; in a stream, block withholds only what is not yet sent ({went_out} sentences were)"
+        so_far.blocked = True
+        so_far.block_reason = (f"{whole.block_reason}; in a stream, block withholds only what is not yet sent "
+                               f"({went_out} sentences{' of this part' if prior else ''} were)")
         return so_far
 
     def report(self) -> GuardReport:

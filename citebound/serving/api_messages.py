@@ -236,7 +236,8 @@ class MessagesStream:
             yield _event(ev)
             return
         if self.held is None:
-            self.held = HeldAnswer(self.state, self.guard, self.passages, self.base, self.group)
+            self.held = HeldAnswer(self.state, self.guard, self.passages, self.base, self.group,
+                                   lambda: self.parts)
         if self.pending_stop is not None:
             yield _event({"type": "content_block_stop", "index": self.pending_stop})
             self.pending_stop = None

@@ -218,7 +218,8 @@ class ResponsesStream:
         if t == "response.output_text.delta":
             if not isinstance(ev.get("delta"), str):
                 raise StreamFailure("the upstream sent an output_text delta that is not a string")
-            held = self.held.setdefault(key, HeldAnswer(self.state, self.guard, self.passages, self.base, self.group))
+            held = self.held.setdefault(key, HeldAnswer(self.state, self.guard, self.passages, self.base,
+                                                           self.group, lambda: self.parts))
             if out := await held.feed(ev["delta"]):
                 held.sent.append(out)
                 yield self._out(ev | {"delta": out, "logprobs": []})
@@ -226,7 +227,8 @@ class ResponsesStream:
         elif t == "response.output_text.annotation.added":
             self.notes.setdefault(key, []).append(ev.get("annotation"))
         elif t == "response.output_text.done":
-            self.held.setdefault(key, HeldAnswer(self.state, self.guard, self.passages, self.base, self.group))
+            self.held.setdefault(key, HeldAnswer(self.state, self.guard, self.passages, self.base,
+                                                           self.group, lambda: self.parts))
             async for out in self._part_done(ev, key):
                 yield out
         elif t == "response.content_part.done" and key in self.texts:

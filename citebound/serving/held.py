@@ -112,8 +112,10 @@ class HeldAnswer:
     (fail closed). With ``--action block``, :attr:`block_report` is set once the review budget so far passes
     ``--block-above``: that segment and the rest are withheld."""
 
-    def __init__(self, state: ServiceState, guard: Any, passages: list[str], base: int | None, group: str | None):
+    def __init__(self, state: ServiceState, guard: Any, passages: list[str], base: int | None, group: str | None,
+                 prior: Any = None):
         self.state, self.guard, self.passages, self.base, self.group = state, guard, passages, base, group
+        self.prior = prior  # () -> the reports of the answer's earlier parts (block decides on the whole answer)
         self.asm = StreamAssembler(state.cfg.limits, guard.on_error == "open")
         self.original: list[str] = []
         self.block_report: GuardReport | None = None
@@ -129,7 +131,7 @@ class HeldAnswer:
                                              base=self.base, group=self.group, open_end=not final)
             self.state.metrics.record(self.state.scorer.name, [(text, rep)])
         out = self.asm.add(seg, text, rep)
-        self.block_report = self.asm.blocked(self.guard)
+        self.block_report = self.asm.blocked(self.guard, self.prior() if self.prior is not None else ())
         return "" if self.block_report is not None else out
 
     async def feed(self, delta: str) -> str:
@@ -200,7 +202,8 @@ async def guard_structured(state: ServiceState, guard: Any, text: str, cites: li
                            base: int | None, group: str | None) -> tuple[str, GuardReport]:
     """One answer's text guarded with the citations it carries as data (:mod:`citebound.guarding.structured`):
     those are checked first; with ``--action remove`` the sentences of the ones that failed are removed before the
-    text is guarded; their audits join the report, and ``--action block`` decides on all of it."""
+    text is guarded; their audits join the report (``--action block`` is the caller's to decide, on the whole
+    answer's report)."""
     from citebound.guarding import structured
 
     fail_open = guard.on_error == "open"
@@ -215,5 +218,4 @@ async def guard_structured(state: ServiceState, guard: Any, text: str, cites: li
     cited_at = [None if (p.sentence[i][1], p.sentence[i][2]) in gone else at
                 for i, at in enumerate(structured.sentence_starts(p, where))]  # a removed sentence cites nothing now
     structured.add(report, found, cited_at, fail_open)
-    guard.blocks(report)
     return out, report

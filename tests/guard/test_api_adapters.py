@@ -533,3 +533,81 @@ def test_block_decides_on_the_citations_carried_as_data_too():
     assert r.status_code == 403
     rep = r.json()["citebound"]["report"] if "citebound" in r.json() else r.json()["error"]["citebound"]["report"]
     assert [a["action"] for a in rep["audit"]] == ["verified", "flagged"] and rep["review_budget"] == 0.5
+
+
+def _message(content: list) -> dict:
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
+            "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}, "content": content}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_text_runs_split_by_tool_blocks_stay_in_place_and_block_decides_on_the_whole_message(stream):
+    """Three text runs split by a tool_use and a server_tool_use block. Alone, the unicorn run's only citation is
+    flagged (budget 1 > 0.4); the whole message has 1 flagged of 4 citations: budget 1/4 <= 0.4, so it is not
+    blocked. Every block keeps its place and both tool blocks count as unchecked tool calls. Unstreamed, the
+    flagged run comes first; streamed, last (a stream blocks on the budget so far, which is 1 after a first
+    flagged run: docs/PROXY.md)."""
+    aspirin = "Aspirin irreversibly inhibits platelet cyclooxygenase [1]. "
+    runs = [[{"type": "text", "text": "Unicorns sing opera [2]. "}],
+            [{"type": "text", "text": aspirin + "Statins lower LDL cholesterol in adults [2]. "}],
+            [{"type": "text", "text": aspirin}]]
+    if stream:
+        runs = runs[1:] + runs[:1]
+    content = [*runs[0], {"type": "tool_use", "id": "tu_1", "name": "search", "input": {"q": "x"}}, *runs[1],
+               {"type": "server_tool_use", "id": "st_1", "name": "web_search", "input": {"query": "y"}}, *runs[2]]
+    msg = _message(content)
+    events = [{"type": "message_start", "message": msg | {"content": [], "stop_reason": None}}]
+    for i, b in enumerate(content):
+        if b["type"] != "text":
+            events += [{"type": "content_block_start", "index": i, "content_block": b}, {"type": "content_block_stop", "index": i}]
+            continue
+        events += [{"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}},
+                   {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": b["text"]}},
+                   {"type": "content_block_stop", "index": i}]
+    events += [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
+    with FakeAPIs(lambda b: Turn([""], whole=msg, raw=_sse(events))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, action="block", block_above=0.4,
+                                reattributor=None)) as url:
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": stream,
+                "citebound": {"passages": P}}
+        r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
+    assert r.status_code == 200
+    if stream:
+        got = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+        rep, calls = stream_report(got), [e for e in got if e.get("type") == "citebound.report"][0]["unchecked_tool_calls"]
+        types = [e["content_block"]["type"] for e in got if e.get("type") == "content_block_start"]
+        texts = "".join(e["delta"]["text"] for e in got if e.get("type") == "content_block_delta"
+                        and e["delta"]["type"] == "text_delta")
+    else:
+        data = r.json()
+        rep, calls = data["citebound"]["report"], data["citebound"]["unchecked_tool_calls"]
+        types = [b["type"] for b in data["content"]]
+        texts = "".join(b["text"] for b in data["content"] if b["type"] == "text")
+    assert types == ["text", "tool_use", "text", "server_tool_use", "text"]
+    assert calls == 2 and (stream or r.headers["X-Citebound-Unchecked-Tool-Calls"] == "2")
+    assert (rep["n_citations"], rep["flagged"], rep["verified"], rep["blocked"]) == (4, 1, 3, False)
+    assert rep["review_budget"] == pytest.approx(1 / 4)
+    assert texts == "".join(b["text"] for b in content if b["type"] == "text").replace("opera [2]", "opera [2 UNVERIFIED]")
+
+
+def test_a_reasoning_item_is_an_unchecked_field_and_an_annotation_at_the_texts_end_cites_the_last_sentence():
+    """The output_text ends "... cyclooxygenase. Statins lower LDL." with a file_citation at index 93 (the text's
+    length, by hand) quoting the statin text: it cites the last sentence (verified), never the one before."""
+    text = "Aspirin irreversibly inhibits platelet cyclooxygenase. Statins lower LDL cholesterol in adults."
+    assert len(text) == 95
+    resp = json.loads(json.dumps(__import__("fake_apis").response(Turn([text]), "m")))
+    resp["output"][0]["content"][0]["annotations"] = [{"type": "file_citation", "file_id": "f1", "filename": "a.txt",
+                                                      "index": 95}]
+    resp["output"] = [{"type": "reasoning", "id": "rs_1", "summary": []},
+                      {"type": "file_search_call", "id": "fs_1", "status": "completed", "queries": ["q"],
+                       "results": [{"file_id": "f1", "filename": "a.txt", "score": 1.0, "text": P[1]}]},
+                      *resp["output"]]
+    with FakeAPIs(lambda b: Turn([""], whole=resp)) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        r = httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "q", "citebound": {"passages": []}}, timeout=60)
+    data = r.json()
+    assert data["citebound"]["unchecked_fields"] == ["reasoning"]
+    assert r.headers["X-Citebound-Unchecked-Fields"] == "reasoning"
+    (a,) = data["citebound"]["report"]["audit"]
+    assert (a["sentence_index"], a["claim"], a["action"]) == (1, "Statins lower LDL cholesterol in adults.", "verified")

@@ -32,7 +32,7 @@ def entail_probs(passage: str, claim: str) -> list[float]:
 class FakeClassifier:
     def __init__(self, model: str = "fake-nli", root: str = "/models/fake-nli"):
         self.model, self.root = model, root
-        self.behaviour = "ok"  # ok, delay, slow, trickle, huge, notjson, nan, classes, redirect, busy, bad, count
+        self.behaviour = "ok"  # ok, delay, slow, trickle, huge, notjson, nan, classes, redirect, busy, bad, count, reversed
         self.busy_first = 0  # with "busy": answer 503 this many times, then as "ok"
         self.requests: list[dict[str, Any]] = []
         self.in_flight = self.max_in_flight = 0
@@ -110,6 +110,8 @@ class FakeClassifier:
                             r["probs"] = r["probs"][:2]
                 if b == "count":
                     rows = rows[:-1]
+                if b == "reversed":  # the rows in reverse order, each with its own index (the API allows any order)
+                    rows = rows[::-1]
                 payload = json.dumps({"id": "x", "object": "list", "model": outer.model, "data": rows}).encode()
                 if b == "trickle":  # a byte every 0.2 s: each read's timeout never fires
                     self.send_response(200)

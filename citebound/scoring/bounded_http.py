@@ -15,6 +15,7 @@ The standard library's own socket code only, so the lean install (no httpx) can 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import ssl
 import time
@@ -54,10 +55,9 @@ def dechunk(data: bytes) -> tuple[bytes, bool]:
         if eol < 0:
             return b"", False
         size_text = data[pos:eol].split(b";", 1)[0].strip()
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            raise HTTPFailure(f"the answer's chunked encoding is malformed (size {size_text[:20]!r})") from None
+        if not re.fullmatch(rb"[0-9a-fA-F]{1,16}", size_text):  # HTTP's 1*HEXDIG: not -1, +5, 0x10 or 1_0
+            raise HTTPFailure(f"the answer's chunked encoding is malformed (size {size_text[:20]!r})")
+        size = int(size_text, 16)
         if size == 0:
             return bytes(out), data.find(b"\r\n\r\n", eol) >= 0  # the last chunk, then trailers, then a blank line
         start, end = eol + 2, eol + 2 + size

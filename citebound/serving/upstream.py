@@ -115,7 +115,8 @@ async def open_upstream(state: Any, url: str, body: dict[str, Any], headers: dic
 async def sse_events(resp: Any, cap: int, seconds: float | None = None) -> AsyncIterator[Any]:
     """The JSON data of each server-sent event (or :data:`DONE` for ``[DONE]``), reading at most ``cap``
     bytes for at most ``seconds`` in all (each read is bounded by the client's read timeout besides);
-    StreamFailure on bad UTF-8, malformed JSON, more bytes than ``cap`` or a stream past ``seconds``. The
+    StreamFailure on bad UTF-8, malformed JSON, more bytes than ``cap`` or a stream past ``seconds``. An event
+    the stream ends before its blank line is not dispatched (the SSE standard's rule, as the SDKs do). The
     ``event:`` field is not needed: every API served here (chat completions, Responses, Messages) names the
     event's type in its data too."""
     decoder = codecs.getincrementaldecoder("utf-8")()
@@ -148,8 +149,8 @@ async def sse_events(resp: Any, cap: int, seconds: float | None = None) -> Async
             if data:
                 yield _event("\n".join(data))
                 data = []
-    if data:
-        yield _event("\n".join(data))
+    # an event with no blank line after it when the stream ends is dropped, as the SSE standard and the openai and
+    # anthropic SDKs drop it: the stream was cut, and the adapter says so (no terminal event came)
 
 
 def _event(payload: str) -> Any:

@@ -48,3 +48,16 @@ def test_which_verdicts_fail(action, unreadable, fail_open, want):
     a = CitationAudit(sentence_index=0, claim="c", cited=1, marker="m", spans=[(0, 0)], score=None, action=action,
                       reason="", unreadable=unreadable)
     assert structured.failed(a, fail_open) is want
+
+
+def test_a_streamed_answers_card_is_the_monitors_state_after_the_whole_answer():
+    """Three sentences, each its own segment: the monitor sees each segment's verified score as it is guarded, so
+    the card the whole answer's report carries must count all three deployed scores (the first segment's card
+    counted one)."""
+    g = Guard("lexical")
+    sents = ["Aspirin irreversibly inhibits platelet cyclooxygenase [1]. ", "Statins lower LDL cholesterol in adults [2]. ",
+             "Aspirin irreversibly inhibits platelet cyclooxygenase [1]."]
+    *_, report = g.stream(sents, QUOTE[:1] + ["Statins lower LDL cholesterol in adults."])
+    assert report.n_citations == 3 and report.verified == 3
+    assert report.guarantee_card["monitor"]["deployed_scores"] == 3
+    assert g.keeper.card()["monitor"]["deployed_scores"] == 3

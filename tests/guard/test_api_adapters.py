@@ -592,7 +592,7 @@ def test_text_runs_split_by_tool_blocks_stay_in_place_and_block_decides_on_the_w
 
 
 def test_a_reasoning_item_is_an_unchecked_field_and_an_annotation_at_the_texts_end_cites_the_last_sentence():
-    """The output_text ends "... cyclooxygenase. Statins lower LDL." with a file_citation at index 93 (the text's
+    """The output_text ends "... cyclooxygenase. Statins lower LDL." with a file_citation at index 95 (the text's
     length, by hand) quoting the statin text: it cites the last sentence (verified), never the one before."""
     text = "Aspirin irreversibly inhibits platelet cyclooxygenase. Statins lower LDL cholesterol in adults."
     assert len(text) == 95

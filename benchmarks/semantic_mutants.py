@@ -487,6 +487,12 @@ MUTANTS = [
            "the panel says tau is finite one unsupported label early (alpha whose 1/alpha is not whole)"),
     Mutant("mcp", "citebound/serving/mcp_server.py", '"claim": claim if len(claim) <= MAX_CLAIM_SHOWN else',
            '"claim": claim if len(claim) < MAX_CLAIM_SHOWN else', "a claim exactly at the shown length gets an ellipsis"),
+    Mutant("config", "citebound/cli/config_file.py", 'value = value.lower() in ("true", "1")', 'value = value.lower() in ("true",)',
+           "CITEBOUND_NO_REATTRIBUTE=1 reads as false"),
+    Mutant("config", "citebound/cli/config_file.py", '    if kind == "int" and isinstance(value, float) and value != int(value):\n        raise bad\n', "",
+           "an integer key given 2.5 is read as 2"),
+    Mutant("config", "citebound/cli/config_file.py", "            if key in INLINE_SECRETS:\n", "            if key in INLINE_SECRETS and where != \"environment\":\n",
+           "a secret given inline in a CITEBOUND_* variable is accepted"),
 ]
 
 TESTS = {

@@ -133,7 +133,7 @@ def apply(args: argparse.Namespace, parser: argparse.ArgumentParser, env: dict[s
     if getattr(args, "config", None):
         layers.append((args.config, read_file(args.config)))
     from_env = {k[len(ENV_PREFIX):].lower(): v for k, v in env.items() if k.startswith(ENV_PREFIX)
-                and k[len(ENV_PREFIX):].lower() in keys}
+                and (k[len(ENV_PREFIX):].lower() in keys or k[len(ENV_PREFIX):].lower() in INLINE_SECRETS)}
     layers.append(("environment", from_env))
     origin: list[str] = []
     for where, data in layers:

@@ -89,3 +89,22 @@ def test_the_deploy_page_lists_every_key_as_the_schema_has_it():
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md").read_text()
     assert table(_serve_parser()) in page
+
+
+@pytest.mark.parametrize("value,want", [("1", True), ("true", True), ("TRUE", True), ("0", False), ("false", False)])
+def test_a_boolean_from_the_environment(monkeypatch, capsys, value, want):
+    monkeypatch.setenv("CITEBOUND_NO_REATTRIBUTE", value)
+    assert main(["serve", "--print-config"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["no_reattribute"] is want
+
+
+@pytest.mark.parametrize("name,use", [("CITEBOUND_ADMIN_TOKEN", "admin_token_file"),
+                                      ("CITEBOUND_UPSTREAM_KEY", "upstream_key_file"),
+                                      ("CITEBOUND_STATE_PASSWORD", "state_password_file")])
+def test_a_secret_in_a_variable_is_refused_naming_the_file_key_to_use(monkeypatch, capsys, name, use):
+    """A secret set inline in a CITEBOUND_* variable would otherwise be ignored without a word (it names no flag)."""
+    monkeypatch.setenv(name, "x" * 24)
+    assert main(["serve", "--print-config"]) == 2
+    err = capsys.readouterr().err
+    assert f"environment: key '{name[len('CITEBOUND_'):].lower()}': secrets are read from files only; use {use}" in err
+    assert "x" * 24 not in err

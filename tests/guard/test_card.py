@@ -196,3 +196,22 @@ def test_the_monitor_takes_one_calibration_and_one_verifier_only(tmp_path, capsy
     assert main(["monitor", "--reports", str(tmp_path / "g.jsonl"), "--verifier", "lexical",
                  "--labels", str(tmp_path / "lf.jsonl")]) == 2
     assert "another verifier's hash" in capsys.readouterr().err
+
+
+def test_flag_all_fails_closed_while_the_store_cannot_say_whether_the_monitor_is_void(tmp_path):
+    """The monitor's stored state turns unreadable (a row that is not a state object): the guard cannot rule out
+    void, so under flag-all nothing passes; under annotate the verdicts go on and the card says unavailable."""
+    import sqlite3
+
+    db = tmp_path / "s.sqlite"
+    flag_all = Guard("lexical", on_void="flag-all", state=f"sqlite:///{db}")
+    annotate = Guard("lexical", state=f"sqlite:///{db}")
+    _, before = flag_all.guard(EXAMPLE["answer"], EXAMPLE["passages"])
+    assert before.verified + before.reattributed == 3
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE monitor_state SET value = '[1]'")
+    _, f = flag_all.guard(EXAMPLE["answer"], EXAMPLE["passages"])
+    _, a = annotate.guard(EXAMPLE["answer"], EXAMPLE["passages"])
+    assert f.guarantee_card["monitor"]["state"] == "unavailable" and flag_all.keeper.flag_all
+    assert (f.verified, f.reattributed, f.flagged, f.invalid) == (0, 0, 3, 1)
+    assert a.verified + a.reattributed == 3 and a.guarantee_card["monitor"]["state"] == "unavailable"

@@ -142,3 +142,14 @@ def test_the_alarm_level_is_two_over_delta_not_one_over_delta():
             break
         assert not a.suspect
     assert between >= 1 and a.suspect
+
+
+def test_the_mixture_p_value_weighs_the_supported_references_p_value_by_the_supported_share():
+    """By hand: unsupported scores [0.1, 0.2], supported [0.8, 0.9], a score of 0.85 with theta 0.5.
+    Against the unsupported: none equal, none higher -> (0 + 0.5 * 1) / 3 = 1/6; against the supported: one higher
+    -> (1 + 0.5 * 1) / 3 = 1/2. At a supported share pi: pi * 1/2 + (1 - pi) * 1/6."""
+    from citebound.calibration.eprocess import PI_GRID, mixture_p
+
+    p = mixture_p(np.array([0.1, 0.2]), np.array([0.8, 0.9]), np.array([0.85]), np.array([0.5]))[0]
+    np.testing.assert_allclose(p, PI_GRID * 0.5 + (1 - PI_GRID) / 6, atol=1e-12)
+    assert p[0] == pytest.approx(1 / 6) and p[-1] == pytest.approx(1 / 2)

@@ -377,3 +377,20 @@ def test_a_null_score_counts_for_no_tau_but_does_not_break_the_panel():
         {"label": 1, "score": 0.95}]
     p = panel(records, 0.2, 20)
     assert p["unsupported"] == 9 and p["tau"] is not None  # the nine with a score give a tau at alpha 0.2
+
+
+@pytest.mark.parametrize("alpha,n_uns,more", [
+    (0.15, 5, 1), (0.15, 6, 0),  # 1/0.15 - 1 = 5.67: 6 needed ((6 + 1) * 0.85 = 5.95 -> rank 6 <= 6)
+    (0.1, 8, 1), (0.1, 9, 0),  # 1/0.1 - 1 = 9 exactly: ((9 + 1) * 0.9 = 9 -> rank 9 <= 9)
+    (0.3, 2, 1), (0.3, 3, 0),  # 1/0.3 - 1 = 2.33: 3 needed ((3 + 1) * 0.7 = 2.8 -> rank 3 <= 3)
+])
+def test_the_panel_says_how_many_more_unsupported_labels_a_finite_tau_needs(alpha, n_uns, more):
+    records = [{"label": 0, "score": i / 10} for i in range(n_uns)] + [{"label": 1, "score": 0.95}] * 3
+    p = panel(records, alpha, 100)
+    if more:
+        assert p["warning"].startswith(f"{more} more unsupported labels needed")
+        assert p.get("conformal_tau") is None
+    else:
+        assert p["warning"] == ""
+        # the conformal tau: the ceil((n + 1)(1 - alpha))-th smallest unsupported score, which is the largest here
+        assert p["conformal_tau"] == pytest.approx((n_uns - 1) / 10)

@@ -99,3 +99,16 @@ def test_the_tools_describe_every_input_and_say_they_are_read_only():
     assert "passages[i-1]" in guard.input_schema["properties"]["passages"]["description"]
     base = guard.input_schema["properties"]["citation_base"]
     assert (base["type"], base["minimum"], base["maximum"]) == ("integer", 0, 1)  # and true is refused (strict)
+
+
+@pytest.mark.parametrize("n,shown", [(199, 199), (200, 200), (201, 201)])
+def test_compact_shows_a_claim_whole_up_to_200_characters_and_cuts_past_it(n, shown):
+    """A failing citation's claim of n characters: whole up to MAX_CLAIM_SHOWN (200), else its first 200 and an
+    ellipsis (201 characters shown)."""
+    from citebound.serving.mcp_server import MAX_CLAIM_SHOWN, compact
+
+    assert MAX_CLAIM_SHOWN == 200
+    claim = ("w" * (n - 1)) + "."
+    _, rep = Guard("lexical").guard(claim + " [9]", ["A passage."])
+    got = compact(json.loads(json.dumps(rep.to_dict())))["failing"][0]["claim"]
+    assert len(got) == shown and got.endswith("…" if n > 200 else ".")

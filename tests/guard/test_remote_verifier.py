@@ -47,8 +47,10 @@ def test_classify_scores_are_the_served_probability_of_the_positive_class(server
     np.testing.assert_allclose(ps.score, [e for *_, e, _ in CASES], atol=1e-12)
     assert ps.verdict.tolist() == [v for *_, v in CASES]
     sent = [r for r in server.requests if r["path"] == "/classify"]
+    sent.sort(key=lambda r: -len(r["body"]["input"]))  # the two requests run concurrently: either may arrive first
     assert [len(r["body"]["input"]) for r in sent] == [3, 1]
     assert sent[0]["body"]["input"][0] == "Aspirin inhibits COX in platelets. [SEP] aspirin inhibits cox"
+    assert sent[1]["body"]["input"] == ["Statins lower LDL. [SEP] vitamin d"]
     assert all(r["body"]["model"] == "fake-nli" for r in sent)
 
 

@@ -10,18 +10,11 @@ import time
 import httpx
 import pytest
 from test_state import _redis
+from test_store_down import _until
 
 from citebound.calibration.state import CheckedStore, RedisStore, SqliteStore, StoreUnavailable
 from citebound.serving import ServeConfig
 from tests.service_helpers import running
-
-
-def _until(fn, limit_s):
-    t = time.perf_counter()
-    while not fn():
-        assert time.perf_counter() - t < limit_s, f"not within {limit_s} s"
-        time.sleep(0.02)
-    return time.perf_counter() - t
 
 
 def test_a_bad_row_fails_its_key_only_and_the_store_stays_available(tmp_path):

@@ -416,9 +416,11 @@ MUTANTS = [
            '"X-Citebound-Flagged": str(report.invalid),\n            "X-Citebound-Invalid": str(report.flagged)', "the flagged and invalid headers swapped"),
     Mutant("held", "citebound/serving/held.py", "    report.removed_sentences += len(drop)\n", "",
            "sentences removed for failed structured citations are not counted"),
-    Mutant("held", "citebound/serving/held.py", "    structured.add(report, found, cited_at, fail_open)\n    guard.blocks(report)\n",
-           "    guard.blocks(report)\n    structured.add(report, found, cited_at, fail_open)\n",
-           "block decides before the structured citations' audits join the report"),
+    # (first run: "block decides before the structured citations' audits join the report" survived: that per-part
+    # decision was redundant, and merged reports inherited a part's blocked flag; both are gone, and the mutant
+    # below replaces it)
+    Mutant("held", "citebound/serving/held.py", "self.asm.blocked(self.guard, self.prior() if self.prior is not None else ())",
+           "self.asm.blocked(self.guard)", "a streamed text run decides block on itself alone, not the answer so far"),
     Mutant("held", "citebound/serving/held.py", "open_end=not final, block=False)\n        except", "open_end=final, block=False)\n        except",
            "a stream's last segment is guarded as open-ended, the others as ended"),
     Mutant("stream", "citebound/guarding/stream.py", "    out.guarantee_card = parts[-1][1].guarantee_card", "    out.guarantee_card = parts[0][1].guarantee_card",

@@ -497,6 +497,52 @@ MUTANTS = [
            "a secret given inline in a CITEBOUND_* variable is accepted"),
 ]
 
+# Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
+# rewritten, the budget to report.py, the batch token to AllOf, the reset route to admin_request): each follows its
+# code here, with the same module and the same bug (keyed by the first words of its description).
+CORE = "citebound/guarding/core.py"
+MOVED = {
+    "review budget over cited sentences": ("citebound/guarding/report.py", "        total = self.n_citations + extra\n",
+                                           "        total = self.n_cited_sentences + extra\n"),
+    "the first passage's citations become invalid": (CORE, None, None),
+    "re-attribution may move a pointer onto": (CORE, None, None),
+    "the first accepted proposal wins": (CORE, None, None),
+    "a score equal to tau passes": (CORE, "passed = (s > tau if tau is not None", "passed = (s >= tau if tau is not None"),
+    "a repeated pointer in one sentence": (CORE, None, None),
+    "evidence and new pointers ignore": (CORE, None, None),
+    "a marker whose first citation is verified": ("citebound/guarding/rewrite.py", "if all(passes(a) for a in audits) and not unsafe:",
+                                                  "if passes(audits[0]) and not unsafe:"),
+    "sentences with an invalid citation are not highlighted": (
+        "citebound/guarding/audit_page.py", 'if a["action"] in ("flagged", "invalid", "unverified")}',
+        'if a["action"] in ("flagged", "unverified")}'),
+    "the review highlight's CSS class is dropped": ("citebound/guarding/audit_page.py", 'cls = "sent review" if si in review else',
+                                                    'cls = "sent" if si in review else'),
+    "a batch's review budget per answer": (
+        "citebound/guarding/report.py",
+        '    return sum(float(get(r, "review_budget", 0.0)) * w for r, w in zip(reports, weights)) / total if total else 0.0',
+        '    return sum(float(get(r, "review_budget", 0.0)) for r in reports) / len(reports) if reports else 0.0'),
+    "one timed-out request stops its batch-mates": ("citebound/scoring/deadline.py", "    combine = staticmethod(all)\n",
+                                                    "    combine = staticmethod(any)\n"),
+    "/v1/score past its timeout answers 500": ("citebound/serving/score_routes.py",
+                                               "        except TimeoutError as e:\n            return timed_out(",
+                                               "        except ValueError as e:\n            return timed_out("),
+    "a nested hidden element ends at the first close tag": (
+        "citebound/text/visible.py", "        for k in range(len(self.stack) - 1, -1, -1):\n            name, st, _ = self.stack[k]",
+        "        for k in range(len(self.stack)):\n            name, st, _ = self.stack[k]"),
+    "the action taken on void also fires on suspect": (
+        "citebound/guarding/card.py", 'return self.on_void == "flag-all" and self.state in ("void", "unavailable")',
+        'return self.on_void == "flag-all" and self.state in ("void", "unavailable", "suspect")'),
+    "reset reads its body before the token": (
+        "citebound/serving/monitor_routes.py",
+        "        req = await admin_request(request, ResetIn)\n        if isinstance(req, JSONResponse):\n            return req\n        who =",
+        "        req = ResetIn.model_validate(await request.json())\n        who ="),
+}
+for _k, _m in enumerate(MUTANTS):
+    for _start, (_path, _old, _new) in MOVED.items():
+        if _m.why.startswith(_start):
+            MUTANTS[_k] = Mutant(_m.module, _path, _m.old if _old is None else _old, _m.new if _new is None else _new, _m.why)
+
+
 TESTS = {
     "guarding": ["tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/guard/test_cli.py"],
     "citations": ["tests/guard/test_citations.py", "tests/guard/test_guard_differential.py", "tests/guard/test_limits.py"],

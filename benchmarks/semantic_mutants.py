@@ -656,6 +656,7 @@ def main() -> int:
                     help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", help="only the mutants whose description holds this text")
+    ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
     ap.add_argument("--tests", nargs="+", help="run these test files instead of each module's own")
     args = ap.parse_args()
     first3 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("merged requests get the first request's"))
@@ -668,6 +669,7 @@ def main() -> int:
               7: MUTANTS[first7:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or args.match in m.why]
+    todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]
     if args.tests:
         for m in todo:
             TESTS[m.module] = args.tests

@@ -262,3 +262,35 @@ def test_an_answer_whose_only_problem_is_an_uncited_sentence_needs_a_person(tmp_
     html = (tmp_path / "a.html").read_text()
     assert 'class="answer needs" id="answer-0"' in html and 'class="answer clean" id="answer-1"' in html
     assert "needs a person (1 of 2 answers)" in html
+
+
+@pytest.mark.slow  # a real browser
+def test_citations_carried_as_data_render_as_chips_and_rows_in_chromium(tmp_path):
+    """A verified char_location quote (passage 2) and an unchecked url_citation, rendered by chromium: one chip each
+    where it attaches, visible, with its outcome and kind, and one row each (the verified row once the page shows
+    all: it opens filtered to what needs a person, which the url_citation does)."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    from citebound import Guard
+    from citebound.guarding import structured
+    from citebound.guarding.audit_page import AuditEntry, render_audit_page
+
+    passages = ["Aspirin irreversibly inhibits platelet cyclooxygenase.", "Statins lower LDL cholesterol in adults."]
+    text = "Statins lower LDL cholesterol in adults. Aspirin is old."
+    cites = [structured.Attached(40, passages[1], "content[0].citations[0] (char_location)"),
+             structured.Attached(56, None, "annotations[0] (url_citation)")]
+    guarded, report = structured.guard_with(Guard("lexical"), text, cites, passages)
+    (tmp_path / "s.html").write_text(render_audit_page([AuditEntry("a", text, guarded, report.to_dict())]))
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=_chromium()[0], args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto((tmp_path / "s.html").as_uri())
+        assert page.locator("section.answer:visible").count() == 1
+        verified = page.locator('[data-outcome="verified"]:visible')
+        unverified = page.locator('[data-outcome="unverified"]:visible')
+        assert unverified.count() == 2  # its chip and its row
+        assert verified.count() == 1  # its chip; its row passes, and the page opens showing what needs a person
+        page.click("label[for=show-all]")
+        assert verified.count() == 2 and unverified.count() == 2
+        body = page.inner_text("body")
+        assert "char_location" in body and "url_citation" in body
+        browser.close()

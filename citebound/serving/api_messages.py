@@ -29,8 +29,8 @@ from citebound.scoring.llm_backends import redact_url
 from citebound.serving.held import (
     GuardFailure,
     HeldAnswer,
+    add_structured,
     ask_upstream,
-    check_structured,
     failure,
     failure_message,
     guard_structured,
@@ -212,9 +212,8 @@ class MessagesStream:
             yield self._text(out)
         rep = held.report()
         if held.block_report is None and self.cites:
-            p, found = await check_structured(self.state, self.guard, held.text(), self.cites, self.passages, self.base,
-                                              self.group)
-            structured.add(rep, found, structured.sentence_starts(p), self.guard.on_error == "open")
+            await add_structured(self.state, self.guard, rep, held.text(), self.cites, self.passages, self.base,
+                                 self.group)
         self.parts.append((self.offset, rep))
         self.offset += len(held.text())
         self.cites = []

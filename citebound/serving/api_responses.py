@@ -25,8 +25,8 @@ from citebound.guarding.structured import Attached, position_map
 from citebound.serving.held import (
     GuardFailure,
     HeldAnswer,
+    add_structured,
     ask_upstream,
-    check_structured,
     failure,
     failure_message,
     guard_structured,
@@ -184,8 +184,7 @@ class ResponsesStream:
         rep, text, notes = held.report(), held.text(), self.notes.pop(key, [])
         cites = attached(notes, self.files, len(text))
         if cites:
-            p, found = await check_structured(self.state, self.guard, text, cites, self.passages, self.base, self.group)
-            structured.add(rep, found, structured.sentence_starts(p), self.guard.on_error == "open")
+            await add_structured(self.state, self.guard, rep, text, cites, self.passages, self.base, self.group)
         guarded = "".join(held.sent)
         notes = annotate(notes, rep.audit[len(rep.audit) - len(cites):] if cites else [], position_map(text, guarded))
         self.parts.append((self.offset, rep))
@@ -198,6 +197,12 @@ class ResponsesStream:
                              "output_index": key[0], "content_index": key[1], "annotation_index": k, "annotation": a})
         self.texts[key] = (guarded, notes)
         yield self._out(ev | {"text": guarded})
+
+    def _held(self, key: tuple[int, int]) -> HeldAnswer:
+        """The held answer of one output_text part, made when its first event comes (not once per delta)."""
+        if key not in self.held:
+            self.held[key] = HeldAnswer(self.state, self.guard, self.passages, self.base, self.group, lambda: self.parts)
+        return self.held[key]
 
     def _fill(self, item: dict[str, Any], index: int) -> dict[str, Any]:
         """A message item with its parts' guarded texts and annotations; an output_text part that was never streamed
@@ -218,8 +223,7 @@ class ResponsesStream:
         if t == "response.output_text.delta":
             if not isinstance(ev.get("delta"), str):
                 raise StreamFailure("the upstream sent an output_text delta that is not a string")
-            held = self.held.setdefault(key, HeldAnswer(self.state, self.guard, self.passages, self.base,
-                                                           self.group, lambda: self.parts))
+            held = self._held(key)
             if out := await held.feed(ev["delta"]):
                 held.sent.append(out)
                 yield self._out(ev | {"delta": out, "logprobs": []})
@@ -227,8 +231,7 @@ class ResponsesStream:
         elif t == "response.output_text.annotation.added":
             self.notes.setdefault(key, []).append(ev.get("annotation"))
         elif t == "response.output_text.done":
-            self.held.setdefault(key, HeldAnswer(self.state, self.guard, self.passages, self.base,
-                                                           self.group, lambda: self.parts))
+            self._held(key)
             async for out in self._part_done(ev, key):
                 yield out
         elif t == "response.content_part.done" and key in self.texts:

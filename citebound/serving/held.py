@@ -198,6 +198,16 @@ async def check_structured(state: ServiceState, guard: Any, text: str, cites: li
     return p, structured.audits(p, cites, results)
 
 
+async def add_structured(state: ServiceState, guard: Any, report: GuardReport, text: str, cites: list[Any],
+                         passages: list[str], base: int | None, group: str | None) -> None:
+    """A streamed answer's citations carried as data, checked (:func:`check_structured`) and added to ``report``,
+    the report of that same text (nothing was removed from it)."""
+    from citebound.guarding import structured
+
+    p, found = await check_structured(state, guard, text, cites, passages, base, group)
+    structured.add(report, found, structured.sentence_starts(p), guard.on_error == "open")
+
+
 async def guard_structured(state: ServiceState, guard: Any, text: str, cites: list[Any], passages: list[str],
                            base: int | None, group: str | None) -> tuple[str, GuardReport]:
     """One answer's text guarded with the citations it carries as data (:mod:`citebound.guarding.structured`):

@@ -268,13 +268,12 @@ class _Scanner:
                 break
             self.add_text(pos, lt)
             if text.startswith("<!--", lt):
-                hi = _comment_end(text, lt)
-                vis._add(HIDDEN, lt, len(text) if hi < 0 else hi)
+                end = _comment_end(text, lt)
+                pos = len(text) if end < 0 else end
+                vis._add(HIDDEN, lt, pos)
                 vis.hidden_regions += 1
-                if hi < 0:
+                if end < 0:
                     vis.open_to_end = lt
-                    hi = len(text)
-                pos = hi
                 continue
             m = _TAG_OPEN.match(text, lt)
             if not m:

@@ -39,6 +39,9 @@ G, C, R = "citebound/guarding/guard.py", "citebound/text/citations.py", "citebou
 A, K, CF = "citebound/guarding/audit_page.py", "citebound/study/kit.py", "citebound/calibration/conformal.py"
 FK, PR = "citebound/study/analysis/failure_kinds.py", "citebound/study/analysis/citation_pr.py"
 TE = "citebound/training/evaluation.py"
+AM, AR = "citebound/serving/api_messages.py", "citebound/serving/api_responses.py"
+SP, PX, UP = "citebound/serving/stream_proxy.py", "citebound/serving/proxy.py", "citebound/serving/upstream.py"
+H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
 MUTANTS = [
     # the guard's report
     Mutant("guarding", G, "/ report.n_citations if report.n_citations else 0.0",
@@ -495,6 +498,136 @@ MUTANTS = [
            "an integer key given 2.5 is read as 2"),
     Mutant("config", "citebound/cli/config_file.py", "            if key in INLINE_SECRETS:\n", "            if key in INLINE_SECRETS and where != \"environment\":\n",
            "a secret given inline in a CITEBOUND_* variable is accepted"),
+    # round 8 (2026-12-04, second session): the API adapters, the chat proxy's stream, the upstream client, the
+    # served verifier, the other citation forms, readiness and the LiteLLM guardrail; chosen by reading the code
+    # only, before any test was read again
+    Mutant("messages", AM, 'elif b.get("type") in ("document", "search_result"):', 'elif b.get("type") == "document":',
+           "a search_result block's text is not a passage: its citations are invalid, later documents renumbered"),
+    Mutant("messages", AM, "if out and out[-1][-1] == i - 1:", "if out:",
+           "text blocks split by a tool_use are joined into one run: a sentence may span the tool call"),
+    Mutant("messages", AM, "        pos += len(text)\n    return out", "        pos += len(text.rstrip())\n    return out",
+           "a later block's citations attach before its text's end (the earlier blocks' trailing spaces left out)"),
+    Mutant("messages", AM, 'calls = sum(1 for b in content if isinstance(b, dict) and b.get("type") in ("tool_use", "server_tool_use"))',
+           'calls = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_use")',
+           "an unstreamed message's server_tool_use blocks are not counted as unchecked tool calls"),
+    Mutant("messages", AM, 'self.calls += b.get("type") in ("tool_use", "server_tool_use")', 'self.calls += b.get("type") == "tool_use"',
+           "a streamed message's server_tool_use blocks are not counted as unchecked tool calls"),
+    Mutant("messages", AM, "self.cites.append(Attached(self.block_start + len(text.rstrip()), quoted,",
+           "self.cites.append(Attached(len(text.rstrip()), quoted,",
+           "a streamed block's citations attach as if the block started the run (its start offset left out)"),
+    Mutant("messages", AM, '"stop_reason": "refusal"', '"stop_reason": "end_turn"',
+           "a blocked Messages stream ends as a normal turn"),
+    Mutant("messages", AM, '"report": report_body(report, self.show or not self.blocked)', '"report": report_body(report, True)',
+           "a blocked Messages stream's report carries the withheld claims"),
+    Mutant("messages", AM, "            if not stopped:\n", "            if False:\n",
+           "a Messages stream cut short before message_stop ends as if complete"),
+    Mutant("messages", AM, 'headers = upstream_headers(cfg, request.headers.get("x-api-key"), "x-api-key")',
+           'headers = upstream_headers(cfg, request.headers.get("x-api-key"))',
+           "the Messages upstream gets the key as Authorization: Bearer, not x-api-key"),
+    Mutant("messages", AM, 'for k in ("anthropic-version", "anthropic-beta")', 'for k in ("anthropic-version",)',
+           "the client's anthropic-beta header does not reach the upstream"),
+    Mutant("responses", AR, """by_file[fid] = f"{by_file[fid]}\\n{r['text']}" if fid in by_file else r["text"]""",
+           """by_file[fid] = r["text"]""",
+           "a file's later search result replaces its earlier ones: a quote from the first result fails"),
+    Mutant("responses", AR, 'at = a.get("end_index", a.get("index"))', 'at = a.get("start_index", a.get("index"))',
+           "an annotation attaches at its start, not its end (the sentence before it may be cited)"),
+    Mutant("responses", AR, 'if a.get("type") in ("file_citation", "container_file_citation") else None',
+           'if a.get("type") == "file_citation" else None',
+           "a container_file_citation is never checked against its file's text"),
+    Mutant("responses", AR, 'for f in ("index", "start_index", "end_index")', 'for f in ("index", "end_index")',
+           "an annotation's start_index does not follow the guarded text"),
+    Mutant("responses", AR, """str(i.get("type", "")).endswith("call")
+                    and i.get("type") != "file_search_call")""", """str(i.get("type", "")).endswith("call"))""",
+           "an unstreamed response's file_search_call (whose results the guard reads) counts as an unchecked tool call"),
+    Mutant("responses", AR, "                self.passages += found\n", "",
+           "a streamed response's file-search results are not passages: their citations are invalid"),
+    Mutant("responses", AR, 'else {"text": "", "annotations": []})', "else {})",
+           "an output_text part never streamed reaches the client unchecked in output_item.done"),
+    Mutant("responses", AR, 'ev = ev | {"part": ev["part"] | {"text": "", "annotations": []}}', "pass",
+           "content_part.added passes the upstream's text through unchecked"),
+    Mutant("responses", AR, '"incomplete_details": {"reason": "content_filter"}', '"incomplete_details": {"reason": "max_output_tokens"}',
+           "a blocked Responses stream says it ran out of tokens"),
+    Mutant("responses", AR, '"report": report_body(report, self.show or self.blocked is None)', '"report": report_body(report, True)',
+           "a blocked Responses stream's report carries the withheld claims"),
+    Mutant("responses", AR, "            held.sent.append(rest)\n", "",
+           "the part's last guarded segment is missing from output_text.done's text"),
+    Mutant("responses", AR, 'ev = ev | {"sequence_number": self.seq}', 'ev = {"sequence_number": self.seq} | ev',
+           "the upstream's sequence numbers are kept (gaps where held text was merged)"),
+    Mutant("chatproxy", SP, 'if len(choices) > 1 or choices[0].get("index", 0) not in (0, None):', "if len(choices) > 1:",
+           "a stream whose only choice has index 1 passes as the first choice"),
+    Mutant("chatproxy", SP, 'self.tool_calls += sum(1 for c in calls if isinstance(c, dict) and c.get("id"))',
+           "self.tool_calls += len(calls)", "every tool-call delta counts as a call, its continuations too"),
+    Mutant("chatproxy", SP, "            if not done and finish is None:\n", "            if False:\n",
+           "a chat stream cut short (no [DONE], no finish_reason) ends as if complete"),
+    Mutant("chatproxy", SP, "finish = fin or finish", "finish = fin",
+           "a usage chunk after the finish_reason erases it"),
+    Mutant("chatproxy", SP, "withheld = self.held.block_report is not None and not self.return_original",
+           "withheld = self.held.block_report is not None and self.return_original",
+           "a blocked chat stream's report carries the withheld claims"),
+    Mutant("chatproxy", SP, "            await resp.aclose()\n", "            pass\n",
+           "the upstream's stream is not closed when the client goes away"),
+    Mutant("chatproxy", PX, "base = 1 if extra.citation_base is None else extra.citation_base", "base = 1",
+           "--passages-prompt numbers the passages from 1 even for a request in base 0"),
+    Mutant("chatproxy", PX, 'if message.get("content") is not None:\n            message["content"] = text',
+           'if True:\n            message["content"] = text', "a tool-call answer's null content comes back as an empty string"),
+    Mutant("chatproxy", PX, 'if rest.startswith("messages"):', 'if rest == "messages":',
+           "a 404 under /v1/messages/... is in OpenAI's shape (the anthropic SDK cannot read it)"),
+    Mutant("upstream", UP, '(cfg.upstream_auth == "client-else-own" and not sent)', '(cfg.upstream_auth == "client-else-own" and sent)',
+           "client-else-own sends the proxy's key when the client sent its own"),
+    Mutant("upstream", UP, "return [k for k in UNCHECKED_FIELDS if message.get(k) not in (None, \"\", [], {})]",
+           "return [k for k in UNCHECKED_FIELDS if message.get(k) is not None]",
+           "an empty refusal (an empty string) is reported as an unchecked field"),
+    Mutant("upstream", UP, '(1 if isinstance(message.get("function_call"), dict) else 0)', "0",
+           "a legacy function_call is not counted as a tool call"),
+    Mutant("held", H, "if (extra is None or extra.passages is None) and not more:", "if extra is None or extra.passages is None:",
+           "a Messages request whose passages are its document blocks is refused (400)"),
+    Mutant("held", H, "base=self.base, group=self.group, open_end=not final)", "base=self.base, group=self.group, open_end=final)",
+           "a segment past the timeout is marked unverified as if the answer ended (or went on)"),
+    Mutant("held", H, "and structured.failed(a, fail_open) and p.sentence[i][0] >= 0})",
+           "and structured.failed(a, fail_open) and p.sentence[i][0] > 0})",
+           "remove keeps the first sentence when its citation as data failed"),
+    Mutant("remote", RV, 'if "@" in url.split("/")[2]:', 'if "@" in url.split("/")[-1]:',
+           "a url with user:password@ is accepted (credentials in a config)"),
+    Mutant("remote", RV, "(self.num_classes is None or self.positive >= self.num_classes)",
+           "(self.num_classes is None or self.positive > self.num_classes)",
+           "positive_class equal to num_classes (one past the last class) is accepted"),
+    Mutant("remote", RV, "first, second = (claims, windows) if self.claim_first else (windows, claims)",
+           "first, second = (windows, claims) if self.claim_first else (claims, windows)",
+           "pair_order reversed: the score route gets (claim, passage) by default"),
+    Mutant("remote", RV, "if len(probs) > 1 and abs(sum(probs) - 1.0) > 1e-3:", "if len(probs) > 2 and abs(sum(probs) - 1.0) > 1e-3:",
+           "two class scores that do not sum to 1 (logits, not probabilities) are read"),
+    Mutant("remote", RV, "verdict = score >= self.threshold if", "verdict = score > self.threshold if",
+           "a score exactly at the threshold is not a support verdict"),
+    Mutant("remote", RV, "end = min(end, time.monotonic() + self.timeout)", "end = time.monotonic() + self.timeout",
+           "a call runs past the request's own deadline (only timeout_seconds bounds it)"),
+    Mutant("remote", RV, "due = self._suspect or time.monotonic() - self._checked_at >= self.identity_every",
+           "due = time.monotonic() - self._checked_at >= self.identity_every",
+           "after a failure the served model's identity is not checked again before the next interval"),
+    Mutant("forms", "citebound/text/forms.py", r're.search(r"(?:\d|(?<![^\W\d_])[^\W\d_]{1,2})$", before)',
+           r're.search(r"(?:\d|(?<![^\W\d_])[^\W\d_]{1,3})$", before)',
+           "<sup>2</sup> after a three-letter word (cells<sup>2</sup>) is taken for an exponent: never checked"),
+    Mutant("forms", "citebound/text/forms.py", "            if sents[k].end > lo:", "            if sents[k].end >= lo:",
+           "a form at the next sentence's first character also touches the sentence before"),
+    Mutant("forms", "citebound/text/forms.py", "k = max(bisect.bisect_right(starts, lo) - 1, 0)", "k = max(bisect.bisect_left(starts, lo), 0)",
+           "a form inside a sentence (not at its start) is checked against the next sentence"),
+    Mutant("readiness", "citebound/serving/app.py", '(store_down and scope == "all")', "store_down",
+           "/readyz?scope=verdicts says 503 while the store is down (the load balancer stops sending verdicts)"),
+    Mutant("litellm", LG, "if len(choices) != 1:", "if len(choices) > 2:",
+           "the guardrail passes an answer with two choices, the second unchecked"),
+    Mutant("litellm", LG, '        a["claim"] = None\n', "        pass\n",
+           "a blocked answer's 403 carries the withheld claims"),
+    Mutant("litellm", LG, "            message.content = text\n", "            message.content = content\n",
+           "the guardrail reports but sends the unguarded text"),
+    Mutant("litellm", LG, '        kw["block_above"] = float(kw["block_above"])\n', "        pass\n",
+           "citebound_block_above given as a string in the config is not read as a number"),
+    Mutant("litellm", LG, "if len(choices) > 1:", "if len(choices) > 2:",
+           "the guardrail's stream passes a second choice unchecked"),
+    Mutant("litellm", LG, "group=group, open_end=not final, block=False)", "group=group, open_end=final, block=False)",
+           "a streamed segment is guarded as if the answer ended (or went on)"),
+    Mutant("litellm", LG, 'delta.content = (delta.content or "") + out + tail', "delta.content = out + tail",
+           "the text guarded from the last chunk's own content is dropped"),
+    Mutant("litellm", LG, "    extra = data.get(\"citebound\") or (data.get(\"metadata\") or {}).get(\"citebound\") or {}",
+           "    extra = data.get(\"citebound\") or {}", "passages sent in metadata.citebound are not read (400)"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -604,6 +737,9 @@ TESTS = {
     "monitor": ["tests/guard/test_monitor.py", "tests/guard/test_closed_loop.py", "citebound/calibration/monitor.py"],
     "groups": ["tests/guard/test_groups.py", "tests/guard/test_cli.py"],
     "precision": ["tests/guard/test_precision.py"],
+    "chatproxy": ["tests/guard/test_stream_proxy.py", "tests/guard/test_proxy_routes.py", "tests/guard/test_observed_effects.py",
+                  "tests/guard/test_proxy_unchecked.py", "tests/guard/test_wire_boundaries.py", "tests/guard/test_api_adapters.py"],
+    "litellm": ["tests/guard/test_litellm_guardrail.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
         "benchmarks"]
@@ -652,8 +788,8 @@ def run(mutants: list[Mutant], timeout: int) -> list[tuple[Mutant, str, float]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 and 8: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", help="only the mutants whose description holds this text")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -664,9 +800,10 @@ def main() -> int:
     first5 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a client that disconnects keeps holding"))
     first6 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a merged call stops only when"))
     first7 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a negative offset (left:-9999px)"))
+    first8 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a search_result block's text is not"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
-              7: MUTANTS[first7:]}
+              7: MUTANTS[first7:first8], 8: MUTANTS[first8:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or args.match in m.why]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -44,6 +44,10 @@ def words(text: str) -> list[str]:
     return [w + " " for w in ws[:-1]] + ws[-1:]
 
 
+REMOVED_FIRST = "Unicorns sing opera loudly [2]. Statins lower LDL cholesterol [1]."
+REMOVED_LAST = "Statins lower LDL cholesterol [1]. Unicorns sing opera loudly [2]."
+
+
 def streamed(text: str, last_with_finish: bool = True) -> list[dict]:
     """Chunks of one choice; the last one carries both text and the finish_reason (LiteLLM passes such a chunk)."""
     pieces = words(text)
@@ -99,12 +103,15 @@ def results(tmp_path_factory):
          "chunks": [{"contents": [mixed.answer], "finish": "stop"}]},
         {"settings": settings("annotate", cal), "data": request(mixed),
          "chunks": [{"contents": [mixed.answer], "finish": None}, {"contents": [None], "finish": "stop"}]},
+        # remove, streamed: the removed sentence first, then last (its whitespace goes with it, as unstreamed)
+        {"settings": settings("remove", cal), "data": request(mixed), "chunks": streamed(REMOVED_FIRST)},
+        {"settings": settings("remove", cal), "data": request(mixed), "chunks": streamed(REMOVED_LAST)},
     ]
     got = drive(scen + extra)
     return {(c.name, kind): got[2 * i + k] for i, c in enumerate(CASES) for k, kind in enumerate(("json", "stream"))} | {
         name: got[2 * len(CASES) + j] for j, name in enumerate(
             ["metadata", "metadata-stream", "two-choices", "two-choices-stream", "no-passages", "cut-short",
-             "one-chunk", "finish-alone"])}
+             "one-chunk", "finish-alone", "removed-first", "removed-last"])}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -177,3 +184,11 @@ def test_the_finishing_chunk_text_is_guarded_and_sent(results):
         assert r["text"] == MIXED_GUARDED
         assert (r["report"]["n_citations"], r["report"]["reattributed"], r["report"]["flagged"]) == (3, 1, 1)
 
+
+
+def test_remove_streamed_takes_the_removed_sentence_with_its_whitespace(results):
+    for name in ("removed-first", "removed-last"):
+        r = results[name]
+        assert r["status"] == 200, r
+        assert r["text"] == "Statins lower LDL cholesterol [1].", name
+        assert (r["report"]["n_citations"], r["report"]["removed_sentences"], r["report"]["flagged"]) == (2, 1, 1)

@@ -106,12 +106,17 @@ def results(tmp_path_factory):
         # remove, streamed: the removed sentence first, then last (its whitespace goes with it, as unstreamed)
         {"settings": settings("remove", cal), "data": request(mixed), "chunks": streamed(REMOVED_FIRST)},
         {"settings": settings("remove", cal), "data": request(mixed), "chunks": streamed(REMOVED_LAST)},
+        # a chunk that ends two sentences, the second removed, and the answer goes on: the kept ones joined by the
+        # whitespace that followed the removed one, as unstreamed
+        {"settings": settings("remove", cal), "data": request(mixed), "chunks": [
+            {"contents": ["Statins lower LDL cholesterol [1]. Unicorns sing opera loudly [2]. Mito"], "finish": None},
+            {"contents": ["chondria produce ATP [2]. Unicorns sing opera loudly [2]."], "finish": "stop"}]},
     ]
     got = drive(scen + extra)
     return {(c.name, kind): got[2 * i + k] for i, c in enumerate(CASES) for k, kind in enumerate(("json", "stream"))} | {
         name: got[2 * len(CASES) + j] for j, name in enumerate(
             ["metadata", "metadata-stream", "two-choices", "two-choices-stream", "no-passages", "cut-short",
-             "one-chunk", "finish-alone", "removed-first", "removed-last"])}
+             "one-chunk", "finish-alone", "removed-first", "removed-last", "removed-mid-chunk"])}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -192,3 +197,6 @@ def test_remove_streamed_takes_the_removed_sentence_with_its_whitespace(results)
         assert r["status"] == 200, r
         assert r["text"] == "Statins lower LDL cholesterol [1].", name
         assert (r["report"]["n_citations"], r["report"]["removed_sentences"], r["report"]["flagged"]) == (2, 1, 1)
+    r = results["removed-mid-chunk"]
+    assert r["text"] == "Statins lower LDL cholesterol [1]. Mitochondria produce ATP [2]."
+    assert (r["report"]["n_citations"], r["report"]["removed_sentences"], r["report"]["verified"]) == (4, 2, 2)

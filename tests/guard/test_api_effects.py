@@ -1,0 +1,146 @@
+"""What the proxy's API adapters must do, observed where the client (or the upstream) sees it: passages the
+request carries in its own API's form and their numbering, where citations carried as data attach in later blocks,
+tool calls counted, the withheld text absent from a blocked stream, a stream cut short refused, the headers the
+upstream gets. Each expected value is worked out by hand in the test (the lexical verifier: the share of a claim's
+content terms found in the passage)."""
+import json
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi")
+from fake_apis import FakeAPIs, Turn, _sse  # noqa: E402
+from service_helpers import running  # noqa: E402
+
+from citebound.serving.state import ServeConfig  # noqa: E402
+
+ASPIRIN = "Aspirin irreversibly inhibits platelet cyclooxygenase."
+STATINS = "Statins lower LDL cholesterol in adults."
+ATP = "Mitochondria produce ATP in cells."
+
+
+def _message(content: list) -> dict:
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": content,
+            "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+
+def _messages_body(content: list, stream: bool, **extra) -> dict:
+    return {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": content}], "stream": stream} | extra
+
+
+def _events(msg: dict, pieces: dict[int, list[str]] | None = None) -> list[dict]:
+    """A message's stream: each text block's text in the given pieces (one delta by default), citations as
+    citations_delta events after the text."""
+    out = [{"type": "message_start", "message": msg | {"content": [], "stop_reason": None}}]
+    for i, b in enumerate(msg["content"]):
+        if b["type"] != "text":
+            out += [{"type": "content_block_start", "index": i, "content_block": b},
+                    {"type": "content_block_stop", "index": i}]
+            continue
+        out.append({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})
+        for piece in (pieces or {}).get(i, [b["text"]]):
+            out.append({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": piece}})
+        for c in b.get("citations") or []:
+            out.append({"type": "content_block_delta", "index": i, "delta": {"type": "citations_delta", "citation": c}})
+        out.append({"type": "content_block_stop", "index": i})
+    return out + [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                   "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
+
+
+def _sent(r: httpx.Response) -> list[dict]:
+    return [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+
+
+def _report(events: list[dict]) -> dict:
+    (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
+    return rep
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_search_result_and_document_blocks_are_passages_numbered_in_order(stream):
+    """The request carries a search_result block (the ATP text) then a text document (the statin text): they
+    are passages 1 and 2, in that order, after none in citebound.passages. [1] on the ATP claim and [2] on the
+    statin claim are both verified (all their terms in the passage: score 1); swapped, both would fail."""
+    answer = "Mitochondria produce ATP in cells [1]. Statins lower LDL cholesterol in adults [2]."
+    search = {"type": "search_result", "source": "https://example.org/atp", "title": "atp",
+              "content": [{"type": "text", "text": ATP}]}
+    doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": STATINS}, "title": "d"}
+    msg = _message([{"type": "text", "text": answer}])
+    with FakeAPIs(lambda b: Turn([""], whole=msg, raw=_sse(_events(msg)))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
+        r = httpx.post(f"{url}/v1/messages", json=_messages_body([search, doc, {"type": "text", "text": "q"}], stream),
+                       timeout=60)
+    assert r.status_code == 200, r.text
+    rep = _report(_sent(r)) if stream else r.json()["citebound"]["report"]
+    assert (rep["n_citations"], rep["verified"], rep["invalid"], rep["flagged"]) == (2, 2, 0, 0)
+    assert [(a["cited"], a["action"]) for a in rep["audit"]] == [(1, "verified"), (2, "verified")]
+
+
+def _cite(text: str) -> dict:
+    return {"type": "char_location", "cited_text": text, "document_index": 0, "document_title": None,
+            "start_char_index": 0, "end_char_index": len(text)}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_later_blocks_citation_attaches_at_that_blocks_end_past_every_earlier_blocks_whitespace(stream):
+    """Ten list items, each a block ending in a blank line (20 characters of whitespace in all), then a short
+    block "Statins lower LDL." (18 characters) citing the statin text. Its citation attaches at the end of the text
+    (10 * 31 + 18 = 328), so it cites that sentence (verified: statin, lower, ldl are all in the quote). Counted
+    without the earlier blocks' whitespace it would land 20 characters early, in the last item's blank line, and
+    cite the unicorn item instead. The ten items are uncited."""
+    items = [{"type": "text", "text": "- Unicorns sing opera loudly.\n\n"} for _ in range(10)]
+    cited = {"type": "text", "text": "Statins lower LDL.", "citations": [_cite(STATINS)]}
+    assert sum(len(b["text"]) for b in items) + len(cited["text"]) == 328
+    msg = _message(items + [cited])
+    with FakeAPIs(lambda b: Turn([""], whole=msg, raw=_sse(_events(msg)))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
+        r = httpx.post(f"{url}/v1/messages", json=_messages_body("q", stream, citebound={"passages": [STATINS]}),
+                       timeout=60)
+    assert r.status_code == 200, r.text
+    rep = _report(_sent(r)) if stream else r.json()["citebound"]["report"]
+    (a,) = rep["audit"]
+    assert (a["claim"], a["action"], a["sentence_index"]) == ("Statins lower LDL.", "verified", 10)
+    assert (rep["n_citations"], rep["uncited"], rep["n_sentences"]) == (1, 10, 11)
+
+
+def test_anthropic_version_beta_and_the_clients_key_reach_the_upstream_as_sent():
+    """upstream_auth client (the default): the client's x-api-key goes on as x-api-key (never as a Bearer token),
+    with anthropic-version and anthropic-beta as the client sent them; the citebound field does not."""
+    msg = _message([{"type": "text", "text": "Statins lower LDL cholesterol in adults [1]."}])
+    with FakeAPIs(lambda b: Turn([""], whole=msg)) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        r = httpx.post(f"{url}/v1/messages", json=_messages_body("q", False, citebound={"passages": [STATINS]}),
+                       headers={"x-api-key": "sk-client-7", "anthropic-version": "2023-06-01",
+                                "anthropic-beta": "citations-2024-11-01,files-api-2025-04-14"}, timeout=60)
+    assert r.status_code == 200, r.text
+    got = {k.lower(): v for k, v in up.requests[-1]["headers"].items()}
+    assert got["x-api-key"] == "sk-client-7" and "authorization" not in got
+    assert got["anthropic-version"] == "2023-06-01"
+    assert got["anthropic-beta"] == "citations-2024-11-01,files-api-2025-04-14"
+    assert "citebound" not in up.requests[-1]["body"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_file_citation_is_checked_against_all_of_its_files_search_results(stream):
+    """File f1 has two search results, the statin text then the aspirin text; f2 one, the ATP text. The answer's
+    statin sentence carries a file_citation of f1: checked against f1's results joined, it is verified (every
+    term of the claim is in the first result); against the last result alone it would fail. The ATP sentence's
+    file_citation of f2 is verified too. Passages: the three results, numbered 1-3 after none in the request."""
+    from fake_apis import response, response_events
+
+    text = "Statins lower LDL cholesterol in adults. Mitochondria produce ATP in cells."
+    notes = [{"type": "file_citation", "file_id": "f1", "filename": "a.txt", "index": 40},
+             {"type": "file_citation", "file_id": "f2", "filename": "b.txt", "index": len(text)}]
+    results = [{"file_id": "f1", "filename": "a.txt", "score": 1.0, "text": STATINS},
+               {"file_id": "f1", "filename": "a.txt", "score": 0.9, "text": ASPIRIN},
+               {"file_id": "f2", "filename": "b.txt", "score": 0.8, "text": ATP}]
+    turn = Turn([text], citations=notes, results=results)
+    with FakeAPIs(lambda b: Turn([""], whole=response(turn, "m"), raw=_sse(response_events(turn, "m")))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
+        r = httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "q", "stream": stream,
+                                                    "citebound": {"passages": []}}, timeout=60)
+    assert r.status_code == 200, r.text
+    rep = _report(_sent(r)) if stream else r.json()["citebound"]["report"]
+    assert [(a["claim"], a["action"]) for a in rep["audit"]] == [
+        ("Statins lower LDL cholesterol in adults.", "verified"), ("Mitochondria produce ATP in cells.", "verified")]
+    assert (rep["n_citations"], rep["verified"], rep["uncited"]) == (2, 2, 0)

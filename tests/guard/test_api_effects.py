@@ -120,17 +120,21 @@ def test_anthropic_version_beta_and_the_clients_key_reach_the_upstream_as_sent()
     assert "citebound" not in up.requests[-1]["body"]
 
 
+@pytest.mark.parametrize("kind", ["file_citation", "container_file_citation"])
 @pytest.mark.parametrize("stream", [False, True])
-def test_a_file_citation_is_checked_against_all_of_its_files_search_results(stream):
+def test_a_file_citation_is_checked_against_all_of_its_files_search_results(stream, kind):
     """File f1 has two search results, the statin text then the aspirin text; f2 one, the ATP text. The answer's
     statin sentence carries a file_citation of f1: checked against f1's results joined, it is verified (every
     term of the claim is in the first result); against the last result alone it would fail. The ATP sentence's
-    file_citation of f2 is verified too. Passages: the three results, numbered 1-3 after none in the request."""
+    citation of f2 (a file_citation, or a container_file_citation with start and end) is verified too: never
+    left unchecked. Passages: the three results, numbered 1-3 after none in the request."""
     from fake_apis import response, response_events
 
     text = "Statins lower LDL cholesterol in adults. Mitochondria produce ATP in cells."
     notes = [{"type": "file_citation", "file_id": "f1", "filename": "a.txt", "index": 40},
-             {"type": "file_citation", "file_id": "f2", "filename": "b.txt", "index": len(text)}]
+             {"type": kind, "file_id": "f2", "filename": "b.txt"}
+             | ({"index": len(text)} if kind == "file_citation" else {"container_id": "c1", "start_index": 41,
+                                                                      "end_index": len(text)})]
     results = [{"file_id": "f1", "filename": "a.txt", "score": 1.0, "text": STATINS},
                {"file_id": "f1", "filename": "a.txt", "score": 0.9, "text": ASPIRIN},
                {"file_id": "f2", "filename": "b.txt", "score": 0.8, "text": ATP}]
@@ -143,4 +147,4 @@ def test_a_file_citation_is_checked_against_all_of_its_files_search_results(stre
     rep = _report(_sent(r)) if stream else r.json()["citebound"]["report"]
     assert [(a["claim"], a["action"]) for a in rep["audit"]] == [
         ("Statins lower LDL cholesterol in adults.", "verified"), ("Mitochondria produce ATP in cells.", "verified")]
-    assert (rep["n_citations"], rep["verified"], rep["uncited"]) == (2, 2, 0)
+    assert (rep["n_citations"], rep["verified"], rep["unverified"], rep["uncited"]) == (2, 2, 0, 0)

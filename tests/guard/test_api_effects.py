@@ -127,10 +127,12 @@ def test_a_file_citation_is_checked_against_all_of_its_files_search_results(stre
     statin sentence carries a file_citation of f1: checked against f1's results joined, it is verified (every
     term of the claim is in the first result); against the last result alone it would fail. The ATP sentence's
     citation of f2 (a file_citation, or a container_file_citation with start and end) is verified too: never
-    left unchecked. Passages: the three results, numbered 1-3 after none in the request."""
+    left unchecked. Passages: the three results, numbered 1-3 after none in the request, streamed or not: the
+    marker [3] on the ATP sentence is the ATP result (verified; without the results as passages, invalid). The
+    file_search_call is not an unchecked tool call (the guard reads its results)."""
     from fake_apis import response, response_events
 
-    text = "Statins lower LDL cholesterol in adults. Mitochondria produce ATP in cells."
+    text = "Statins lower LDL cholesterol in adults. Mitochondria produce ATP in cells [3]."
     notes = [{"type": "file_citation", "file_id": "f1", "filename": "a.txt", "index": 40},
              {"type": kind, "file_id": "f2", "filename": "b.txt"}
              | ({"index": len(text)} if kind == "file_citation" else {"container_id": "c1", "start_index": 41,
@@ -145,6 +147,17 @@ def test_a_file_citation_is_checked_against_all_of_its_files_search_results(stre
                                                     "citebound": {"passages": []}}, timeout=60)
     assert r.status_code == 200, r.text
     rep = _report(_sent(r)) if stream else r.json()["citebound"]["report"]
-    assert [(a["claim"], a["action"]) for a in rep["audit"]] == [
-        ("Statins lower LDL cholesterol in adults.", "verified"), ("Mitochondria produce ATP in cells.", "verified")]
-    assert (rep["n_citations"], rep["verified"], rep["unverified"], rep["uncited"]) == (2, 2, 0, 0)
+    # each audit names the passage it was checked against: the marker [3] and f2's quote (the ATP result, passage
+    # 3); f1's quote is its two results joined, which no passage is: it comes after the three, as 4
+    assert sorted((a["claim"], a["cited"], a["action"]) for a in rep["audit"]) == [
+        ("Mitochondria produce ATP in cells.", 3, "verified"), ("Mitochondria produce ATP in cells.", 3, "verified"),
+        ("Statins lower LDL cholesterol in adults.", 4, "verified")]
+    assert (rep["n_citations"], rep["verified"], rep["unverified"], rep["invalid"], rep["uncited"]) == (3, 3, 0, 0, 0)
+    if stream:
+        sent = _sent(r)
+        assert [e for e in sent if e.get("type") == "citebound.report"][0]["unchecked_tool_calls"] == 0
+        # every event the client gets is numbered anew, 0, 1, 2, ... (held text merges deltas: no gaps, no repeats)
+        assert [e["sequence_number"] for e in sent] == list(range(len(sent)))
+    else:
+        assert r.json()["citebound"]["unchecked_tool_calls"] == 0
+        assert r.headers["X-Citebound-Unchecked-Tool-Calls"] == "0"

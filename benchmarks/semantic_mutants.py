@@ -737,7 +737,7 @@ TESTS = {
     "monitor": ["tests/guard/test_monitor.py", "tests/guard/test_closed_loop.py", "citebound/calibration/monitor.py"],
     "groups": ["tests/guard/test_groups.py", "tests/guard/test_cli.py"],
     "precision": ["tests/guard/test_precision.py"],
-    "chatproxy": ["tests/guard/test_stream_proxy.py", "tests/guard/test_proxy_routes.py", "tests/guard/test_observed_effects.py",
+    "chatproxy": ["tests/guard/test_chat_effects.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_proxy_routes.py", "tests/guard/test_observed_effects.py",
                   "tests/guard/test_proxy_unchecked.py", "tests/guard/test_wire_boundaries.py", "tests/guard/test_api_adapters.py"],
     "litellm": ["tests/guard/test_litellm_guardrail.py"],
 }

@@ -716,7 +716,7 @@ TESTS = {
             "citebound/text/css.py", "citebound/text/visible.py"],
     "visible": ["tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py", "tests/guard/test_hostile.py",
                 "tests/guard/test_complexity.py", "citebound/text/visible.py"],
-    "forms": ["tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py", "citebound/text/forms.py"],
+    "forms": ["tests/guard/test_sup_exponents.py", "tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py", "citebound/text/forms.py"],
     "state": ["tests/guard/test_state.py", "tests/guard/test_state_concurrency.py", "tests/guard/test_store_down.py",
               "tests/guard/test_store_probe.py",
               "citebound/calibration/state.py"],

@@ -174,7 +174,9 @@ class ResponsesStream:
     async def _part_done(self, ev: dict[str, Any], key: tuple[int, int]) -> AsyncIterator[bytes]:
         held = self.held.pop(key)
         rest = await held.finish()
-        if held.block_report is not None:
+        if held.block_report is not None:  # withheld, but counted: the report is of the whole answer so far
+            self.parts.append((self.offset, held.report()))
+            self.offset += len(held.text())
             self.blocked = held.block_report
             return
         if rest:

@@ -161,3 +161,40 @@ def test_a_file_citation_is_checked_against_all_of_its_files_search_results(stre
     else:
         assert r.json()["citebound"]["unchecked_tool_calls"] == 0
         assert r.headers["X-Citebound-Unchecked-Tool-Calls"] == "0"
+
+
+@pytest.mark.parametrize("show", [False, True])
+@pytest.mark.parametrize("api", ["responses", "messages"])
+def test_a_blocked_streams_report_counts_the_whole_answer_and_withholds_its_claims(api, show):
+    """--action block above 0.3, no re-attribution. The answer streams in one delta: "Statins lower LDL cholesterol
+    [1]." (verified: every term in passage 1) goes out when the next sentence starts; "Unicorns sing opera loudly
+    [2]." (flagged: no term in passage 2) is guarded when the part ends, and takes the budget to 1/2: blocked. The
+    report counts both citations (2, 1 verified, 1 flagged, budget 1/2), and withholds every claim (null, the
+    unicorn text nowhere in the events) unless the request asked for the original."""
+    from fake_apis import message_events, response_events
+
+    answer = "Statins lower LDL cholesterol [1]. Unicorns sing opera loudly [2]."
+    turn = Turn([answer])
+    raw = _sse(response_events(turn, "m") if api == "responses" else message_events(turn, "m"))
+    extra = {"citebound": {"passages": [STATINS, ATP], "return_original": show}}
+    with FakeAPIs(lambda b: Turn([""], raw=raw)) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, action="block", block_above=0.3,
+                                reattributor=None)) as url:
+        body = ({"model": "m", "input": "q", "stream": True} if api == "responses"
+                else _messages_body("q", True)) | extra
+        r = httpx.post(f"{url}/v1/{api}", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    sent = _sent(r)
+    rep = _report(sent)
+    assert rep["blocked"] is True
+    assert (rep["n_citations"], rep["verified"], rep["flagged"]) == (2, 1, 1)
+    assert rep["review_budget"] == pytest.approx(0.5)
+    deltas = [e["delta"] for e in sent if e.get("type") == "response.output_text.delta"] if api == "responses" else \
+        [e["delta"]["text"] for e in sent if e.get("type") == "content_block_delta"]
+    assert "".join(deltas) == "Statins lower LDL cholesterol [1]."
+    claims = [a["claim"] for a in rep["audit"]]
+    if show:
+        assert claims == ["Statins lower LDL cholesterol.", "Unicorns sing opera loudly."]
+    else:
+        assert claims == [None, None]
+        assert "Unicorns" not in r.text

@@ -32,7 +32,8 @@ def entail_probs(passage: str, claim: str) -> list[float]:
 class FakeClassifier:
     def __init__(self, model: str = "fake-nli", root: str = "/models/fake-nli"):
         self.model, self.root = model, root
-        self.behaviour = "ok"  # ok, delay, slow, trickle, huge, notjson, nan, classes, redirect, busy, bad, count, reversed
+        self.behaviour = "ok"  # ok, delay, slow, trickle, huge, notjson, nan, classes, redirect, busy, bad, count, reversed,
+        # binary, logits
         self.busy_first = 0  # with "busy": answer 503 this many times, then as "ok"
         self.requests: list[dict[str, Any]] = []
         self.in_flight = self.max_in_flight = 0
@@ -108,6 +109,11 @@ class FakeClassifier:
                     for r in rows:
                         if "probs" in r:
                             r["probs"] = r["probs"][:2]
+                if b in ("binary", "logits"):  # a two-class model: P(entailment) and the rest; or two raw scores
+                    for r in rows:
+                        key = "probs" if "probs" in r else "data"
+                        e = r[key][0]
+                        r[key] = [e, 1 - e] if b == "binary" else [e, 0.9]
                 if b == "count":
                     rows = rows[:-1]
                 if b == "reversed":  # the rows in reverse order, each with its own index (the API allows any order)

@@ -159,3 +159,49 @@ def test_a_tool_call_answers_null_content_stays_null():
     got = r.json()
     assert got["choices"][0]["message"]["content"] is None
     assert got["citebound"]["unchecked_tool_calls"] == 1 and r.headers["X-Citebound-Unchecked-Tool-Calls"] == "1"
+
+
+def test_a_segment_past_the_timeout_fails_closed_and_remove_keeps_the_joining_space():
+    """--action remove, a 0.5 s request timeout, and a verifier that holds any claim with "hog" for 30 s. The first
+    segment, "Aspirin is old. The hog study shows statins lower LDL [1]. ", runs past the timeout: its citation is
+    unverified (fail closed), so its sentence is removed; the uncited first sentence stays. The answer goes on, so
+    the removed sentence takes its own trailing space and the kept one keeps the space that joins it to the next
+    segment, "Mitochondria produce ATP [2]." (verified: every term in passage 2): the text reads as if the
+    sentence had never been there."""
+    from tests.guard.test_behaviours import Hog
+
+    events = [_chunk({"content": "Aspirin is old. The hog study shows statins lower LDL [1]. Mito"}),
+              _chunk({"content": "chondria produce ATP [2]."}), _chunk({}, "stop")]
+    up = Upstream(_raw(events), content_type="text/event-stream")
+    try:
+        with running(ServeConfig(verifier="lexical", upstream=up.url, action="remove", request_timeout_s=0.5),
+                     scorer=Hog()) as url:
+            r = httpx.post(f"{url}/v1/chat/completions", timeout=60, json={
+                "model": "m", "messages": [{"role": "user", "content": "q"}], "stream": True,
+                "citebound": {"passages": P}})
+    finally:
+        up.close()
+    got = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ") and x[6:] != "[DONE]"]
+    assert _text(got) == "Aspirin is old. Mitochondria produce ATP [2]."
+    rep = [e for e in got if e.get("citebound")][-1]["citebound"]["report"]
+    assert (rep["n_citations"], rep["unverified"], rep["verified"], rep["removed_sentences"]) == (2, 1, 1, 1)
+    (late,) = [a for a in rep["audit"] if a["action"] == "unverified"]
+    assert "ran past 0.5 s" in late["reason"]
+
+
+def test_empty_unchecked_fields_are_not_reported_and_filled_ones_are():
+    """A refusal of "" and reasoning_content of null carry nothing: not unchecked fields (the header says none).
+    A filled refusal is one, streamed too."""
+    msg = {"role": "assistant", "content": "Statins lower LDL cholesterol [1].", "refusal": "", "reasoning_content": None,
+           "audio": {}}
+    up = Upstream(json.dumps({"choices": [{"index": 0, "message": msg, "finish_reason": "stop"}]}).encode())
+    try:
+        with running(ServeConfig(verifier="lexical", upstream=up.url)) as url:
+            r = httpx.post(f"{url}/v1/chat/completions", timeout=60, json={
+                "model": "m", "messages": [{"role": "user", "content": "q"}], "citebound": {"passages": P}})
+    finally:
+        up.close()
+    assert r.json()["citebound"]["unchecked_fields"] == [] and r.headers["X-Citebound-Unchecked-Fields"] == "none"
+    got = _stream([_chunk({"content": GOOD, "refusal": ""}), _chunk({"refusal": "I will not."}), _chunk({}, "stop")])
+    last = [e for e in got if isinstance(e, dict) and e.get("citebound")][-1]["citebound"]
+    assert last["unchecked_fields"] == ["refusal"]

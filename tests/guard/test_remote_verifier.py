@@ -382,3 +382,29 @@ def test_labels_carrying_the_served_hash_reuse_their_scores_until_another_model_
     assert "scoring 30 labelled citations" in capsys.readouterr().err
     assert sum(len(r["body"]["input"]) for r in server.requests if r["path"] == "/classify") == 30
     assert json.loads((tmp_path / "b.json").read_text())["verifier_hash"] == scorer(server).hash != s.hash
+
+
+@pytest.mark.parametrize("api", ["classify", "pooling"])
+def test_two_class_scores_must_be_probabilities_that_sum_to_1(server, api):
+    """A two-class model (num_classes 2): [P(entailment), 1 - P] is read, P by hand from CASES; two scores that do
+    not sum to 1 (logits, or a model that is not softmaxed: [P, 0.9]) leave every unit unscored, never read as a
+    probability."""
+    server.behaviour = "binary"
+    s = scorer(server, api=api, num_classes=2, positive_class=0)
+    claims, passages = [c[0] for c in CASES], [c[1] for c in CASES]
+    got = s.score(claims, passages)
+    np.testing.assert_allclose(got.score, [c[2] for c in CASES], atol=1e-12)
+    # the top class of two: 1.0 and 0.5 (a tie, [0.5, 0.5]: the first class, as argmax breaks ties) are support
+    assert got.verdict.tolist() == [True, True, False, False]
+    server.behaviour = "logits"
+    s = scorer(server, api=api, num_classes=2, positive_class=0, max_retries=0)
+    bad = s.score(claims[:1], passages[:1])
+    assert np.isnan(bad.score).all() and not bad.verdict.any()
+    assert "sum to 1.9000, not 1" in bad.reason[0]
+
+
+@pytest.mark.parametrize("url", ["http://user:pw@127.0.0.1:1/models/nli", "http://user:pw@127.0.0.1:1/"])
+def test_credentials_in_a_url_with_a_path_are_refused_too(server, url):
+    with pytest.raises(VerifierLoadError) as e:
+        scorer(server, url=url)
+    assert "carries credentials" in str(e.value) and "pw" not in str(e.value)

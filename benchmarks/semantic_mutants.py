@@ -41,6 +41,8 @@ FK, PR = "citebound/study/analysis/failure_kinds.py", "citebound/study/analysis/
 TE = "citebound/training/evaluation.py"
 AM, AR = "citebound/serving/api_messages.py", "citebound/serving/api_responses.py"
 SP, PX, UP = "citebound/serving/stream_proxy.py", "citebound/serving/proxy.py", "citebound/serving/upstream.py"
+SV, GR, CS = "citebound/serving/state.py", "citebound/serving/guard_routes.py", "citebound/cli/serve.py"
+APP = "citebound/serving/app.py"
 H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
 MUTANTS = [
     # the guard's report
@@ -628,6 +630,39 @@ MUTANTS = [
            "the text guarded from the last chunk's own content is dropped"),
     Mutant("litellm", LG, "    extra = data.get(\"citebound\") or (data.get(\"metadata\") or {}).get(\"citebound\") or {}",
            "    extra = data.get(\"citebound\") or {}", "passages sent in metadata.citebound are not read (400)"),
+    # round 8, second batch (written an hour later the same way: the request body's limit, the request's work and
+    # its statuses, serve's options, the guard route's batch)
+    Mutant("service2", APP, "if declared.isdigit() and int(declared) > self.limit:", "if declared.isdigit() and int(declared) >= self.limit:",
+           "a body that declares exactly max_request_bytes is refused"),
+    Mutant("service2", APP, "            if n > self.limit:\n", "            if n >= self.limit:\n",
+           "a chunked body of exactly max_request_bytes is refused"),
+    Mutant("service2", APP, 'if path in ("/v1/chat/completions", "/v1/responses"):', 'if path == "/v1/chat/completions":',
+           "a 413 or 422 on /v1/responses is not in OpenAI's error shape (the SDK cannot read it)"),
+    Mutant("service2", APP, 'if whole.lstrip()[:1] in (b"{", b"["):', 'if whole[:1] in (b"{", b"["):',
+           "a JSON body that starts with whitespace skips the NaN and depth check"),
+    Mutant("service2", SV, "            token.cancel()  # done or not, nothing of this request runs on\n", "",
+           "a request that timed out or was answered leaves its work running in the batcher"),
+    Mutant("service2", SV, "timeout=min(left, CLIENT_POLL_S) if gone else left)", "timeout=left)",
+           "a client that disconnects is noticed only at the request timeout"),
+    Mutant("service2", SV, 'the client disconnected; its work was cancelled"}, status_code=499)',
+           'the client disconnected; its work was cancelled"}, status_code=504)',
+           "a client that left is logged and counted as a timeout (504), not 499"),
+    Mutant("service2", SV, "    if not show_text:\n        body = without_claims(body)\n", "",
+           "a blocked chat answer's 403 carries the claims the caller never saw"),
+    Mutant("service2", GR, "if len(ins) > limits.max_answers_per_request:", "if len(ins) >= limits.max_answers_per_request:",
+           "a batch of exactly max_answers_per_request is refused"),
+    Mutant("service2", GR, 'totals["answers"], totals["failed_answers"] = float(len(done)), float(len(out) - len(done))',
+           'totals["answers"], totals["failed_answers"] = float(len(out)), float(len(out) - len(done))',
+           "a batch's answer count includes the answers that failed"),
+    Mutant("service2", GR, "failed = [(str(o.id if o.id is not None else o.index + 1), o.error)",
+           "failed = [(str(o.id or o.index + 1), o.error)", "a failed answer with id 0 is shown on the audit page by its position"),
+    Mutant("service2", GR, "guarded_answer=None if res[1].blocked else res[0]", "guarded_answer=res[0]",
+           "a blocked answer in a batch comes back with its text"),
+    Mutant("serve_cli", CS, 'if args.workers > 1 and (args.state is None or args.state == "memory://"):',
+           "if args.workers > 1 and args.state is None:", "--workers 2 with --state memory:// is accepted (two monitors)"),
+    Mutant("serve_cli", CS, "if not 0 < args.port < 65536:", "if not 0 < args.port <= 65536:", "--port 65536 is accepted"),
+    Mutant("serve_cli", CS, "args.max_wait_ms < 0 or args.drain_grace < 0", "args.max_wait_ms <= 0 or args.drain_grace < 0",
+           "--max-wait-ms 0 (no wait: each request scored at once) is refused"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -740,6 +775,10 @@ TESTS = {
     "chatproxy": ["tests/guard/test_chat_effects.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_proxy_routes.py", "tests/guard/test_observed_effects.py",
                   "tests/guard/test_proxy_unchecked.py", "tests/guard/test_wire_boundaries.py", "tests/guard/test_api_adapters.py"],
     "litellm": ["tests/guard/test_litellm_guardrail.py"],
+    "service2": ["tests/guard/test_service.py", "tests/guard/test_hostile.py", "tests/guard/test_behaviours.py",
+                 "tests/guard/test_observed_effects.py", "tests/guard/test_audit_page.py", "tests/guard/test_proxy_routes.py",
+                 "tests/guard/test_batch_members.py"],
+    "serve_cli": ["tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
         "benchmarks"]

@@ -120,6 +120,9 @@ def test_a_blocked_streams_report_withholds_the_claims_unless_the_original_was_a
     assert _text(got) == GOOD.rstrip()
     last = [e for e in got if isinstance(e, dict) and e.get("citebound")][-1]["citebound"]
     assert last["report"]["blocked"] is True
+    # the report counts the answer so far, the withheld sentence included: 2 citations, 1 flagged, budget 1/2
+    assert (last["report"]["n_citations"], last["report"]["flagged"], last["report"]["verified"]) == (2, 1, 1)
+    assert last["report"]["review_budget"] == pytest.approx(0.5)
     claims = [a["claim"] for a in last["report"]["audit"]]
     if return_original:
         assert "Unicorns sing opera loudly." in claims

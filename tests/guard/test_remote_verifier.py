@@ -407,4 +407,6 @@ def test_two_class_scores_must_be_probabilities_that_sum_to_1(server, api):
 def test_credentials_in_a_url_with_a_path_are_refused_too(server, url):
     with pytest.raises(VerifierLoadError) as e:
         scorer(server, url=url)
-    assert "carries credentials" in str(e.value) and "pw" not in str(e.value)
+    # refused by the definition's own check, before any call (the HTTP client would refuse such a URL too)
+    assert "carries credentials: give the key by file (api_key_file)" in str(e.value) and "pw" not in str(e.value)
+    assert "could not list its models" not in str(e.value)

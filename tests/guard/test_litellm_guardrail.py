@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from guard_cases import CASES, CONFIGS, calibration_records
 
 from citebound.cli.main import main as cli

@@ -68,7 +68,7 @@ class AuditEntry:
 
     id: str
     answer: str
-    guarded_answer: str
+    guarded_answer: str | None  # None: withheld (--action block)
     report: Mapping[str, Any]
 
 
@@ -171,6 +171,8 @@ def _answer_html(i: int, e: AuditEntry) -> str:
             + f'</td><td>{where}<div class="evidence">'
             f'{escape(snapped(ev)) if ev else escape(a.get("reason", ""))}</div></td></tr>')
     r = e.report
+    guarded = escape(e.guarded_answer) if e.guarded_answer is not None else \
+        f'<em class="withheld">withheld: {escape(str(r.get("block_reason") or "blocked"))}</em>'
     counts = " &middot; ".join(f"{r.get(k, 0)} {LABELS[k]}" for k in ACTIONS)
     needs = bool(review) or bool(uncited) or bool(r.get("blocked"))
     return (f'<section class="answer {"needs" if needs else "clean"}" id="answer-{i}" '
@@ -183,7 +185,7 @@ def _answer_html(i: int, e: AuditEntry) -> str:
             f"<table><tr><th>outcome</th><th>citation</th><th>score</th><th>claim</th><th>evidence</th></tr>"
             f'{"".join(rows)}</table>'
             f'<details class="guarded"><summary>guarded text</summary><div class="text">'
-            f"{escape(e.guarded_answer)}</div></details></section>")
+            f"{guarded}</div></details></section>")
 
 
 def render_audit_page(entries: Sequence[AuditEntry], *, verifier: str = "", rule: str = "",

@@ -1,0 +1,60 @@
+"""POST /v1/guard with a batch, under --action block: each answer's own outcome, the batch's counts over the answers
+that were guarded, the audit page (format=html) with a blocked answer withheld and a failed answer named by its id,
+id 0 included. Worked by hand (lexical verifier, no re-attribution, max_passages 2):
+
+- id 0: three passages, past max_passages: its own error (index 0), not guarded;
+- id 1: "Statins lower LDL cholesterol [1]." against the statin passage: verified, budget 0, passes;
+- id 2: "Unicorns sing opera loudly [1].": flagged, budget 1 > 0.3: blocked, its text withheld (null).
+
+Counts over the two guarded answers: 2 citations, 1 verified, 1 flagged, 1 blocked; pooled budget 1/2; 2 answers,
+1 failed."""
+import re
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi")
+from service_helpers import running  # noqa: E402
+
+from citebound.serving.state import ServeConfig  # noqa: E402
+from citebound.text.limits import Limits  # noqa: E402
+
+P = ["Statins lower LDL cholesterol in adults.", "Mitochondria produce ATP in cells."]
+BODY = {"answers": [{"id": 0, "answer": "Statins lower LDL cholesterol [1].", "passages": P + ["x"]},
+                    {"id": 1, "answer": "Statins lower LDL cholesterol [1].", "passages": P},
+                    {"id": 2, "answer": "Unicorns sing opera loudly [1].", "passages": P}]}
+
+
+@pytest.fixture(scope="module")
+def url():
+    with running(ServeConfig(verifier="lexical", action="block", block_above=0.3, reattributor=None,
+                             limits=Limits(max_passages=2))) as u:
+        yield u
+
+
+def test_each_answer_has_its_own_outcome_and_the_counts_are_over_the_guarded_ones(url):
+    r = httpx.post(f"{url}/v1/guard", json=BODY)
+    assert r.status_code == 200, r.text
+    failed, ok, blocked = r.json()["results"]
+    assert (failed["id"], failed["index"], failed["limit"]) == (0, 0, "max_passages")
+    assert ok["guarded_answer"] == "Statins lower LDL cholesterol [1]." and ok["report"]["blocked"] is False
+    assert blocked["guarded_answer"] is None and blocked["report"]["blocked"] is True
+    c = r.json()["counts"]
+    assert (c["answers"], c["failed_answers"], c["blocked"]) == (2, 1, 1)
+    assert (c["n_citations"], c["verified"], c["flagged"]) == (2, 1, 1)
+    assert c["review_budget"] == pytest.approx(0.5)
+
+
+def test_the_audit_page_withholds_the_blocked_text_and_names_the_failed_answer_by_its_id_0(url):
+    r = httpx.post(f"{url}/v1/guard?format=html", json=BODY)
+    assert r.status_code == 200, r.text[-500:]
+    assert re.findall(r"<h2>([^<]*)</h2>", r.text) == ["Answer 1", "Answer 2"]
+    assert re.findall(r'data-failed="([^"]*)"', r.text) == ["0"]
+    (withheld,) = re.findall(r'<em class="withheld">([^<]*)</em>', r.text)
+    assert withheld.startswith("withheld: review budget 1 is past --block-above 0.3")
+
+
+def test_one_blocked_answer_on_the_audit_page_is_withheld_not_a_500(url):
+    r = httpx.post(f"{url}/v1/guard?format=html", json=BODY["answers"][2])
+    assert r.status_code == 200, r.text[-500:]
+    assert '<em class="withheld">withheld: ' in r.text

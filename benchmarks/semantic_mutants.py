@@ -775,7 +775,7 @@ TESTS = {
     "chatproxy": ["tests/guard/test_chat_effects.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_proxy_routes.py", "tests/guard/test_observed_effects.py",
                   "tests/guard/test_proxy_unchecked.py", "tests/guard/test_wire_boundaries.py", "tests/guard/test_api_adapters.py"],
     "litellm": ["tests/guard/test_litellm_guardrail.py"],
-    "service2": ["tests/guard/test_guard_batch.py", "tests/guard/test_body_errors.py", "tests/guard/test_service.py", "tests/guard/test_hostile.py", "tests/guard/test_behaviours.py",
+    "service2": ["tests/guard/test_chat_effects.py", "tests/guard/test_guard_batch.py", "tests/guard/test_body_errors.py", "tests/guard/test_service.py", "tests/guard/test_hostile.py", "tests/guard/test_behaviours.py",
                  "tests/guard/test_observed_effects.py", "tests/guard/test_audit_page.py", "tests/guard/test_proxy_routes.py",
                  "tests/guard/test_batch_members.py"],
     "serve_cli": ["tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],

@@ -208,3 +208,28 @@ def test_empty_unchecked_fields_are_not_reported_and_filled_ones_are():
     got = _stream([_chunk({"content": GOOD, "refusal": ""}), _chunk({"refusal": "I will not."}), _chunk({}, "stop")])
     last = [e for e in got if isinstance(e, dict) and e.get("citebound")][-1]["citebound"]
     assert last["unchecked_fields"] == ["refusal"]
+
+
+@pytest.mark.parametrize("return_original", [False, True])
+def test_a_blocked_answers_403_withholds_the_claims_unless_the_original_was_asked_for(return_original):
+    """Unstreamed, --action block above 0.3: "... [1]. Unicorns sing opera loudly [2]." has 1 of 2 citations
+    flagged (budget 1/2): a 403 in OpenAI's shape with the report, whose claims are null and whose text is nowhere
+    in the body, unless the request asked for the original."""
+    msg = {"role": "assistant", "content": GOOD + BAD.rstrip()}
+    up = Upstream(json.dumps({"choices": [{"index": 0, "message": msg, "finish_reason": "stop"}]}).encode())
+    try:
+        with running(ServeConfig(verifier="lexical", upstream=up.url, action="block", block_above=0.3,
+                                 reattributor=None)) as url:
+            r = httpx.post(f"{url}/v1/chat/completions", timeout=60, json={
+                "model": "m", "messages": [{"role": "user", "content": "q"}],
+                "citebound": {"passages": P, "return_original": return_original}})
+    finally:
+        up.close()
+    assert r.status_code == 403 and r.json()["error"]["code"] == "blocked"
+    rep = r.json()["citebound"]["report"]
+    assert (rep["n_citations"], rep["flagged"], rep["blocked"]) == (2, 1, True)
+    claims = [a["claim"] for a in rep["audit"]]
+    if return_original:
+        assert claims == ["Statins lower LDL cholesterol.", "Unicorns sing opera loudly."]
+    else:
+        assert claims == [None, None] and "Unicorns" not in r.text

@@ -58,3 +58,10 @@ def test_one_blocked_answer_on_the_audit_page_is_withheld_not_a_500(url):
     r = httpx.post(f"{url}/v1/guard?format=html", json=BODY["answers"][2])
     assert r.status_code == 200, r.text[-500:]
     assert '<em class="withheld">withheld: ' in r.text
+
+
+def test_an_answer_is_named_by_its_id_0_included_and_else_by_its_position_from_1(url):
+    answers = [{"id": 0, "answer": "Statins lower LDL cholesterol [1].", "passages": P},
+               {"answer": "Mitochondria produce ATP in cells [2].", "passages": P}]
+    r = httpx.post(f"{url}/v1/guard?format=html", json={"answers": answers})
+    assert re.findall(r"<h2>([^<]*)</h2>", r.text) == ["Answer 0", "Answer 2"]

@@ -180,3 +180,16 @@ def by_config() -> dict[str, list[Case]]:
     for c in CASES:
         out.setdefault(c.config, []).append(c)
     return out
+
+
+def write_calibration(folder: Any) -> Any:
+    """The case table's grouped lexical calibration, made with ``citebound calibrate`` in ``folder``; its path."""
+    import json
+    from pathlib import Path
+
+    from citebound.cli.main import main
+
+    src, out = Path(folder) / "scores.jsonl", Path(folder) / "lab.json"
+    src.write_text("".join(json.dumps(r) + "\n" for r in calibration_records()))
+    assert main(["calibrate", "--scores", str(src), "--verifier", "lexical", "--out", str(out)]) == 0
+    return out

@@ -41,6 +41,19 @@ def _stream(events, done: bool = True, extra: dict | None = None, **cfg):
     return [x[6:] if x[6:] == "[DONE]" else json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
 
 
+def _whole(message: dict, extra: dict | None = None, **cfg):
+    """(the client's response, the upstream) for one unstreamed request whose upstream answers ``message``."""
+    up = Upstream(json.dumps({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}).encode())
+    try:
+        with running(ServeConfig(verifier="lexical", upstream=up.url, **cfg)) as url:
+            r = httpx.post(f"{url}/v1/chat/completions", timeout=60, json={
+                "model": "m", "messages": [{"role": "user", "content": "q"}],
+                "citebound": {"passages": P} | (extra or {})})
+    finally:
+        up.close()
+    return r, up
+
+
 def _text(events) -> str:
     return "".join((e["choices"][0]["delta"].get("content") or "") for e in events
                    if isinstance(e, dict) and e.get("choices"))
@@ -134,14 +147,8 @@ def test_a_blocked_streams_report_withholds_the_claims_unless_the_original_was_a
 @pytest.mark.parametrize("base,listed", [(None, "[1] " + P[0] + "\n\n[2] " + P[1]),
                                          (0, "[0] " + P[0] + "\n\n[1] " + P[1])])
 def test_the_passages_prompt_numbers_the_passages_in_the_requests_base(base, listed):
-    up = Upstream(json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}}]}).encode())
-    try:
-        with running(ServeConfig(verifier="lexical", upstream=up.url, passages_prompt="Sources:\n{passages}")) as url:
-            r = httpx.post(f"{url}/v1/chat/completions", timeout=60, json={
-                "model": "m", "messages": [{"role": "user", "content": "q"}],
-                "citebound": {"passages": P} | ({"citation_base": base} if base is not None else {})})
-    finally:
-        up.close()
+    r, up = _whole({"role": "assistant", "content": "x"}, {"citation_base": base} if base is not None else None,
+                   passages_prompt="Sources:\n{passages}")
     assert r.status_code == 200, r.text
     first = up.bodies[-1]["messages"][0]
     assert first == {"role": "system", "content": "Sources:\n" + listed}
@@ -149,15 +156,8 @@ def test_the_passages_prompt_numbers_the_passages_in_the_requests_base(base, lis
 
 
 def test_a_tool_call_answers_null_content_stays_null():
-    msg = {"role": "assistant", "content": None,
-           "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
-    up = Upstream(json.dumps({"choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls"}]}).encode())
-    try:
-        with running(ServeConfig(verifier="lexical", upstream=up.url)) as url:
-            r = httpx.post(f"{url}/v1/chat/completions", timeout=60, json={
-                "model": "m", "messages": [{"role": "user", "content": "q"}], "citebound": {"passages": P}})
-    finally:
-        up.close()
+    r, _ = _whole({"role": "assistant", "content": None,
+                   "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})
     assert r.status_code == 200, r.text
     got = r.json()
     assert got["choices"][0]["message"]["content"] is None
@@ -195,15 +195,8 @@ def test_a_segment_past_the_timeout_fails_closed_and_remove_keeps_the_joining_sp
 def test_empty_unchecked_fields_are_not_reported_and_filled_ones_are():
     """A refusal of "" and reasoning_content of null carry nothing: not unchecked fields (the header says none).
     A filled refusal is one, streamed too."""
-    msg = {"role": "assistant", "content": "Statins lower LDL cholesterol [1].", "refusal": "", "reasoning_content": None,
-           "audio": {}}
-    up = Upstream(json.dumps({"choices": [{"index": 0, "message": msg, "finish_reason": "stop"}]}).encode())
-    try:
-        with running(ServeConfig(verifier="lexical", upstream=up.url)) as url:
-            r = httpx.post(f"{url}/v1/chat/completions", timeout=60, json={
-                "model": "m", "messages": [{"role": "user", "content": "q"}], "citebound": {"passages": P}})
-    finally:
-        up.close()
+    r, _ = _whole({"role": "assistant", "content": "Statins lower LDL cholesterol [1].", "refusal": "",
+                   "reasoning_content": None, "audio": {}})
     assert r.json()["citebound"]["unchecked_fields"] == [] and r.headers["X-Citebound-Unchecked-Fields"] == "none"
     got = _stream([_chunk({"content": GOOD, "refusal": ""}), _chunk({"refusal": "I will not."}), _chunk({}, "stop")])
     last = [e for e in got if isinstance(e, dict) and e.get("citebound")][-1]["citebound"]
@@ -215,16 +208,8 @@ def test_a_blocked_answers_403_withholds_the_claims_unless_the_original_was_aske
     """Unstreamed, --action block above 0.3: "... [1]. Unicorns sing opera loudly [2]." has 1 of 2 citations
     flagged (budget 1/2): a 403 in OpenAI's shape with the report, whose claims are null and whose text is nowhere
     in the body, unless the request asked for the original."""
-    msg = {"role": "assistant", "content": GOOD + BAD.rstrip()}
-    up = Upstream(json.dumps({"choices": [{"index": 0, "message": msg, "finish_reason": "stop"}]}).encode())
-    try:
-        with running(ServeConfig(verifier="lexical", upstream=up.url, action="block", block_above=0.3,
-                                 reattributor=None)) as url:
-            r = httpx.post(f"{url}/v1/chat/completions", timeout=60, json={
-                "model": "m", "messages": [{"role": "user", "content": "q"}],
-                "citebound": {"passages": P, "return_original": return_original}})
-    finally:
-        up.close()
+    r, _ = _whole({"role": "assistant", "content": GOOD + BAD.rstrip()}, {"return_original": return_original},
+                  action="block", block_above=0.3, reattributor=None)
     assert r.status_code == 403 and r.json()["error"]["code"] == "blocked"
     rep = r.json()["citebound"]["report"]
     assert (rep["n_citations"], rep["flagged"], rep["blocked"]) == (2, 1, True)

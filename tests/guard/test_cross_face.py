@@ -13,7 +13,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from guard_cases import CASES, CONFIGS, COUNTS, Case, by_config, calibration_records
+from guard_cases import CASES, CONFIGS, COUNTS, Case, by_config, write_calibration
 
 from citebound import Guard
 from citebound.cli.main import main
@@ -24,11 +24,7 @@ FACES = ["library", "library-batch", "cli-jsonl", "cli-json", "service-batch", "
 
 @pytest.fixture(scope="module")
 def cal(tmp_path_factory):
-    d = tmp_path_factory.mktemp("cal")
-    src = d / "scores.jsonl"
-    src.write_text("".join(json.dumps(r) + "\n" for r in calibration_records()))
-    assert main(["calibrate", "--scores", str(src), "--verifier", "lexical", "--out", str(d / "lab.json")]) == 0
-    return d / "lab.json"
+    return write_calibration(tmp_path_factory.mktemp("cal"))
 
 
 def flags(config: str) -> list[str]:

@@ -13,9 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from guard_cases import CASES, CONFIGS, calibration_records
-
-from citebound.cli.main import main as cli
+from guard_cases import CASES, CONFIGS, write_calibration
 
 ROOT = Path(__file__).resolve().parents[2]
 if importlib.util.find_spec("litellm") is None:  # looked up, not imported: LiteLLM is imported by the subprocess only
@@ -73,11 +71,7 @@ def claims_absent(c, body) -> bool:
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    d = tmp_path_factory.mktemp("litellm-cal")
-    src = d / "scores.jsonl"
-    src.write_text("".join(json.dumps(r) + "\n" for r in calibration_records()))
-    assert cli(["calibrate", "--scores", str(src), "--verifier", "lexical", "--out", str(d / "lab.json")]) == 0
-    cal = d / "lab.json"
+    cal = write_calibration(tmp_path_factory.mktemp("litellm-cal"))
     scen = []
     for c in CASES:
         scen.append({"settings": settings(c.config, cal), "data": request(c), "choices": [c.answer]})

@@ -110,7 +110,8 @@ class _Run:
             self.out.write(json.dumps(result) + "\n" if self.batch else json.dumps(result, indent=2) + "\n")
             if self.html is not None:
                 from citebound.guarding.audit_page import AuditEntry
-                self.entries.append(AuditEntry(str(rec.get("id", lineno)), answer, text, result["report"]))
+                self.entries.append(AuditEntry(str(rec.get("id", lineno)), answer, result["guarded_answer"],
+                                               result["report"]))
 
     def _guard_groups(self, chunk: list[tuple[int, Any, str, list[str], int | None]]) -> list[Any]:
         """Each answer guarded under its group's calibration (its record's 'group', else --group), in order."""

@@ -65,3 +65,21 @@ def test_an_answer_is_named_by_its_id_0_included_and_else_by_its_position_from_1
                {"answer": "Mitochondria produce ATP in cells [2].", "passages": P}]
     r = httpx.post(f"{url}/v1/guard?format=html", json={"answers": answers})
     assert re.findall(r"<h2>([^<]*)</h2>", r.text) == ["Answer 0", "Answer 2"]
+
+
+def test_the_cli_audit_page_withholds_what_its_output_withholds(tmp_path):
+    """citebound guard --action block --html: the blocked answer's guarded text is null in the JSONL and withheld on
+    the page (the page shows what the output gives), the passing one shown."""
+    import json
+
+    from citebound.cli.main import main
+
+    src, out, page = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "audit.html"
+    src.write_text("".join(json.dumps(a) + "\n" for a in BODY["answers"][1:]))
+    assert main(["guard", "--input", str(src), "--out", str(out), "--verifier", "lexical", "--action", "block",
+                 "--block-above", "0.3", "--no-reattribute", "--html", str(page)]) == 0
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["guarded_answer"] for r in rows] == ["Statins lower LDL cholesterol [1].", None]
+    html = page.read_text()
+    assert re.findall(r"<em class=\"withheld\">([^<]*)</em>", html) == ["withheld: " + rows[1]["report"]["block_reason"]]
+    assert "<summary>guarded text</summary><div class=\"text\">Statins lower LDL cholesterol [1].</div>" in html

@@ -139,6 +139,11 @@ def test_streamed_joins_to_the_hand_worked_case(results, case):
         assert r["text"].strip() == case.stream_sent
         assert r["report"]["blocked"] is True
         assert all(a["claim"] is None for a in r["report"]["audit"])
+        # the report is of the answer so far, the withheld sentence included (by hand: "block" stops at the
+        # unicorn sentence, 1 verified and 1 flagged of 2; "block-uncited" at the first, uncited, sentence)
+        so_far = {"block": (2, 1, 1, 0), "block-uncited": (0, 0, 0, 1)}[case.name]
+        rep = r["report"]
+        assert (rep["n_citations"], rep["verified"], rep["flagged"], rep["uncited"]) == so_far
         return
     assert r["finish"] == "stop"
     assert r["text"] == case.text

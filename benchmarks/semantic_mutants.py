@@ -43,6 +43,7 @@ AM, AR = "citebound/serving/api_messages.py", "citebound/serving/api_responses.p
 SP, PX, UP = "citebound/serving/stream_proxy.py", "citebound/serving/proxy.py", "citebound/serving/upstream.py"
 SV, GR, CS = "citebound/serving/state.py", "citebound/serving/guard_routes.py", "citebound/cli/serve.py"
 APP = "citebound/serving/app.py"
+MR, MET = "citebound/serving/monitor_routes.py", "citebound/serving/metrics.py"
 H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
 MUTANTS = [
     # the guard's report
@@ -663,6 +664,25 @@ MUTANTS = [
     Mutant("serve_cli", CS, "if not 0 < args.port < 65536:", "if not 0 < args.port <= 65536:", "--port 65536 is accepted"),
     Mutant("serve_cli", CS, "args.max_wait_ms < 0 or args.drain_grace < 0", "args.max_wait_ms <= 0 or args.drain_grace < 0",
            "--max-wait-ms 0 (no wait: each request scored at once) is refused"),
+    # round 8, third batch (written while CI ran, the same way: the monitor routes and the metrics they export)
+    Mutant("monitor2", MR, "    groups |= {g: cal.pooled.card(g, cal.resolve(g)[1]) for g in cal.fallback}\n", "",
+           "/v1/monitor leaves out the groups that fall back to the pooled calibration"),
+    Mutant("monitor2", MR, "            return keeper.card(None if fallback else group)", "            return keeper.card(group)",
+           "labels posted for a fallback group answer with a card that claims the group's own calibration"),
+    Mutant("monitor2", MR, "    if len(raw) > 64 * 1024:", "    if len(raw) >= 64 * 1024:",
+           "an admin body of exactly 65536 bytes is refused"),
+    Mutant("monitor2", MR, 'if scheme.lower() != "bearer"', 'if scheme != "Bearer"',
+           "an admin token sent as 'bearer <token>' (lower case, as HTTP allows) is refused"),
+    Mutant("monitor2", MR, 'status_code=503,\n                                headers={"Retry-After": "5"})', "status_code=503)",
+           "a store that cannot take labels answers 503 without Retry-After"),
+    Mutant("monitor2", MET, "            self.uncited.inc(r.uncited)", "            self.uncited.inc(1 if r.uncited else 0)",
+           "the uncited-sentences counter counts answers with any, not sentences"),
+    Mutant("monitor2", MET, 'live = keeper.monitor is not None and now != "unavailable"', "live = keeper.monitor is not None",
+           "the martingale gauge claims a value while the store cannot say"),
+    Mutant("monitor2", MET, 'for st in (*STATES, "off", "unavailable"):', "for st in STATES:",
+           "the monitor-state gauge never shows off or unavailable"),
+    Mutant("monitor2", MET, '{"pooled": guard.keeper, **guard.calibrations.groups}.items()', '{"pooled": guard.keeper}.items()',
+           "the monitor gauges leave out every group"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -778,6 +798,9 @@ TESTS = {
     "service2": ["tests/guard/test_chat_effects.py", "tests/guard/test_guard_batch.py", "tests/guard/test_body_errors.py", "tests/guard/test_service.py", "tests/guard/test_hostile.py", "tests/guard/test_behaviours.py",
                  "tests/guard/test_observed_effects.py", "tests/guard/test_audit_page.py", "tests/guard/test_proxy_routes.py",
                  "tests/guard/test_batch_members.py"],
+    "monitor2": ["tests/guard/test_admin_strict.py", "tests/guard/test_observability.py", "tests/guard/test_monitor.py",
+                 "tests/guard/test_store_down.py", "tests/guard/test_store_probe.py", "tests/guard/test_groups.py",
+                 "tests/guard/test_card.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",

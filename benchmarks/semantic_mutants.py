@@ -798,7 +798,7 @@ TESTS = {
     "service2": ["tests/guard/test_chat_effects.py", "tests/guard/test_guard_batch.py", "tests/guard/test_body_errors.py", "tests/guard/test_service.py", "tests/guard/test_hostile.py", "tests/guard/test_behaviours.py",
                  "tests/guard/test_observed_effects.py", "tests/guard/test_audit_page.py", "tests/guard/test_proxy_routes.py",
                  "tests/guard/test_batch_members.py"],
-    "monitor2": ["tests/guard/test_admin_strict.py", "tests/guard/test_observability.py", "tests/guard/test_monitor.py",
+    "monitor2": ["tests/guard/test_monitor_effects.py", "tests/guard/test_admin_strict.py", "tests/guard/test_observability.py", "tests/guard/test_monitor.py",
                  "tests/guard/test_store_down.py", "tests/guard/test_store_probe.py", "tests/guard/test_groups.py",
                  "tests/guard/test_card.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],

@@ -1,0 +1,112 @@
+"""What the monitor routes and the metrics must say, observed: labels for a group that falls back to the pooled
+calibration go to the pooled monitor and answer with its card; the admin body's size limit at its boundary; the
+token's scheme in any case (HTTP's auth schemes are case-insensitive); every monitor state exported, one at 1;
+uncited sentences counted one by one; while the store cannot say, no martingale is claimed and labels are a 503
+that says when to come back."""
+import os
+import signal
+import time
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi")
+from guard_cases import write_calibration  # noqa: E402
+from service_helpers import running  # noqa: E402
+
+from citebound.serving.state import ServeConfig  # noqa: E402
+
+TOKEN = "a-test-admin-token-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+STATES = ("ok", "suspect", "void", "off", "unavailable")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cals")
+    (folder / "lab.json").write_text(write_calibration(tmp_path_factory.mktemp("cal")).read_text())
+    with running(ServeConfig(verifier="lexical", calibrations=str(folder), admin_token=TOKEN)) as url:
+        yield url
+
+
+def _states(metrics: str, profile: str, group: str) -> dict[str, float]:
+    out = {}
+    for line in metrics.splitlines():
+        head = f'citebound_monitor_state{{group="{group}",profile="{profile}",state="'
+        if line.startswith(head):
+            out[line[len(head):].split('"')[0]] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def test_labels_for_a_fallback_group_go_to_the_pooled_monitor_and_answer_with_its_card(lab):
+    """The case table's calibration: group "small" has too few unsupported citations and uses the pooled tau 0.50;
+    "big" has its own, 0.22. Labels for "small" are the pooled monitor's (its card: group pooled, tau 0.5); labels
+    for "big" are big's own."""
+    small = httpx.post(f"{lab}/v1/monitor/labels", headers=AUTH,
+                       json={"profile": "lab", "group": "small", "missed": 0, "unsupported": 3}).json()
+    assert (small["group"], small["calibrated_on"], small["tau"]) == ("pooled", "pooled", 0.5)
+    big = httpx.post(f"{lab}/v1/monitor/labels", headers=AUTH,
+                     json={"profile": "lab", "group": "big", "missed": 1, "unsupported": 4}).json()
+    assert (big["group"], big["calibrated_on"], big["tau"]) == ("big", "big", 0.22)
+    mon = httpx.get(f"{lab}/v1/monitor").json()["lab"]
+    assert (mon["monitor"]["labels"]["missed"], mon["monitor"]["labels"]["unsupported"]) == (0, 3)
+    assert (mon["groups"]["big"]["monitor"]["labels"]["missed"], mon["groups"]["big"]["monitor"]["labels"]["unsupported"]) == (1, 4)
+
+
+@pytest.mark.parametrize("size,status", [(65536, 200), (65537, 413)])
+def test_an_admin_body_of_65536_bytes_is_read_and_one_more_is_a_413(lab, size, status):
+    head, tail = b'{"profile": "lab", "missed": 0, "unsupported": 1', b"}"
+    body = head + b" " * (size - len(head) - len(tail)) + tail  # JSON allows the whitespace
+    assert len(body) == size
+    r = httpx.post(f"{lab}/v1/monitor/labels", content=body, headers=AUTH | {"content-type": "application/json"})
+    assert r.status_code == status, r.text[:300]
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+def test_the_token_scheme_is_read_in_any_case(lab, scheme):
+    r = httpx.post(f"{lab}/v1/monitor/labels", headers={"Authorization": f"{scheme} {TOKEN}"},
+                   json={"profile": "lab", "missed": 0, "unsupported": 1})
+    assert r.status_code == 200, r.text
+
+
+def test_every_monitor_state_is_exported_with_exactly_the_current_one_at_1(lab):
+    metrics = httpx.get(f"{lab}/metrics").text
+    for group in ("pooled", "big"):
+        got = _states(metrics, "lab", group)
+        assert sorted(got) == sorted(STATES) and sum(got.values()) == 1.0, got
+
+
+def test_uncited_sentences_are_counted_one_by_one():
+    """One answer with two uncited sentences and one cited, then one with none uncited: the counter says 2."""
+    with running(ServeConfig(verifier="lexical")) as url:
+        body = {"answers": [{"answer": "Statins lower LDL [1]. Aspirin is old. Cells divide.", "passages": ["Statins lower LDL."]},
+                            {"answer": "Statins lower LDL [1].", "passages": ["Statins lower LDL."]}]}
+        assert httpx.post(f"{url}/v1/guard", json=body).status_code == 200
+        line = [x for x in httpx.get(f"{url}/metrics").text.splitlines() if x.startswith("citebound_uncited_sentences_total ")]
+    assert line == ["citebound_uncited_sentences_total 2.0"]
+
+
+def test_while_the_store_cannot_say_no_martingale_is_claimed_and_labels_say_when_to_retry(tmp_path):
+    pytest.importorskip("redis", reason="the [redis] extra")
+    from test_state import _redis
+    from test_store_down import _until
+
+    p, url = _redis(tmp_path)
+    try:
+        with running(ServeConfig(verifier="lexical", state=url, admin_token=TOKEN)) as base, \
+                httpx.Client(base_url=base, timeout=30) as c:
+            m = c.get("/metrics").text
+            assert 'citebound_monitor_martingale{group="pooled",profile="default"} 1.0' in m
+            os.kill(p.pid, signal.SIGSTOP)
+            _until(lambda: c.get("/readyz").status_code == 503, 5.0)
+            m = c.get("/metrics").text
+            assert 'citebound_monitor_martingale{group="pooled",profile="default"} NaN' in m
+            assert _states(m, "default", "pooled") == {"ok": 0.0, "suspect": 0.0, "void": 0.0, "off": 0.0, "unavailable": 1.0}
+            t = time.perf_counter()
+            lab = c.post("/v1/monitor/labels", json={"missed": 0, "unsupported": 1}, headers=AUTH)
+            assert lab.status_code == 503 and lab.headers["Retry-After"] == "5"
+            assert time.perf_counter() - t < 1.0
+    finally:
+        os.kill(p.pid, signal.SIGCONT)
+        p.terminate()
+        p.wait(10)

@@ -98,15 +98,15 @@ class Visibility:
             runs.append((lo, hi))
 
 
-def _attributes(text: str, pos: int) -> tuple[dict[str, str], int] | None:
-    """The attributes of a tag from ``pos`` (after its name) and where the tag ends; None when the tag does
-    not end within :data:`MAX_TAG` characters (or at all)."""
+def _attributes(text: str, lt: int, pos: int) -> tuple[dict[str, str], int] | None:
+    """The attributes of the tag opened at ``lt``, read from ``pos`` (after its name), and where the tag ends;
+    None when it does not end (its '>' included) within :data:`MAX_TAG` characters of its '<', or at all."""
     attrs: dict[str, str] = {}
-    limit = pos + MAX_TAG
-    while pos <= limit:
+    limit = lt + MAX_TAG
+    while pos < limit:
         end = _TAG_END.match(text, pos)
         if end:
-            return attrs, end.end()
+            return (attrs, end.end()) if end.end() - lt <= MAX_TAG else None
         m = _ATTR_NAME.match(text, pos)
         if not m.group(1):
             return None  # the end of the text
@@ -285,7 +285,7 @@ class _Scanner:
                     self.add_text(lt, lt + 1)
                     pos = lt + 1
                 continue
-            parsed = _attributes(text, m.end())
+            parsed = _attributes(text, lt, m.end())
             if parsed is None:  # a tag the guard cannot read within reach: a browser may make it anything
                 if vis.open_to_end is None and len(text) - lt <= MAX_TAG:
                     vis.open_to_end = lt  # a stream may still complete it

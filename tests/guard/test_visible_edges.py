@@ -1,0 +1,128 @@
+"""The visibility rules no earlier table chose (#56): each rule's own value and its neighbours, the class of one
+marked character worked out by hand from what a browser does with the markup.
+
+A character is SHOWN (an answer checks it, a passage may support with it), HIDDEN (a browser does not render
+it: an answer leaves it out, a passage too), OBSCURED or UNCERTAIN (rendered, or perhaps rendered, where the
+guard cannot tell what a reader sees: an answer checks it and fails closed, a passage does not support with it).
+"""
+from __future__ import annotations
+
+import pytest
+
+from citebound.text.visible import HIDDEN, MAX_TAG, OBSCURED, SHOWN, UNCERTAIN, blank_hidden, passage_view, scan
+
+
+def cls(frag: str, mark: str = "x") -> int:
+    """The class of the last ``mark`` in ``frag`` (a character the markup itself never holds)."""
+    at = frag.rindex(mark)
+    v = scan(frag)
+    found = [c for c, spans in v.spans.items() if any(lo <= at < hi for lo, hi in spans)]
+    assert len(found) <= 1, (frag, found)
+    return found[0] if found else SHOWN  # shown text is what no span holds
+
+
+def faces(frag: str, mark: str, want: int) -> None:
+    """What each class means for the two faces: an answer checks all but HIDDEN; a passage keeps SHOWN only."""
+    at = frag.rindex(mark)
+    assert (blank_hidden(frag)[at] == mark) is (want != HIDDEN)
+    assert (passage_view(frag)[at] == mark) is (want == SHOWN)
+
+
+@pytest.mark.parametrize("frag,want", [
+    # hidden="until-found": the browser renders it collapsed until a find-in-page opens it
+    ('<span hidden="until-found">x</span>', OBSCURED), ('<span hidden="UNTIL-FOUND">x</span>', OBSCURED),
+    ('<span hidden="">x</span>', HIDDEN), ('<span hidden="until">x</span>', HIDDEN),
+    # visibility: the keywords the guard knows, and one it does not
+    ('<span style="visibility:sideways">x</span>', OBSCURED), ('<span style="visibility:inherit">x</span>', SHOWN),
+    ('<span style="visibility:revert">x</span>', SHOWN), ('<span style="visibility:collapse">x</span>', HIDDEN),
+    ('<div style="visibility:hidden"><span style="visibility:visible">x</span></div>', SHOWN),
+    # opacity as a number and as a percentage, at 0.1 and beside it, and one the guard cannot read
+    ('<span style="opacity:9%">x</span>', OBSCURED), ('<span style="opacity:10%">x</span>', SHOWN),
+    ('<span style="opacity:0.099">x</span>', OBSCURED), ('<span style="opacity:half">x</span>', OBSCURED),
+    # zoom: 0 shrinks the text to nothing; 1 and normal leave it
+    ('<span style="zoom:0">x</span>', OBSCURED), ('<span style="zoom:1">x</span>', SHOWN),
+    ('<span style="zoom:normal">x</span>', SHOWN), ('<span style="zoom:50%">x</span>', OBSCURED),
+    ('<span style="transform:none">x</span>', SHOWN), ('<span style="transform:scale(0)">x</span>', OBSCURED),
+    # colours the guard cannot read are obscured; the keywords that keep the parent's colour are not
+    ('<span style="color:hsl(0,0%,0%)">x</span>', OBSCURED), ('<span style="color:rgb(1..2,0,0)">x</span>', OBSCURED),
+    ('<span style="color:currentcolor">x</span>', SHOWN), ('<span style="color:inherit">x</span>', SHOWN),
+    ('<span style="color:rgb(0,0,0)">x</span>', SHOWN), ('<span style="color:rgb(100%,100%,100%)">x</span>', OBSCURED),
+    ('<span style="color:#fff0">x</span>', OBSCURED), ('<span style="color:#ffffff">x</span>', OBSCURED),
+    # a backdrop: an image or gradient hides the contrast; a half-transparent colour leaves the page's white
+    ('<div style="background:linear-gradient(#fff,#fff)">x</div>', OBSCURED),
+    ('<div style="background:none">x</div>', SHOWN), ('<div style="background:#fff">x</div>', SHOWN),
+    ('<div style="background-color:rgba(0,0,0,0.5)">x</div>', SHOWN),
+    ('<div style="background-color:rgba(0,0,0,0.99)">x</div>', OBSCURED),  # opaque enough: black on black
+    ('<div style="background:black;color:white">x</div>', SHOWN),
+    # an invalid length is dropped, as a browser drops the declaration: the text stays where it is
+    ('<span style="left:1..2px">x</span>', SHOWN), ('<span style="font-size:1..2px">x</span>', SHOWN),
+    ('<span style="font-size:0">x</span>', OBSCURED), ('<span style="text-indent:-1000pt">x</span>', OBSCURED),
+    ('<span style="text-indent:-749pt">x</span>', SHOWN),  # 749pt is 998.7px, under 1000
+])
+def test_css_rules_the_guard_reads_and_the_ones_it_cannot(frag, want):
+    assert cls(frag) == want
+    faces(frag, "x", want)
+
+
+@pytest.mark.parametrize("frag,mark,want", [
+    # <!--> leaves a script's escape at once: the first </script> ends the script, what follows is shown
+    ("<script><!--><script></script>x", "x", SHOWN),
+    ("<script><!---><script></script>x", "x", SHOWN),
+    # ... while <!-- <script> double-escapes it: the first </script> does not end it (a browser hides x)
+    ("<script><!--<script></script>x", "x", UNCERTAIN),
+    # misnested formatting: after </b> closes over <i>, the tree is rearranged (what follows is uncertain)
+    # (a browser reopens the <i> after the </b>: y is in it; the same <i> changes nothing, a hidden one hides y)
+    ('<b><i style="display:none">x</b>y</i>', "y", UNCERTAIN), ("<b><i>x</b>y</i>", "y", SHOWN),
+    ("<b><i>x</i></b>y", "y", SHOWN), ('<b><i style="display:none">x</i></b>y', "y", SHOWN),
+    # an end tag that is not formatting stops at a special element: </span> inside a <div> is ignored
+    ('<span style="display:none"><div>x</span>y</div>', "y", HIDDEN),
+    ('<span style="display:none"><em>x</span>y</em>', "y", SHOWN),
+    # a formatting end tag over a special element: the adoption agency moves things, uncertain from there
+    ("<b><div>x</b>y</div>", "y", UNCERTAIN),
+    # a textarea renders its text in a box a reader may or may not read whole; hidden, it renders nothing
+    ("<textarea>x</textarea>", "x", UNCERTAIN), ("<textarea hidden>x</textarea>", "x", HIDDEN),
+    ('<textarea style="visibility:hidden">x</textarea>', "x", HIDDEN), ("<textarea>x</textarea>y", "y", SHOWN),
+    # bogus comments (a doctype, a processing instruction, an end tag that is not a name) are markup
+    ("<!DOCTYPE html>x", "D", HIDDEN), ("<!DOCTYPE html>x", "x", SHOWN), ('<?xml version="1.0"?>x', "v", HIDDEN),
+    ("</3 y>x", "y", HIDDEN), ("</3 y>x", "x", SHOWN), ("<!y", "y", SHOWN), ("a <3 y", "y", SHOWN),
+    # a quoted value that never closes: the tag cannot be read, a browser may make anything of what follows
+    ('<span title="open>x', "x", UNCERTAIN), ("<span title='open>x", "x", UNCERTAIN),
+    ('<span title="shut">x', "x", SHOWN),
+])
+def test_parser_rules_at_their_edges(frag, mark, want):
+    assert cls(frag, mark) == want
+    faces(frag, mark, want)
+
+
+def _tag(length: int) -> str:
+    """A ``<span style="display:none" t0="aaa…" t1="…" …>`` of exactly ``length`` characters, '<' to '>' (no
+    value over 1000 characters: a quoted value has a limit of its own)."""
+    tag = '<span style="display:none"'
+    k = 0
+    while len(tag) + 1 < length:
+        room = length - len(tag) - 1 - len(f' t{k}=""')
+        tag += f' t{k}="' + "a" * max(0, min(1000, room)) + '"' if room >= 0 else " " * (length - len(tag) - 1)
+        k += 1
+    return tag + ">"
+
+
+@pytest.mark.parametrize("length,want", [(60, HIDDEN), (MAX_TAG - 1, HIDDEN), (MAX_TAG, HIDDEN),
+                                         (MAX_TAG + 1, UNCERTAIN), (MAX_TAG + 200, UNCERTAIN)])
+def test_a_tag_of_up_to_max_tag_characters_is_read_and_a_longer_one_is_not(length, want):
+    """MAX_TAG is the most characters one tag may take, '<' to '>': that tag is read (its element hides x); a
+    longer one cannot be read, so what follows is uncertain (an answer checks x and fails closed)."""
+    assert MAX_TAG == 4000
+    tag = _tag(length)
+    assert len(tag) == length and tag.startswith("<") and tag.endswith(">")
+    frag = "lead " + tag + "x</span> tail"
+    assert cls(frag) == want
+    faces(frag, "x", want)
+
+
+def test_a_tag_with_many_short_attributes_past_max_tag_is_not_read_either():
+    attrs = " a=1" * 1000  # 4000 characters of attributes, each read on its own
+    frag = '<span style="display:none"' + attrs + ">x</span>"
+    assert frag.index(">") + 1 > MAX_TAG
+    assert cls(frag) == UNCERTAIN
+    short = '<span style="display:none"' + " a=1" * 10 + ">x</span>"
+    assert cls(short) == HIDDEN

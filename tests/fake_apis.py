@@ -30,6 +30,7 @@ class Turn:
     event_pause_s: float = 0.0  # pace the stream: write one event, then wait this long (a token rate)
     raw: bytes | None = None  # streamed: these bytes instead of the events (a hostile upstream)
     whole: dict[str, Any] | None = None  # unstreamed: this JSON answer instead of one built from the pieces
+    delay_s: float = 0.0  # wait this long before answering at all (a slow upstream)
 
 
 def _sse(events: list[dict[str, Any]]) -> bytes:
@@ -121,6 +122,7 @@ class FakeAPIs(LoopbackServer):
                 outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                 t, model = outer.script(body), body.get("model", "fake")
                 anthropic = self.path == "/v1/messages"
+                time.sleep(t.delay_s)
                 if not body.get("stream"):
                     data = json.dumps(t.whole if t.whole is not None else message(t, model) if anthropic
                                       else response(t, model)).encode()

@@ -33,7 +33,8 @@ class FakeClassifier:
     def __init__(self, model: str = "fake-nli", root: str = "/models/fake-nli"):
         self.model, self.root = model, root
         self.behaviour = "ok"  # ok, delay, slow, trickle, huge, notjson, nan, classes, redirect, busy, bad, count, reversed,
-        # binary, logits
+        # binary, logits, nodata, othermodel, notobject, badindex, dupindex, above, below
+        self.models = "ok"  # GET /v1/models: ok, down (503), odd (no list)
         self.busy_first = 0  # with "busy": answer 503 this many times, then as "ok"
         self.requests: list[dict[str, Any]] = []
         self.in_flight = self.max_in_flight = 0
@@ -54,6 +55,10 @@ class FakeClassifier:
                     outer.requests.append({"path": self.path, "headers": dict(self.headers)})
                 if self.path != "/v1/models":
                     return self._send(404, {"detail": "Not Found"})
+                if outer.models == "down":
+                    return self._send(503, {"error": {"message": "loading"}})
+                if outer.models == "odd":
+                    return self._send(200, {"object": "list", "data": "fake-nli"})
                 self._send(200, {"object": "list", "data": [{"id": outer.model, "object": "model", "root": outer.root,
                                                              "max_model_len": 512}]})
 
@@ -118,7 +123,20 @@ class FakeClassifier:
                     rows = rows[:-1]
                 if b == "reversed":  # the rows in reverse order, each with its own index (the API allows any order)
                     rows = rows[::-1]
-                payload = json.dumps({"id": "x", "object": "list", "model": outer.model, "data": rows}).encode()
+                if b == "notobject":
+                    rows[0] = rows[0]["probs" if "probs" in rows[0] else "data" if "data" in rows[0] else "score"]
+                if b == "badindex":  # the first row's index one past the last
+                    rows[0]["index"] = len(rows)
+                if b == "dupindex":  # the last row repeats the first's index
+                    rows[-1]["index"] = rows[0]["index"]
+                if b in ("above", "below"):  # a score outside [0, 1] (a logit, not a probability)
+                    key = "probs" if "probs" in rows[0] else "data" if "data" in rows[0] else "score"
+                    v = 1.5 if b == "above" else -0.5
+                    rows[0][key] = v if key == "score" else [v] + rows[0][key][1:]
+                answer = {"id": "x", "object": "list", "model": "other-nli" if b == "othermodel" else outer.model}
+                if b != "nodata":
+                    answer["data"] = rows
+                payload = json.dumps(answer).encode()
                 if b == "trickle":  # a byte every 0.2 s: each read's timeout never fires
                     self.send_response(200)
                     self.send_header("Content-Length", str(len(payload)))

@@ -289,12 +289,12 @@ def install_log_redaction() -> None:
 def read_secret(path: str | Path) -> str:
     """The first line of a secret file, stripped; a ValueError says why there is none (unreadable, or empty)."""
     try:
-        secret = Path(path).read_text(encoding="utf-8").strip().splitlines()[0].strip()
-    except (OSError, UnicodeDecodeError, IndexError) as e:
+        lines = Path(path).read_text(encoding="utf-8").strip().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
         raise ValueError(f"cannot read a secret from it ({e})") from None
-    if not secret:
-        raise ValueError("its first line is empty")
-    return secret
+    if not lines:
+        raise ValueError("it is empty: write the secret on its first line")
+    return lines[0].strip()
 
 
 def api_key(cfg: Mapping[str, Any]) -> str:

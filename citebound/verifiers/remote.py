@@ -157,10 +157,6 @@ class RemoteVerifier:
         self._logged: dict[str, tuple[float, int]] = {}  # failure -> (when last logged, units unscored since)
         self.pool = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix=f"remote-{self.name}")
 
-    def describe(self) -> str:
-        """Where it points, redacted (``citebound verifiers``)."""
-        return f"{self.api} {redact_url(self.url)}{APIS[self.api]} model {self.model}"
-
     # -- identity ---------------------------------------------------------------------------------------------
 
     def _identity_problem(self) -> str:

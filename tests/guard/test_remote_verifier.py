@@ -107,6 +107,12 @@ HOSTILE = [  # behaviour, the words the reason holds, the most seconds it may ta
     ("count", "items for", 2.0),
     ("redirect", "redirect to http://elsewhere.invalid/classify", 2.0),
     ("bad", "answered 400", 2.0),
+    ("nodata", "the answer has no 'data' list", 2.0),
+    ("othermodel", "the answer is from model 'other-nli', not 'fake-nli'", 2.0),
+    ("notobject", "item 0 is not an object", 2.0),
+    ("badindex", "item 0 has index 1, not a new one in 0..0", 2.0),  # one unit: index 1 is one past the last
+    ("above", "item 0's scores are not probabilities in [0, 1]: [1.5,", 2.0),
+    ("below", "item 0's scores are not probabilities in [0, 1]: [-0.5,", 2.0),
 ]
 
 
@@ -282,6 +288,9 @@ def test_the_key_comes_from_a_file_and_reaches_the_server(server, tmp_path):
     ({"num_classes": 3, "positive_class": 3}, "above positive_class (3)"),
     ({"input_template": "{passage} {hypothesis}"}, "input_template may hold only"),
     ({"pair_order": "query_first"}, "pair_order 'query_first' is not passage_first or claim_first"),
+    ({"model": ""}, "model (the served model's name) is required"),
+    ({"url": "http://127.0.0.1:9"}, "the model server http://127.0.0.1:9 could not list its models ("),
+    ({"api_key_file": "/nonexistent/key"}, "api_key_file /nonexistent/key: cannot read a secret from it"),
 ])
 def test_a_bad_definition_is_one_line(server, over, why):
     with pytest.raises(VerifierLoadError) as e:
@@ -410,3 +419,52 @@ def test_credentials_in_a_url_with_a_path_are_refused_too(server, url):
     # refused by the definition's own check, before any call (the HTTP client would refuse such a URL too)
     assert "carries credentials: give the key by file (api_key_file)" in str(e.value) and "pw" not in str(e.value)
     assert "could not list its models" not in str(e.value)
+
+
+def test_two_units_with_one_index_twice_fail_together(server):
+    """Two units answered as index 0 twice: the batch cannot say which score is whose, so both are unscored."""
+    server.behaviour = "dupindex"
+    ps = scorer(server, max_retries=0).score(["aspirin", "statins"], ["aspirin", "statins"])
+    assert np.isnan(ps.score).all() and all("item 1 has index 0, not a new one in 0..1" in r for r in ps.reason)
+
+
+@pytest.mark.parametrize("models,why", [("down", "could not list its models (answered 503"),
+                                        ("odd", "/v1/models is not an OpenAI-style model list")])
+def test_a_model_list_the_guard_cannot_read_stops_the_load(server, models, why):
+    server.models = models
+    with pytest.raises(VerifierLoadError) as e:
+        scorer(server)
+    assert why in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("key,why", [("k\x07ey\n", "not a printable ASCII key"), ("cl\u00e9\n", "not a printable ASCII key"),
+                                     ("\n \n", "it is empty: write the secret on its first line")])
+def test_a_key_file_with_no_usable_key_stops_the_load_without_showing_it(server, tmp_path, key, why):
+    f = tmp_path / "key"
+    f.write_text(key)
+    with pytest.raises(VerifierLoadError) as e:
+        scorer(server, api_key_file=str(f))
+    assert why in str(e.value) and "ey" not in str(e.value).split("key")[-1]
+    assert [r["path"] for r in server.requests] == []  # nothing was sent without the key
+
+
+def test_a_model_list_that_fails_at_a_recheck_leaves_every_unit_unscored_until_it_answers(server):
+    """identity_check_seconds 0: every call asks who is served first. While the list fails, no unit is scored
+    (NaN, never a pass) and each says why; once it answers again, calls score again."""
+    s = scorer(server, identity_check_seconds=0)
+    server.models = "down"
+    ps = s.score(["aspirin", "statins"], ["aspirin", "Statins."])
+    assert np.isnan(ps.score).all()
+    assert all(r.startswith("unscored: the served verifier could not be used: ") and "could not list its models" in r
+               for r in ps.reason)
+    assert [r["path"] for r in server.requests][-1] == "/v1/models"  # no classify call was made
+    server.models = "ok"
+    assert s.score(["aspirin"], ["aspirin"]).score.tolist() == [1.0]
+
+
+@pytest.mark.parametrize("over,sent", [({}, None), ({"truncate_prompt_tokens": 256}, 256), ({"truncate_prompt_tokens": 0}, 0)])
+def test_truncate_prompt_tokens_reaches_the_server_only_when_set(server, over, sent):
+    scorer(server, **over).score(["aspirin"], ["aspirin"])
+    (body,) = [r["body"] for r in server.requests if "body" in r]
+    assert body.get("truncate_prompt_tokens") == sent and (("truncate_prompt_tokens" in body) is (sent is not None))
+

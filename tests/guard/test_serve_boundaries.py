@@ -50,3 +50,55 @@ def test_serve_options_at_their_boundaries(argv, ok, message, started, capsys, t
     else:
         assert code == 2 and not started
         assert message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("argv,ok,message", [
+    (["--passages-prompt", "Use these: {passages}"], True, None),
+    (["--passages-prompt", "default"], True, None),
+    (["--passages-prompt", "Use these: {passage}"], False, "--passages-prompt: the template must contain {passages}"),
+    (["--calibrations", "{tmp}"], True, None),
+    (["--calibrations", "{tmp}/none"], False, "none: no such folder (--calibrations takes a folder"),
+    (["--max-batch-units", "0"], False, "--max-batch-units must be >= 1, got 0"),
+    (["--max-batch-units", "1"], True, None),
+    (["--upstream-auth", "own"], False, "--upstream-auth and --upstream-key-file are for the proxy: give --upstream"),
+    (["--upstream", "http://127.0.0.1:9", "--upstream-auth", "own"], False, "--upstream-auth own needs --upstream-key-file"),
+    (["--upstream", "http://127.0.0.1:9", "--upstream-auth", "client", "--upstream-key-file", "{tmp}/key"], False,
+     "--upstream-key-file is never sent with --upstream-auth client"),
+    (["--upstream", "http://u:p@127.0.0.1:9", "--upstream-key-file", "{tmp}/key"], False,
+     "--upstream has credentials in its URL and --upstream-key-file gives another"),
+    (["--upstream", "http://127.0.0.1:9", "--upstream-key-file", "{tmp}/key"], True, None),
+    (["--upstream", "http://127.0.0.1:9", "--upstream-key-file", "{tmp}/empty"], False,
+     "--upstream-key-file {tmp}/empty: it is empty: write the secret on its first line"),
+    (["--upstream", "http://127.0.0.1:9", "--upstream-key-file", "{tmp}/missing"], False,
+     "--upstream-key-file {tmp}/missing: cannot read a secret from it"),
+])
+def test_serve_refuses_what_it_cannot_use_in_one_line(argv, ok, message, started, capsys, tmp_path):
+    """Each refusal names the option and what to do; an accepted line reaches serve() with what it gave."""
+    (tmp_path / "key").write_text("sk-upstream-key\n")
+    (tmp_path / "key").chmod(0o600)
+    (tmp_path / "empty").write_text("\n")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    code = main(["serve", "--verifier", "lexical", *argv])
+    err = capsys.readouterr().err
+    if ok:
+        assert code == 0 and len(started) == 1, err
+        cfg, _ = started[0]
+        if "--passages-prompt" in argv:
+            from citebound.serving.state import DEFAULT_PASSAGES_PROMPT
+
+            given = argv[argv.index("--passages-prompt") + 1]
+            assert cfg.passages_prompt == (DEFAULT_PASSAGES_PROMPT if given == "default" else given)
+        if "--upstream-key-file" in argv:
+            assert cfg.upstream_key == "sk-upstream-key" and cfg.upstream_auth == "own"
+        if "--max-batch-units" in argv:
+            assert cfg.max_batch_units == 1
+    else:
+        assert code == 2 and not started
+        assert message.replace("{tmp}", str(tmp_path)) in err and err.count("\n") == 1, err
+        assert "sk-upstream-key" not in err
+
+
+def test_an_unknown_verifier_is_refused_before_serve_naming_the_nearest(started, capsys):
+    assert main(["serve", "--verifier", "lexicl"]) == 2 and not started
+    err = capsys.readouterr().err
+    assert "lexicl" in err and "lexical" in err and err.count("\n") == 1, err

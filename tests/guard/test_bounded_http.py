@@ -1,0 +1,180 @@
+"""The served verifier's HTTP client against a server that sends exactly the bytes a test scripts (#56): every way
+an answer can end (a length, chunks, the connection closed), each limit at its value and one past it, and what is
+not HTTP at all. Each expected body or message is read off the bytes by hand."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from citebound.scoring.bounded_http import HTTPFailure, exchange, request_json
+
+OK = b'{"a": 1}'  # 8 bytes
+
+
+class Scripted:
+    """One connection at a time: read the request, send ``raw``, hold the connection ``hold_s``, close."""
+
+    def __init__(self, raw: bytes, hold_s: float = 0.0):
+        self.raw, self.hold_s, self.got = raw, hold_s, b""
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            conn.settimeout(5)
+            while b"\r\n\r\n" not in self.got:
+                self.got += conn.recv(65536)
+            head, _, rest = self.got.partition(b"\r\n\r\n")
+            n = next((int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length:")), 0)
+            while len(rest) < n:
+                rest += conn.recv(65536)
+            self.got = head + b"\r\n\r\n" + rest
+            conn.sendall(self.raw)
+            time.sleep(self.hold_s)
+
+    def close(self) -> None:
+        self.thread.join(10)
+        self.sock.close()
+
+
+def answer(raw: bytes, hold_s: float = 0.0, took: list | None = None, **kw):
+    """The JSON ``request_json`` makes of ``raw``; ``took`` gets the seconds the call itself took."""
+    s = Scripted(raw, hold_s)
+    t0 = time.monotonic()
+    try:
+        return request_json(s.url + "/classify", "POST", {"x": 1}, **kw)
+    finally:
+        if took is not None:
+            took.append(time.monotonic() - t0)
+        s.close()
+
+
+def head(*lines: str) -> bytes:
+    return ("\r\n".join(("HTTP/1.1 200 OK",) + lines) + "\r\n\r\n").encode()
+
+
+@pytest.mark.parametrize("raw,want", [
+    (head("Content-Length: 8") + OK, {"a": 1}),
+    (head("Content-Length: 8") + OK + b"trailing bytes past the length", {"a": 1}),
+    (head() + OK, {"a": 1}),  # no length, not chunked: the body runs to the close
+    (head("Transfer-Encoding: chunked") + b'3\r\n{"a\r\n5\r\n": 1}\r\n0\r\n\r\n', {"a": 1}),
+    (head("Transfer-Encoding: chunked") + b"8;ext=1\r\n" + OK + b"\r\n0\r\nX-Trailer: t\r\n\r\n", {"a": 1}),
+    (head("Transfer-Encoding: Chunked", "Content-Length: 999") + b"8\r\n" + OK + b"\r\n0\r\n\r\n", {"a": 1}),
+])
+def test_every_way_an_answer_may_end(raw, want):
+    assert answer(raw, timeout_s=5) == want
+
+
+@pytest.mark.parametrize("raw,why", [
+    (b"", "the server closed the connection before answering"),
+    (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", "the answer is not HTTP (status line b'SSH-2.0-OpenSSH_9.6')"),
+    (b"HTTP/1.1 20 OK\r\n\r\n", "the answer is not HTTP"),
+    (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70_000, "the answer's headers are over 64 KiB or never end"),
+    (head("Content-Length: 20") + OK, "the server closed the connection mid-answer"),
+    (head("Transfer-Encoding: chunked") + b"8\r\n" + OK + b"\r\n", "the server closed the connection mid-answer"),
+    (head("Content-Length: eight") + OK, "the answer's Content-Length 'eight' is not a number"),
+    (head("Content-Length: 8") + b"not json", "the answer is not JSON"),
+    (head("Content-Length: 3") + b"NaN", "the answer holds NaN, which is not JSON"),
+    (b"HTTP/1.1 302 Found\r\nLocation: http://elsewhere.invalid/x\r\nContent-Length: 0\r\n\r\n",
+     "answered 302, a redirect to http://elsewhere.invalid/x: no redirect is followed"),
+])
+def test_what_is_not_a_usable_answer_says_why(raw, why):
+    with pytest.raises(HTTPFailure) as e:
+        answer(raw, timeout_s=5)
+    assert why in str(e.value), str(e.value)
+    assert e.value.retryable is False
+
+
+@pytest.mark.parametrize("status,retryable", [(503, True), (502, True), (504, True), (429, True), (500, False),
+                                              (404, False), (400, False)])
+def test_a_status_outside_2xx_is_a_failure_retried_only_when_nothing_was_done(status, retryable):
+    body = b'{"error": "x"}'
+    raw = f"HTTP/1.1 {status} X\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+    with pytest.raises(HTTPFailure) as e:
+        answer(raw, timeout_s=5)
+    assert (e.value.status, e.value.retryable) == (status, retryable)
+    assert str(e.value) == f'answered {status}: {{"error": "x"}}'
+
+
+@pytest.mark.parametrize("how,max_bytes,ok", [
+    ("length", 8, True), ("length", 7, False), ("close", 8, True), ("close", 7, False),
+])
+def test_the_byte_limit_admits_its_size_and_not_one_byte_more(how, max_bytes, ok):
+    raw = (head("Content-Length: 8") if how == "length" else head()) + OK
+    if ok:
+        assert answer(raw, timeout_s=5, max_bytes=max_bytes) == {"a": 1}
+        return
+    with pytest.raises(HTTPFailure) as e:
+        answer(raw, timeout_s=5, max_bytes=max_bytes)
+    want = "the answer is 8 bytes, over the 7-byte limit" if how == "length" else "the answer is over the 7-byte limit"
+    assert str(e.value) == want
+
+
+@pytest.mark.parametrize("raw,came", [(b"", "no"), (head("Content-Length: 8") + b'{"a"', "some")])
+def test_an_answer_that_stops_coming_fails_within_the_time_left(raw, came):
+    took: list = []
+    with pytest.raises(HTTPFailure) as e:
+        answer(raw, hold_s=1.5, took=took, timeout_s=0.5)
+    assert took[0] < 1.2
+    assert f"no complete answer within the time left ({came} bytes came)" in str(e.value)
+
+
+@pytest.mark.parametrize("url,why", [
+    ("ftp://127.0.0.1:1/x", "is not an http:// or https:// URL"),
+    ("http:///x", "is not an http:// or https:// URL"),
+    ("http://user:pw@127.0.0.1:1/x", "the URL carries credentials"),
+    ("http://user@127.0.0.1:1/x", "the URL carries credentials"),
+])
+def test_a_url_it_will_not_use_is_refused_before_any_connection(url, why):
+    with pytest.raises(HTTPFailure) as e:
+        exchange(url, timeout_s=1)
+    assert why in str(e.value) and "pw" not in str(e.value).replace(url, "")
+
+
+def test_a_refused_connection_may_be_retried():
+    s = socket.create_server(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    with pytest.raises(HTTPFailure) as e:
+        exchange(f"http://127.0.0.1:{port}/x", timeout_s=2)
+    assert e.value.retryable is True and f"cannot connect to 127.0.0.1:{port}" in str(e.value)
+
+
+def test_the_request_on_the_wire():
+    """The request line keeps the path and query; the host, a JSON body in ASCII and its exact length; the
+    caller's headers after ours."""
+    s = Scripted(head("Content-Length: 8") + OK)
+    try:
+        request_json(s.url + "/v1/classify?a=b", "POST", {"claim": "caf\u00e9"}, headers={"Authorization": "Bearer k"},
+                     timeout_s=5)
+    finally:
+        s.close()
+    head_part, _, body = s.got.partition(b"\r\n\r\n")
+    lines = head_part.split(b"\r\n")
+    port = s.url.rsplit(":", 1)[1]
+    assert lines[0] == b"POST /v1/classify?a=b HTTP/1.1"
+    assert f"Host: 127.0.0.1:{port}".encode() in lines and b"Authorization: Bearer k" in lines
+    assert body == b'{"claim": "caf\\u00e9"}' and f"Content-Length: {len(body)}".encode() in lines
+
+
+def test_stop_ends_the_exchange_between_reads():
+    class Gone(Exception):
+        pass
+
+    calls = []
+
+    def stop():
+        calls.append(1)
+        if len(calls) > 2:
+            raise Gone
+
+    took: list = []
+    with pytest.raises(Gone):
+        answer(b"", hold_s=1.5, took=took, timeout_s=10, stop=stop)
+    assert took[0] < 1.2 and len(calls) == 3

@@ -114,8 +114,8 @@ class StreamRun:
                 if ev is DONE:
                     done = True
                     break
+                content, fin, calls = _delta(ev)  # first: it refuses an event that is not a JSON object, by name
                 self.meta.take(ev)
-                content, fin, calls = _delta(ev)
                 finish = fin or finish
                 for chunk in self._passed_through(ev, calls):
                     yield chunk

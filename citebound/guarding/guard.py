@@ -269,7 +269,10 @@ class Guard:
             answer, passages = item[0], item[1]
             b = item[2] if len(item) > 2 and item[2] is not None else (self.base if base is None else base)
             try:
-                todo.append((answer, normalise_passages(list(passages)), b))
+                # a tuple or other iterable is a list of passages; a string is one text, never its characters
+                listed = passages if isinstance(passages, (str, bytes, Mapping)) or not isinstance(passages, Iterable) \
+                    else list(passages)
+                todo.append((answer, normalise_passages(listed), b))
             except GuardInputError as e:
                 if not isolate:
                     raise

@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from citebound.calibration.binomial import binom_cdf
-from citebound.calibration.binomial import upper_bound as cp_upper
 
 METHODS = ("bonferroni", "holm", "fixed_sequence")
 SPLIT = 0.3  # share of the calibration citations that order the fixed sequence (split fixed-sequence testing)
@@ -43,11 +42,6 @@ def binomial_p(k: int, n: int, rate: float) -> float:
     if n == 0:
         return 1.0
     return float(binom_cdf(k, n, rate))
-
-
-def upper_bound(k: int, n: int, level: float) -> float:
-    """The smallest rate r with P(Binomial(n, r) <= k) <= level (Clopper-Pearson one-sided upper bound)."""
-    return cp_upper(k, n, level)
 
 
 def default_grid(lo: float = 0.0, hi: float = 1.0, size: int = 201) -> np.ndarray:

@@ -101,7 +101,7 @@ class _Run:
             self.budgets.append({k: getattr(report, k) for k in ("review_budget", "n_citations", "uncited",
                                                                   "uncited_policy")})
             for a in report.audit:  # the verifier could not run: the output fails closed, the command says so
-                if a.action == "unverified" and a.reason.startswith("the verifier failed"):
+                if a.action == "unverified" and a.reason.startswith(("the verifier failed", "the verifier gave no score")):
                     self.verifier_errors += 1
                     self.first_error = self.first_error or a.reason
             if self.args.echo_input:  # what citebound label needs to show each citation's passage
@@ -119,11 +119,8 @@ class _Run:
         from citebound.text.limits import GuardInputError, LimitExceeded
 
         by: dict[str | None, list[int]] = {}
-        for i, (lineno, rec, *_) in enumerate(chunk):
-            try:
-                g = check_group_name(rec.get("group"), f"{self.args.input}:{lineno}") if isinstance(rec, dict) else None
-            except ValueError as e:
-                raise CLIError(str(e)) from None
+        for i, (lineno, rec, *_) in enumerate(chunk):  # each record's group was checked as it was read
+            g = check_group_name(rec.get("group"), f"{self.args.input}:{lineno}") if isinstance(rec, dict) else None
             by.setdefault(g if g is not None else self.args.group, []).append(i)
         out: list[Any] = [None] * len(chunk)
         for g, idx in by.items():
@@ -180,6 +177,7 @@ def read_checked(args: argparse.Namespace, limits: Any, state_fail: Any, batch: 
                  ) -> list[tuple[int, Any, str, list[str], int | None]]:
     """Every input answer, parsed and checked against the limits before any model loads (a refusal
     costs what parsing costs); a bad one is reported and counted (a single answer: the error)."""
+    from citebound.calibration.groups import check_group_name
     from citebound.guarding.guard import plan_citations
     from citebound.text.limits import GuardInputError
 
@@ -190,6 +188,10 @@ def read_checked(args: argparse.Namespace, limits: Any, state_fail: Any, batch: 
             if isinstance(rec, CLIError):
                 raise rec
             answer, passages, base = parse_answer(rec, where)
+            try:
+                check_group_name(rec.get("group"), where) if isinstance(rec, dict) else None
+            except ValueError as e:  # this answer's own failure, reported and counted, not the whole run's
+                raise CLIError(str(e)) from None
             try:
                 plan_citations(answer, passages, args.base if base is None else base, limits)
             except GuardInputError as e:

@@ -218,7 +218,8 @@ def _judge_units(scorer: Any, units: list[tuple[_Plan, str, int]], tau: float | 
         if hasattr(scorer, "score"):  # a PairScorer: the full-passage protocol, with its windows
             ps = scorer.score(claims, texts)
             s, v, best, windowing = np.asarray(ps.score, float), ps.verdict, ps.best_window, scorer.windowing
-            notes = [r[len("unscored: "):] if r.startswith("unscored: ") else "" for r in ps.reason]
+            notes = [f"the verifier gave no score: {r[len('unscored: '):]}" if r.startswith("unscored: ") else ""
+                     for r in ps.reason]
         else:  # a plain callable: no windows, so the evidence is the whole passage
             res = scorer(claims, texts)
             s, v, best = np.asarray(res[0], float), res[1], None

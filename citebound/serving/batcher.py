@@ -18,8 +18,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from citebound.scoring import deadline
 from citebound.verifiers.base import PairScores
 
@@ -159,10 +157,6 @@ class BatchedScorer:
 
     def score(self, claims: Sequence[str], passages: Sequence[str]) -> PairScores:
         return self.batcher.score(claims, passages)
-
-    def __call__(self, claims: Sequence[str], passages: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        ps = self.score(claims, passages)
-        return ps.score, ps.verdict
 
 
 _LIBC: Any = None

@@ -410,3 +410,34 @@ def test_a_large_in_bounds_request_whose_client_leaves_releases_the_real_verifie
         a.join(60)
     assert b.status_code == 200
     assert b_latency < base + 1.0, f"B waited {b_latency:.2f} s (alone {base:.2f} s): A still held the verifier"
+
+
+@pytest.mark.parametrize("max_units,max_wait_ms,ok", [(0, 5, False), (1, 5, True), (4, -1, False), (4, 0, True)])
+def test_a_batcher_needs_at_least_one_unit_and_no_negative_wait(max_units, max_wait_ms, ok):
+    from citebound.scoring.loader import load_scorer
+
+    if not ok:
+        with pytest.raises(ValueError, match="max_units must be >= 1 and max_wait_ms >= 0"):
+            UnitBatcher(load_scorer("lexical"), max_units=max_units, max_wait_ms=max_wait_ms)
+        return
+    b = UnitBatcher(load_scorer("lexical"), max_units=max_units, max_wait_ms=max_wait_ms)
+    assert b.score(["aspirin"], ["aspirin"]).score.tolist() == [1.0]
+    b.close()
+    assert not b.thread.is_alive()
+
+
+def test_closing_while_a_batch_gathers_scores_it_and_stops_the_worker():
+    """The worker holds one job and would wait 3 s for more; close() ends the gathering at once: the job is
+    scored, the worker stops, and close returns well before the 3 s (or its own 10 s join)."""
+    from citebound.scoring.loader import load_scorer
+
+    b = UnitBatcher(load_scorer("lexical"), max_units=100, max_wait_ms=3000)
+    got = {}
+    t = threading.Thread(target=lambda: got.setdefault("s", b.score(["aspirin"], ["aspirin"]).score.tolist()))
+    t.start()
+    time.sleep(0.3)  # the worker took the job and is gathering
+    t0 = time.perf_counter()
+    b.close()
+    took = time.perf_counter() - t0
+    t.join(5)
+    assert got == {"s": [1.0]} and not b.thread.is_alive() and took < 1.5

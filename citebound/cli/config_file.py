@@ -93,6 +93,8 @@ def read_file(path: str) -> dict[str, Any]:
         text = p.read_text(encoding="utf-8")
     except OSError as e:  # a folder this user cannot enter, a file it cannot read
         raise CLIError(f"--config {path}: cannot read ({e.strerror or e}); it must be readable by uid {os.getuid()}") from None
+    except UnicodeDecodeError as e:
+        raise CLIError(f"--config {path}: cannot be read as UTF-8 text (byte {e.start}); save it as UTF-8") from None
     try:
         if p.suffix == ".toml":
             import tomllib

@@ -108,3 +108,45 @@ def test_a_secret_in_a_variable_is_refused_naming_the_file_key_to_use(monkeypatc
     err = capsys.readouterr().err
     assert f"environment: key '{name[len('CITEBOUND_'):].lower()}': secrets are read from files only; use {use}" in err
     assert "x" * 24 not in err
+
+
+@pytest.mark.parametrize("content,key,want", [
+    ({"limit": "max_passages=50"}, "limit", ["max_passages=50"]),  # one string is a list of one
+    ({"limit": ["max_passages=50", 7]}, "limit", ["max_passages=50", "7"]),
+    ({"port": 8123.0}, "port", 8123),  # a whole float is that integer
+    ({"request_timeout": 3}, "request_timeout", 3.0),
+    ({"state": None}, "state", None),  # null: unset, the flag's own default
+])
+def test_values_beside_each_refusal_are_taken_as_the_flag_would(tmp_path, capsys, content, key, want):
+    f = tmp_path / "c.yaml"
+    f.write_text(yaml.safe_dump({"verifier": "lexical"} | content))
+    assert main(["serve", "--config", str(f), "--print-config"]) == 0, capsys.readouterr().err
+    assert yaml.safe_load(capsys.readouterr().out)[key] == want
+
+
+@pytest.mark.parametrize("content,message", [
+    ({"limit": [True]}, "key 'limit': [True] is not a list"),
+    ({"limit": [["a"]]}, "key 'limit': [['a']] is not a list"),
+    ({"port": True}, "key 'port': True is not an integer"),
+    ({"port": [80]}, "key 'port': [80] is not an integer"),
+    ({"request_timeout": None}, "key 'request_timeout': None is not a number"),
+])
+def test_values_of_the_wrong_shape_are_refused(tmp_path, capsys, content, message):
+    f = tmp_path / "c.yaml"
+    f.write_text(yaml.safe_dump(content))
+    assert main(["serve", "--config", str(f), "--print-config"]) == 2
+    assert f"error: {f}: {message}" in capsys.readouterr().err
+
+
+def test_a_missing_an_empty_and_an_unreadable_config(tmp_path, capsys):
+    assert main(["serve", "--config", str(tmp_path / "none.yaml"), "--print-config"]) == 2
+    assert f"--config {tmp_path / 'none.yaml'}: no such file" in capsys.readouterr().err
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    assert main(["serve", "--config", str(empty), "--verifier", "lexical", "--print-config"]) == 0  # nothing set
+    capsys.readouterr()
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"verifier: caf\xe9\n")
+    assert main(["serve", "--config", str(latin), "--print-config"]) == 2
+    err = capsys.readouterr().err
+    assert f"--config {latin}: cannot be read as UTF-8 text (byte 13); save it as UTF-8" in err and err.count("\n") == 1

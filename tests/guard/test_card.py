@@ -215,3 +215,51 @@ def test_flag_all_fails_closed_while_the_store_cannot_say_whether_the_monitor_is
     assert f.guarantee_card["monitor"]["state"] == "unavailable" and flag_all.keeper.flag_all
     assert (f.verified, f.reattributed, f.flagged, f.invalid) == (0, 0, 3, 1)
     assert a.verified + a.reattributed == 3 and a.guarantee_card["monitor"]["state"] == "unavailable"
+
+
+def test_monitor_labels_read_passed_from_each_field_and_skip_cant_tell(tmp_path, capsys):
+    """A label's 'passed' comes from 'passed', else the guard's own action, else score > tau, the tau in force
+    (the shipped calibration's PAC tau, 0.368..., not its conformal 0.357...): a score exactly at it failed the
+    guard (not a miss), one ulp above passed it (a miss). Null labels are counted and skipped. Misses: passed=True,
+    guard_action verified, and tau+ulp: 3 of 6 unsupported."""
+    import math
+
+    from citebound.calibration.files import in_force
+    from citebound.calibrations import shipped
+    from citebound.cli.main import main
+
+    kind, tau, _ = in_force(shipped("lexical"))
+    assert kind == "pac" and tau != shipped("lexical")["tau"]
+    g = Guard("lexical")
+    (tmp_path / "g.jsonl").write_text(json.dumps({"report": g.guard(EXAMPLE["answer"], EXAMPLE["passages"])[1].to_dict()})
+                                      + "\n")
+    labels = [{"label": 0, "passed": True}, {"label": 0, "passed": False},
+              {"label": 0, "guard_action": "verified"}, {"label": 0, "guard_action": "flagged"},
+              {"label": 0, "score": tau}, {"label": 0, "score": math.nextafter(tau, 2.0)},
+              {"label": 1, "score": 0.99}, {"label": None}, {"label": None, "score": 1.0}]
+    (tmp_path / "l.jsonl").write_text("".join(json.dumps(r) + "\n" for r in labels))
+    assert main(["monitor", "--reports", str(tmp_path / "g.jsonl"), "--verifier", "lexical",
+                 "--labels", str(tmp_path / "l.jsonl")]) == 0
+    out, err = capsys.readouterr()
+    card = json.loads(out)
+    assert (card["monitor"]["labels"]["missed"], card["monitor"]["labels"]["unsupported"]) == (3, 6)
+    assert "labels: 6 unsupported, 3 of them passed by the guard; 2 can't-tell skipped" in err
+    (tmp_path / "n.jsonl").write_text(json.dumps({"label": 0}) + "\n")
+    assert main(["monitor", "--reports", str(tmp_path / "g.jsonl"), "--verifier", "lexical",
+                 "--labels", str(tmp_path / "n.jsonl")]) == 2
+    assert "n.jsonl:1: no 'passed' and no score to tell whether the guard passed it" in capsys.readouterr().err
+
+
+def test_monitor_refuses_a_calibration_it_cannot_monitor(tmp_path, capsys):
+    from citebound.calibrations import shipped
+    from citebound.cli.main import main
+
+    g = Guard("lexical")
+    (tmp_path / "g.jsonl").write_text(json.dumps({"report": g.guard(EXAMPLE["answer"], EXAMPLE["passages"])[1].to_dict()})
+                                      + "\n")
+    old = {k: v for k, v in shipped("lexical").items() if not k.startswith("monitor_scores")}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert main(["monitor", "--reports", str(tmp_path / "g.jsonl"), "--calibration", str(tmp_path / "old.json")]) == 2
+    assert "the calibration carries no monitor_scores (made before citebound 0.3)" in capsys.readouterr().err
+    assert main(["monitor", "--reports", str(tmp_path / "g.jsonl"), "--verifier", "lexical", "--group", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err

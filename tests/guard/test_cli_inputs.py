@@ -1,0 +1,82 @@
+"""The CLI's input readers at their edges (#56): the byte cap at its value and one past, every malformed guard
+record named with where it is, labelled pairs of the wrong shape. Messages are the module's, checked whole."""
+from __future__ import annotations
+
+import pytest
+
+from citebound.cli.common import CLIError
+from citebound.cli.inputs import labelled_pairs, open_in, parse_answer
+
+
+@pytest.mark.parametrize("size,cap,ok", [(10, 10, True), (11, 10, False), (0, 10, True)])
+def test_an_input_file_of_the_cap_is_read_and_one_byte_more_is_not(tmp_path, size, cap, ok):
+    f = tmp_path / "in.json"
+    f.write_bytes(b"a" * size)
+    if ok:
+        assert open_in(str(f), max_bytes=cap).read() == "a" * size
+    else:
+        with pytest.raises(CLIError) as e:
+            open_in(str(f), max_bytes=cap)
+        assert str(e.value) == f"{f} has {size} bytes; the limit is {cap} (max_request_bytes)"
+
+
+def test_a_folder_and_a_missing_file_are_named(tmp_path):
+    with pytest.raises(CLIError, match="is a directory, not an input file"):
+        open_in(str(tmp_path))
+    with pytest.raises(CLIError, match="no such file"):
+        open_in(str(tmp_path / "none.json"))
+
+
+@pytest.mark.parametrize("rec,why", [
+    ([1], "f:3: expected a JSON object with 'answer' and 'passages'"),
+    ({"passages": []}, "f:3: missing 'answer' (a string)"),
+    ({"answer": 5, "passages": []}, "f:3: missing 'answer' (a string)"),
+    ({"answer": "a"}, "f:3: missing 'passages' (or 'ctxs')"),
+    ({"answer": "a", "passages": "p"}, "f:3: 'passages' (or 'ctxs') must be a list"),
+    ({"answer": "a", "passages": [{"title": "t"}]}, "f:3: passage 0 has missing text"),
+    ({"answer": "a \ud800", "passages": ["p"]}, "f:3: 'answer' is not well-formed unicode"),
+    ({"answer": "a", "passages": ["p", "q \udc00"]}, "f:3: passage 1 is not well-formed unicode"),
+    ({"answer": "a", "passages": ["p"], "citation_base": 2}, "f:3: 'citation_base' must be 0 or 1, got 2"),
+    ({"answer": "a", "passages": ["p"], "citation_base": True}, "f:3: 'citation_base' must be 0 or 1, got True"),
+    ({"answer": "a", "passages": ["p"], "citation_base": 1.0}, "f:3: 'citation_base' must be 0 or 1, got 1.0"),
+])
+def test_a_malformed_guard_record_is_named_with_where_it_is(rec, why):
+    with pytest.raises(CLIError) as e:
+        parse_answer(rec, "f:3")
+    assert str(e.value).startswith(why), str(e.value)
+
+
+@pytest.mark.parametrize("rec,want", [
+    ({"answer": "a", "passages": ["p"]}, ("a", ["p"], None)),
+    ({"answer": "a", "ctxs": [{"text": "p", "title": "t"}], "citation_base": 0}, ("a", ["p"], 0)),
+    ({"answer": "a", "passages": [], "citation_base": 1}, ("a", [], 1)),
+])
+def test_a_guard_record_as_it_is_read(rec, want):
+    assert parse_answer(rec, "f:1") == want
+
+
+@pytest.mark.parametrize("line,why", [
+    ('{"claim": "c", "passage": 5, "label": 1}', ":1: expected 'claim' and 'passage' strings"),
+    ('{"claim": "c", "passage": "p", "label": 2}', ":1: expected 'label' 0 (unsupported) or 1 (supported), got 2"),
+    ('{"claim": "c", "passage": "p", "label": true}', ":1: expected 'label' 0 (unsupported) or 1 (supported), got True"),
+    ('{"claim": "c", "passage": "p", "label": 1.0}', ":1: expected 'label' 0 (unsupported) or 1 (supported), got 1.0"),
+    ('{"claim": "c", "passage": "p", "label": 1, "source": 3}', ":1: 'source' must be a string when given"),
+])
+def test_a_labelled_pair_of_the_wrong_shape_is_named(tmp_path, line, why):
+    f = tmp_path / "l.jsonl"
+    f.write_text(line + "\n")
+    with pytest.raises(CLIError) as e:
+        labelled_pairs(str(f), with_source=True)
+    assert str(e.value) == f"{f}{why}"
+
+
+def test_labelled_pairs_read_whole_and_an_empty_file_is_refused(tmp_path):
+    f = tmp_path / "l.jsonl"
+    f.write_text('{"claim": "c", "passage": "p", "label": 0, "source": "s"}\n{"claim": "d", "passage": "q", "label": 1}\n')
+    assert labelled_pairs(str(f), with_source=True) == [{"claim": "c", "passage": "p", "label": 0, "source": "s"},
+                                                       {"claim": "d", "passage": "q", "label": 1, "source": None}]
+    assert labelled_pairs(str(f), with_source=False)[0]["source"] is None
+    e = tmp_path / "e.jsonl"
+    e.write_text("\n")
+    with pytest.raises(CLIError, match="no labelled pairs"):
+        labelled_pairs(str(e), with_source=False)

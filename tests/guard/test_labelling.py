@@ -394,3 +394,33 @@ def test_the_panel_says_how_many_more_unsupported_labels_a_finite_tau_needs(alph
         assert p["warning"] == ""
         # the conformal tau: the ceil((n + 1)(1 - alpha))-th smallest unsupported score, which is the largest here
         assert p["conformal_tau"] == pytest.approx((n_uns - 1) / 10)
+
+
+def test_a_session_refuses_what_it_cannot_record_and_undo_goes_back_one(tmp_path):
+    """A judgement outside the three, a note of 2001 characters (2000 is taken), an item after the last; undo
+    makes the same item current again and takes one record off the file; a score asked of an unknown item."""
+    from citebound.labelling.store import MAX_NOTE_CHARS
+
+    items, _ = population([json.loads(x) for x in answers_file(tmp_path / "a.jsonl", 1).read_text().splitlines()])
+    sample = uniform_sample(items, 2, 0)
+    sess = LabelSession(sample, LabelStore(tmp_path / "l.jsonl", {**META, "sample_size": 2}), "ann")
+    first, second = sample[0].item_id, sample[1].item_id
+    with pytest.raises(LabelError, match=r"judgement must be one of \['cant_tell', 'supported', 'unsupported'\], got 'yes'"):
+        sess.label(first, "yes")
+    with pytest.raises(LabelError, match=f"the note has {MAX_NOTE_CHARS + 1} characters; the limit is {MAX_NOTE_CHARS}"):
+        sess.label(first, "supported", "n" * (MAX_NOTE_CHARS + 1))
+    lines = lambda: [ln for ln in (tmp_path / "l.jsonl").read_text().splitlines() if ln.strip()] \
+        if (tmp_path / "l.jsonl").exists() else []  # noqa: E731
+    assert sess.current().item_id == first and lines() == []
+    sess.label(first, "supported", "n" * MAX_NOTE_CHARS)
+    assert sess.current().item_id == second
+    st = sess.undo()
+    assert st["item"]["item_id"] == first and st["position"] == 0 and lines() == []
+    sess.label(first, "cant_tell")
+    sess.label(second, "unsupported")
+    with pytest.raises(LabelError, match="every item of the sample is labelled"):
+        sess.label(second, "supported")
+    assert [json.loads(x)["label"] for x in lines()] == [None, 0]
+    assert sess.score(second) == sample[1].score
+    with pytest.raises(LabelError, match="no item 'zz' in the sample"):
+        sess.score("zz")

@@ -45,6 +45,8 @@ SV, GR, CS = "citebound/serving/state.py", "citebound/serving/guard_routes.py", 
 APP = "citebound/serving/app.py"
 MR, MET = "citebound/serving/monitor_routes.py", "citebound/serving/metrics.py"
 H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
+V9, CSS9, H9 = "citebound/text/visible.py", "citebound/text/css.py", "citebound/serving/held.py"
+SP9, UP9, BH = "citebound/serving/stream_proxy.py", "citebound/serving/upstream.py", "citebound/scoring/bounded_http.py"
 MUTANTS = [
     # the guard's report
     Mutant("guarding", G, "/ report.n_citations if report.n_citations else 0.0",
@@ -683,6 +685,126 @@ MUTANTS = [
            "the monitor-state gauge never shows off or unavailable"),
     Mutant("monitor2", MET, '{"pooled": guard.keeper, **guard.calibrations.groups}.items()', '{"pooled": guard.keeper}.items()',
            "the monitor gauges leave out every group"),
+    # ---- round 9 (2026-12-04, third session, #56): the lines the fast tier never ran (coverage), written after
+    # their tests, to show each new test fails when its target is broken
+    Mutant("visible9", V9, "            return (attrs, end.end()) if end.end() - lt <= MAX_TAG else None",
+           "            return attrs, end.end()", "a tag longer than MAX_TAG is still read when its last attribute ends late"),
+    Mutant("visible9", V9, "    while pos < limit:", "    while pos <= limit:", "one more attribute is read at MAX_TAG itself"),
+    Mutant("visible9", CSS9, '        obscured = True\n    if tag in HIDDEN_TAGS', '        hidden = True\n    if tag in HIDDEN_TAGS',
+           'hidden="until-found" text is left out of an answer (a reader can find and open it)'),
+    Mutant("visible9", CSS9, '        obscured = True\n    if tag == "details"', '        pass\n    if tag == "details"',
+           "a visibility value the guard does not know is taken as visible"),
+    Mutant("visible9", CSS9, 'obscured |= float(value.rstrip("%")) / (100 if value.endswith("%") else 1) < 0.1',
+           'obscured |= float(value.rstrip("%")) < 0.1', "opacity in percent is read as a fraction (9% is 9)"),
+    Mutant("visible9", CSS9, 'elif name == "zoom" and value == "0":\n                obscured = True',
+           'elif name == "zoom" and value == "0":\n                pass', "zoom:0 leaves the text readable"),
+    Mutant("visible9", CSS9, '            if c is None and value not in ("inherit", "initial", "unset", "currentcolor"):\n'
+           '                obscured = True', '            if c is None and value not in ("inherit", "initial", "unset", "currentcolor"):\n'
+           '                pass', "a colour the guard cannot read is taken as readable"),
+    Mutant("visible9", CSS9, 'elif value not in ("none", "transparent", "initial", "unset", "inherit", "") and c is None:',
+           'elif value not in ("none", "transparent", "initial", "unset", "inherit", "") and c is not None:',
+           "a gradient or image backdrop is taken as readable"),
+    Mutant("visible9", CSS9, "if c is not None and c[3] >= 0.99:", "if c is not None and c[3] > 0:",
+           "a half-transparent backdrop is taken as opaque"),
+    Mutant("visible9", V9, 'state = "data"  # <!--> and <!---> leave the escape at once',
+           'pass  # <!--> and <!---> leave the escape at once', "<!--> in a script does not leave the escape"),
+    Mutant("visible9", V9, 'return  # "any other end tag" stops at a special element',
+           'pass  # "any other end tag" stops at a special element', "an end tag closes through a special element"),
+    Mutant("visible9", V9, "            if name in _SPECIAL and tag in _FORMATTING:\n                self.broken = True",
+           "            if name in _SPECIAL and tag in _FORMATTING:\n                self.broken = False",
+           "a formatting end tag over a special element leaves the tree as it was"),
+    Mutant("visible9", V9, "self.vis._add(HIDDEN if inner.hidden or inner.invisible else UNCERTAIN, tag_end, hi)",
+           "self.vis._add(UNCERTAIN, tag_end, hi)", "a hidden textarea's text is checked as if shown"),
+    Mutant("visible9", V9, "return None  # a quoted value that does not close within reach",
+           "pass  # a quoted value that does not close within reach", "a quote that never closes is read as a plain value"),
+    # the proxy's failures
+    Mutant("paths9", H9, 'raise GuardFailure(422, str(e), "unknown_group") from None',
+           'raise GuardFailure(400, str(e), "unknown_group") from None', "an unknown group is a 400, not a 422"),
+    Mutant("paths9", H9, "        if listed and not isinstance(data.get(listed), list):", "        if False:",
+           "an upstream answer without its list is taken"),
+    Mutant("paths9", H9, '        return StreamFailure(str(e), "limit")', '        return StreamFailure(str(e), "bad_input")',
+           "a stream's limit is reported as bad input"),
+    Mutant("paths9", H9, "        return StreamFailure(str(e), e.code)", "        return StreamFailure(str(e))",
+           "the guard's own failure in a stream is blamed on the upstream"),
+    Mutant("paths9", SP9, "                content, fin, calls = _delta(ev)  # first: it refuses an event that is not a JSON object, by name\n"
+           "                self.meta.take(ev)\n", "                self.meta.take(ev)\n                content, fin, calls = _delta(ev)\n",
+           "an event that is not an object fails as an AttributeError"),
+    Mutant("paths9", UP9, "                if n > 4096:\n                    break\n", "",
+           "a refused stream's whole body is read"),
+    Mutant("paths9", UP9, '            raise StreamFailure("the upstream\'s stream is not valid UTF-8") from None',
+           '            text = chunk.decode("utf-8", "replace")', "bad UTF-8 in a stream is replaced, not refused"),
+    # the served verifier and its HTTP client
+    Mutant("remote9", RV, "if not isinstance(answer, dict) or not isinstance(answer.get(\"data\"), list):",
+           "if not isinstance(answer, dict):", "an answer without a data list is read anyway"),
+    Mutant("remote9", RV, "        if answer.get(\"model\") not in (None, self.model):", "        if False:",
+           "an answer from another model is taken"),
+    Mutant("remote9", RV, "or not 0 <= i < n or i in seen:", "or not 0 <= i <= n or i in seen:",
+           "an index one past the last is taken"),
+    Mutant("remote9", RV, "or not 0 <= i < n or i in seen:", "or not 0 <= i < n:", "an index given twice is taken"),
+    Mutant("remote9", RV, "and -1e-6 <= p <= 1 + 1e-6 for p in probs", "and -1e-6 <= p for p in probs",
+           "a score above 1 is taken as a probability"),
+    Mutant("remote9", RV, "                self._suspect = True\n            return str(e)", "                self._suspect = True\n            return \"\"",
+           "a model list that fails at a recheck lets the calls go on"),
+    Mutant("http9", BH, "                if length > max_bytes:", "                if length >= max_bytes:",
+           "an answer of exactly max_bytes is refused"),
+    Mutant("http9", BH, "        if got > max_bytes + (64 * 1024 if chunked else 0):", "        if got > max_bytes + 64 * 1024:",
+           "a body read to the close may pass max_bytes by 64 KiB"),
+    Mutant("http9", BH, "            if chunked or length is not None:\n", "            if chunked:\n",
+           "a body cut short of its Content-Length is taken"),
+    Mutant("http9", BH, "                if len(buf) > MAX_HEADER_BYTES or not chunk:", "                if not chunk:",
+           "headers are read without a size limit"),
+    Mutant("http9", BH, 'chunked = "chunked" in headers.get("transfer-encoding", "").lower()',
+           'chunked = "chunked" in headers.get("transfer-encoding", "")', "Transfer-Encoding: Chunked is not read as chunks"),
+    Mutant("http9", BH, "retryable=status in RETRY_STATUSES", "retryable=status >= 500", "a 500 is retried"),
+    # the library and the CLI
+    Mutant("guard9", G, "                todo.append((answer, normalise_passages(listed), b))",
+           "                todo.append((answer, normalise_passages(list(passages)), b))",
+           "a string of passages is split into one-character passages"),
+    Mutant("guard9", "citebound/guarding/core.py", "                if units > plan.max_units:", "                if units >= plan.max_units:",
+           "re-attribution stops one unit before its budget"),
+    Mutant("guard9", "citebound/cli/guard.py", 'a.reason.startswith(("the verifier failed", "the verifier gave no score"))',
+           'a.reason.startswith("the verifier failed")', "a served verifier's failures leave the command's status 0"),
+    Mutant("guard9", A, "(text[cut + 1:] if 0 <= cut < 40 else text)", "(text[cut + 1:] if 0 <= cut <= 40 else text)",
+           "evidence loses a first word of 40 characters"),
+    Mutant("guard9", A, "text = (text[:cut] if cut > len(text) - 40 else text)", "text = (text[:cut + 1] if cut > len(text) - 40 else text)",
+           "evidence cut at its end keeps the space before the ellipsis"),
+    Mutant("guard9", C, "if bounded and any(len(x) > 18 for x in rng):", "if bounded and any(len(x) > 19 for x in rng):",
+           "a citation number of 19 digits is parsed"),
+    Mutant("guard9", "citebound/text/forms.py", "            continue  # inside a hidden element\n", "",
+           "a <sup> form inside hidden markup fails its sentence"),
+    Mutant("guard9", "citebound/serving/mcp_server.py", "    if len(claim) > MAX_CLAIM_CHARS:", "    if len(claim) >= MAX_CLAIM_CHARS:",
+           "an MCP claim of exactly the limit is refused"),
+    Mutant("guard9", "citebound/serving/mcp_server.py", "claim if len(claim) <= MAX_CLAIM_SHOWN else",
+           "claim if len(claim) < MAX_CLAIM_SHOWN else", "a compact claim of exactly 200 characters is cut"),
+    # calibration
+    Mutant("calib9", "citebound/calibration/monitor.py",
+           'self.log_m, self._log_parts = float(st["mixture"][0]), np.array(st["mixture"][1], float)',
+           'self.log_m, self._log_parts = float(st["mixture"][0]), np.zeros(len(EPS_GRID))',
+           "a loaded mixture martingale keeps its value but loses its parts"),
+    Mutant("calib9", "citebound/calibration/eprocess.py", "        if n > self.MAX_POST:", "        if n >= self.MAX_POST:",
+           "a post of exactly MAX_POST labels is refused"),
+    Mutant("calib9", "citebound/calibration/eprocess.py", "        if not self._s0 or not self._s1:",
+           "        if not self._s0 and not self._s1:", "the robust alarm starts with one class's scores only"),
+    Mutant("calib9", "citebound/cli/monitor.py", '            passed = float(rec["score"]) > tau', '            passed = float(rec["score"]) >= tau',
+           "a label's score exactly at tau counts as passed"),
+    Mutant("calib9", "citebound/cli/monitor.py", "    tau = in_force(keeper.cal)[1]", '    tau = keeper.cal.get("tau")',
+           "labels are read against the conformal tau, not the PAC tau in force"),
+    # the CLI's options and inputs, the batcher, the labelling session
+    Mutant("cli9", "citebound/cli/config_file.py", "        if isinstance(value, str):\n            value = [value]\n", "",
+           "a config list given as one string is refused"),
+    Mutant("cli9", "citebound/cli/config_file.py", 'if kind == "int" and isinstance(value, float) and value != int(value):',
+           'if kind == "int" and isinstance(value, float):', "a whole float for an integer key is refused"),
+    Mutant("cli9", CS, '    if "{passages}" not in args.passages_prompt:', '    if "{passage" not in args.passages_prompt:',
+           "a passages prompt with {passage} is taken"),
+    Mutant("cli9", "citebound/cli/label.py", "    if args.sample is not None and args.sample < 1:",
+           "    if args.sample is not None and args.sample < 0:", "label --sample 0 is taken"),
+    Mutant("cli9", "citebound/cli/inputs.py", "    if size > cap:", "    if size >= cap:", "an input of exactly the cap is refused"),
+    Mutant("cli9", "citebound/labelling/store.py", "        if len(note) > MAX_NOTE_CHARS:", "        if len(note) >= MAX_NOTE_CHARS:",
+           "a note of exactly the limit is refused"),
+    Mutant("batcher9", "citebound/serving/batcher.py", "                    self.queue.put(None)\n                    break\n",
+           "                    break\n", "close() while a batch gathers leaves the worker waiting"),
+    Mutant("batcher9", "citebound/serving/batcher.py", "        if max_units < 1 or max_wait_ms < 0:",
+           "        if max_units < 1 or max_wait_ms <= 0:", "a batcher with no wait is refused"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -801,6 +923,15 @@ TESTS = {
     "monitor2": ["tests/guard/test_monitor_effects.py", "tests/guard/test_admin_strict.py", "tests/guard/test_observability.py", "tests/guard/test_monitor.py",
                  "tests/guard/test_store_down.py", "tests/guard/test_store_probe.py", "tests/guard/test_groups.py",
                  "tests/guard/test_card.py"],
+    "visible9": ["tests/guard/test_visible_edges.py"],
+    "paths9": ["tests/guard/test_failure_paths.py", "tests/guard/test_hostile_streams.py"],
+    "remote9": ["tests/guard/test_remote_verifier.py"],
+    "http9": ["tests/guard/test_bounded_http.py"],
+    "guard9": ["tests/guard/test_guard_api_edges.py", "tests/guard/test_cli_guard_edges.py", "tests/guard/test_mcp_inputs.py"],
+    "calib9": ["tests/guard/test_calibration_edges.py", "tests/guard/test_card.py"],
+    "cli9": ["tests/guard/test_config_file.py", "tests/guard/test_serve_boundaries.py", "tests/guard/test_label_cli_refusals.py",
+             "tests/guard/test_cli_inputs.py", "tests/guard/test_labelling.py"],
+    "batcher9": ["tests/guard/test_behaviours.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
@@ -850,8 +981,8 @@ def run(mutants: list[Mutant], timeout: int) -> list[tuple[Mutant, str, float]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 and 8: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7, 8 and 9: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", help="only the mutants whose description holds this text")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -863,9 +994,10 @@ def main() -> int:
     first6 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a merged call stops only when"))
     first7 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a negative offset (left:-9999px)"))
     first8 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a search_result block's text is not"))
+    first9 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a tag longer than MAX_TAG is still read"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
-              7: MUTANTS[first7:first8], 8: MUTANTS[first8:]}
+              7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or args.match in m.why]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

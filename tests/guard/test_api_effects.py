@@ -198,3 +198,31 @@ def test_a_blocked_streams_report_counts_the_whole_answer_and_withholds_its_clai
     else:
         assert claims == [None, None]
         assert "Unicorns" not in r.text
+
+
+def test_the_documents_a_messages_request_carries_in_order():
+    """Text documents (a text source, or a content source of text blocks joined by a newline) and search results
+    (their text blocks joined likewise) are passages in the order they come, across messages; a PDF or image
+    document, an image block, a block that is not an object and a message whose content is a string are not."""
+    from citebound.serving.api_messages import documents
+
+    messages = [
+        {"role": "user", "content": "a string: no blocks"},
+        {"role": "user", "content": [
+            "not an object",
+            {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "D0"}},
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR"}},
+            {"type": "document", "source": {"type": "content", "content": [{"type": "text", "text": "D1a"},
+                                                                         {"type": "image", "source": {}},
+                                                                         {"type": "text", "text": "D1b"}]}},
+        ]},
+        {"role": "assistant", "content": [{"type": "text", "text": "not a document"}]},
+        {"role": "user", "content": [
+            {"type": "search_result", "source": "s", "title": "t", "content": [{"type": "text", "text": "S0a"},
+                                                                               {"type": "text", "text": "S0b"}]},
+            {"type": "search_result", "source": "s", "title": "t", "content": []},
+            {"type": "document", "source": {"type": "text", "data": 5}},
+        ]},
+    ]
+    assert documents(messages) == ["D0", "D1a\nD1b", "S0a\nS0b"]

@@ -126,3 +126,12 @@ def test_a_tag_with_many_short_attributes_past_max_tag_is_not_read_either():
     assert cls(frag) == UNCERTAIN
     short = '<span style="display:none"' + " a=1" * 10 + ">x</span>"
     assert cls(short) == HIDDEN
+
+
+@pytest.mark.parametrize("length,want", [(4000, HIDDEN), (4001, UNCERTAIN), (4002, UNCERTAIN)])
+def test_spaces_before_the_tags_end_count_toward_max_tag(length, want):
+    """The last attribute ends before MAX_TAG and spaces run on to the '>': the tag's length is to its '>'."""
+    tag = _tag(length - 3)[:-1] + "   >"
+    assert len(tag) == length
+    frag = "lead " + tag + "x</span> tail"
+    assert cls(frag) == want

@@ -116,3 +116,91 @@ def test_certify_needs_a_known_method_and_an_order_for_the_fixed_sequence():
 @pytest.mark.parametrize("k,n,rate,want", [(0, 0, 0.3, 1.0), (0, 1, 0.3, 0.7), (1, 1, 0.3, 1.0), (0, 2, 0.5, 0.25)])
 def test_binomial_p_from_its_definition(k, n, rate, want):
     assert binomial_p(k, n, rate) == pytest.approx(want, rel=1e-12)
+
+
+GOOD = {"format": "citebound-calibration/1", "alpha": 0.1, "tau": 0.5, "verifier": "lexical", "verifier_hash": "h"}
+
+
+@pytest.mark.parametrize("change,why", [
+    ({"alpha": 0}, "'alpha' must be a number in (0, 1), got 0"),
+    ({"alpha": 1.0}, "'alpha' must be a number in (0, 1), got 1.0"),
+    ({"alpha": "0.1"}, "'alpha' must be a number in (0, 1), got '0.1'"),
+    ({"format": None}, "made before citebound 0.2 (no 'format'"),
+    ({"tau": None, "no_tau_reason": "too few"}, "has no threshold (too few)"),
+    ({"tau": True}, "'tau' is not a number (True)"),
+    ({"tau": float("inf")}, "'tau' is inf, not a finite number"),
+    ({"verifier_hash": None}, None),  # present (null): the key is there; its check is check_verifier's
+])
+def test_a_calibration_file_the_guard_cannot_use_is_refused_by_what_is_wrong(change, why):
+    from citebound.calibration.files import CalibrationError, read_calibration
+
+    cal = {k: v for k, v in (GOOD | change).items() if v is not None or k in ("tau", "verifier_hash")}
+    if why is None:
+        assert read_calibration(cal)["tau"] == 0.5
+        return
+    with pytest.raises(CalibrationError) as e:
+        read_calibration(cal)
+    assert why in str(e.value)
+
+
+@pytest.mark.parametrize("alpha", [1e-9, 0.5, 0.999])
+def test_alpha_beside_its_bounds_is_taken(alpha):
+    from citebound.calibration.files import read_calibration
+
+    assert read_calibration(GOOD | {"alpha": alpha})["alpha"] == alpha
+
+
+@pytest.mark.parametrize("text,why", [("[1, 2]", "not a citebound calibration (expected a JSON object)"),
+                                      ('{"alpha": 0.1,\n  "tau": }', ":2: not valid JSON"),
+                                      ('{"alpha": 0.1}', "not a citebound calibration (missing 'tau')")])
+def test_a_calibration_file_that_is_not_one_names_the_file(tmp_path, text, why):
+    from citebound.calibration.files import CalibrationError, read_calibration
+
+    f = tmp_path / "c.json"
+    f.write_text(text)
+    with pytest.raises(CalibrationError) as e:
+        read_calibration(f)
+    assert str(e.value).startswith(str(f)) and why in str(e.value)
+    with pytest.raises(CalibrationError, match="is a directory"):
+        read_calibration(tmp_path)
+
+
+@pytest.mark.parametrize("kw,why", [({"alpha": 0.0}, "alpha must be in (0, 1), got 0.0"),
+                                    ({"delta": 1.0}, "delta must be in (0, 1), got 1.0"),
+                                    ({"scores": [0.1, float("nan"), float("inf")]}, "2 scores are not finite")])
+def test_calibration_summary_refuses_its_bounds(kw, why):
+    from citebound.calibration.files import CalibrationError, calibration_summary
+
+    args = {"scores": [0.1, 0.2, 0.9], "labels": [0, 0, 1], "alpha": 0.1, "delta": 0.1, "verifier": "v",
+            "verifier_hash": "h"} | kw
+    with pytest.raises(CalibrationError) as e:
+        calibration_summary(**args)
+    assert why in str(e.value)
+
+
+@pytest.mark.parametrize("k,n,p,sf", [(-1, 5, 0.3, 1.0), (5, 5, 0.3, 0.0), (0, 5, 0.0, 0.0), (0, 5, 1.0, 1.0),
+                                      (0, 2, 0.5, 0.75), (1, 3, 0.5, 0.5)])
+def test_the_binomial_tail_at_its_edges(k, n, p, sf):
+    """P(Bin(n, p) > k) by hand: k = -1 is everything; k >= n nothing; P(Bin(2, .5) > 0) = 3/4; P(Bin(3, .5) > 1) = 1/2."""
+    from citebound.calibration.binomial import binom_sf
+
+    assert binom_sf(k, n, p) == pytest.approx(sf, abs=1e-12)
+
+
+@pytest.mark.parametrize("k,n,level,want", [(-1, 5, 0.1, 0.0), (5, 5, 0.1, 1.0), (0, 0, 0.1, 1.0),
+                                            (0, 10, 0.05, 1 - 0.05 ** 0.1)])
+def test_the_clopper_pearson_bound_at_its_edges(k, n, level, want):
+    """k = 0 of n: (1 - r) ** n = level, so r = 1 - level ** (1 / n)."""
+    from citebound.calibration.binomial import upper_bound
+
+    assert upper_bound(k, n, level) == pytest.approx(want, abs=1e-9)
+
+
+@pytest.mark.parametrize("kw", [{"q": 0.0}, {"delta": 1.0}, {"supported_share_min": 0.0}, {"supported_share_min": 1.0}])
+def test_precision_calibration_refuses_its_bounds(kw):
+    from citebound.calibration.precision import calibrate_precision
+
+    args = {"scores": [0.1, 0.9], "labels": [0, 1], "q": 0.1, "delta": 0.1, "supported_share_min": 0.5} | kw
+    (name, v), = kw.items()
+    with pytest.raises(ValueError, match=rf"{name} must be in \(0, 1\), got {v}"):
+        calibrate_precision(**args)

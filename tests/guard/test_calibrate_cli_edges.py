@@ -1,0 +1,73 @@
+"""citebound calibrate's refusals that no earlier test chose (#56): options that contradict, a score that is not a
+finite number, scores outside the grid, labels from two samples. Each one line naming what to change; the values
+beside each refusal calibrate."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from citebound.cli.main import main
+
+
+def scores_file(tmp_path, rows=None):
+    f = tmp_path / "s.jsonl"
+    rows = rows or [{"score": s / 40, "label": int(s % 3 == 0)} for s in range(40)]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return f
+
+
+@pytest.mark.parametrize("argv,why", [
+    (["--alpha", "1"], "--alpha must be in (0, 1), got 1.0"),
+    (["--delta", "0"], "--delta must be in (0, 1), got 0.0"),
+    (["--beta", "1"], "--beta must be in (0, 1), got 1.0"),
+    (["--precision", "0.1"], "--precision Q needs --supported-share-min P"),
+    (["--supported-share-min", "0.5"], "--precision Q needs --supported-share-min P"),
+    (["--precision", "0.1", "--supported-share-min", "0.5", "--beta", "0.2"], "give --precision Q or --beta B, not both"),
+    (["--ltt-method", "holm"], "--ltt-method holm is only for --beta"),
+    (["--grid", "0,1,11"], "--grid is only for --beta or --precision"),
+    (["--accept-refuted-share"], "--accept-refuted-share is only for --precision"),
+    (["--verifier-id", "mine"], "give --verifier or --verifier-id, not both"),
+    (["--beta", "0.2", "--grid", "0.1,1,11"], "scores range 0..0.975, outside the grid 0.1..1: give --grid LO,HI,N"),
+])
+def test_calibrate_refuses_in_one_line(tmp_path, capsys, argv, why):
+    f = scores_file(tmp_path)
+    assert main(["calibrate", "--scores", str(f), "--verifier", "lexical", *argv]) == 2
+    err = capsys.readouterr().err
+    assert why in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("argv", [["--beta", "0.6", "--grid", "0,0.975,40"], ["--ltt-method", "holm", "--beta", "0.6"]])
+def test_the_values_beside_the_refusals_calibrate(tmp_path, capsys, argv):
+    f = scores_file(tmp_path)
+    assert main(["calibrate", "--scores", str(f), "--verifier", "lexical", "--out", str(tmp_path / "c.json"), *argv]) == 0
+    assert json.loads((tmp_path / "c.json").read_text())["alpha"] == 0.1
+
+
+def test_scores_needs_a_verifier_and_labels_no_verifier_id(tmp_path, capsys):
+    f = scores_file(tmp_path)
+    assert main(["calibrate", "--scores", str(f)]) == 2
+    assert "--scores needs --verifier NAME" in capsys.readouterr().err
+    assert main(["calibrate", "--scores", str(f), "--labels", str(f), "--verifier", "lexical"]) == 2
+    assert "give exactly one of --scores (frozen scores) or --labels (claims to score)" in capsys.readouterr().err
+    assert main(["calibrate", "--labels", str(f), "--verifier-id", "mine"]) == 2
+    assert "use --verifier, not --verifier-id" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad,why", [("NaN", "not usable JSON (a non-finite number (NaN)"), ('"0.5"', "expected a numeric 'score'"),
+                                     ("true", "expected a numeric 'score'"),
+                                     ("1e999", "not usable JSON (a number out of range (1e999)")])
+def test_a_score_that_is_not_a_finite_number_names_its_line(tmp_path, capsys, bad, why):
+    f = tmp_path / "s.jsonl"
+    f.write_text('{"score": 0.1, "label": 0}\n{"score": ' + bad + ', "label": 1}\n')
+    assert main(["calibrate", "--scores", str(f), "--verifier", "lexical"]) == 2
+    assert f"{f}:2: {why}" in capsys.readouterr().err
+
+
+def test_labels_from_two_samples_are_refused(tmp_path, capsys):
+    rows = [{"claim": "a b", "passage": "a b", "label": i % 2, "sample_seed": 1 + (i == 3), "sample_size": 4,
+             "verifier": "lexical"} for i in range(4)]
+    f = tmp_path / "l.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["calibrate", "--labels", str(f), "--verifier", "lexical"]) == 2
+    assert "labels from more than one sample (seeds [1, 2], sizes [4])" in capsys.readouterr().err

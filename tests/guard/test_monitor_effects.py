@@ -110,3 +110,27 @@ def test_while_the_store_cannot_say_no_martingale_is_claimed_and_labels_say_when
         os.kill(p.pid, signal.SIGCONT)
         p.terminate()
         p.wait(10)
+
+
+def test_a_profile_without_a_monitor_refuses_labels_and_reset_saying_why(tmp_path):
+    """A calibration made before monitor scores were kept: the profile guards, but has no drift monitor, so labels
+    and a reset are refused (422) naming why, never acknowledged as if recorded."""
+    import json
+
+    from citebound.calibrations import shipped
+
+    folder = tmp_path / "cals"
+    folder.mkdir()
+    old = {k: v for k, v in shipped("lexical").items() if not k.startswith("monitor_scores")}
+    (folder / "old.json").write_text(json.dumps(old))
+    with running(ServeConfig(verifier="lexical", calibrations=str(folder), admin_token=TOKEN)) as url:
+        g = httpx.post(f"{url}/v1/guard", json={"answer": "Aspirin works [1].", "passages": ["Aspirin works."],
+                                                "calibration": "old"})
+        assert g.status_code == 200, g.text
+        card = g.json()["report"]["guarantee_card"]
+        assert card["monitor"]["state"] == "off" and "no monitor_scores" in card["monitor"]["reason"]
+        r1 = httpx.post(f"{url}/v1/monitor/labels", headers=AUTH, json={"profile": "old", "missed": 1, "unsupported": 4})
+        r2 = httpx.post(f"{url}/v1/monitor/reset", headers=AUTH, json={"profile": "old"})
+    for r in (r1, r2):
+        assert r.status_code == 422, r.text
+        assert "no drift monitor on this guard (the calibration carries no monitor_scores" in r.text

@@ -805,6 +805,8 @@ MUTANTS = [
            "                    break\n", "close() while a batch gathers leaves the worker waiting"),
     Mutant("batcher9", "citebound/serving/batcher.py", "        if max_units < 1 or max_wait_ms < 0:",
            "        if max_units < 1 or max_wait_ms <= 0:", "a batcher with no wait is refused"),
+    Mutant("apis9", AR, "        if self.guard.blocks(self.report()):\n            self.blocked = self.report()\n            return\n", "",
+           "a Responses part whose citations as data fail does not block the stream at its end"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -932,6 +934,7 @@ TESTS = {
     "cli9": ["tests/guard/test_config_file.py", "tests/guard/test_serve_boundaries.py", "tests/guard/test_label_cli_refusals.py",
              "tests/guard/test_cli_inputs.py", "tests/guard/test_labelling.py"],
     "batcher9": ["tests/guard/test_behaviours.py"],
+    "apis9": ["tests/guard/test_api_effects.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",

@@ -226,3 +226,33 @@ def test_the_documents_a_messages_request_carries_in_order():
         ]},
     ]
     assert documents(messages) == ["D0", "D1a\nD1b", "S0a\nS0b"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_part_whose_citations_as_data_fail_blocks_the_answer_at_its_end(stream):
+    """uncited "ignore": the statin sentence has no marker, so its text alone passes (budget 0) and, streamed,
+    goes out as it completes. Its file_citation of f1 (whose only result is the aspirin text) is checked when the
+    part ends: flagged, the budget becomes 1/1 = 1.0 > 0.5, so the answer is blocked then: a 403 unstreamed;
+    streamed, no output_text.done (the part's annotations never go out) and the response ends incomplete."""
+    from fake_apis import response, response_events
+
+    text = "Statins lower LDL cholesterol in adults."
+    notes = [{"type": "file_citation", "file_id": "f1", "filename": "a.txt", "index": len(text)}]
+    results = [{"file_id": "f1", "filename": "a.txt", "score": 1.0, "text": ASPIRIN}]
+    turn = Turn([text], citations=notes, results=results)
+    with FakeAPIs(lambda b: Turn([""], whole=response(turn, "m"), raw=_sse(response_events(turn, "m")))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None, action="block",
+                                block_above=0.5, uncited="ignore")) as url:
+        r = httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "q", "stream": stream,
+                                                    "citebound": {"passages": []}}, timeout=60)
+    if not stream:
+        assert r.status_code == 403 and r.json()["error"]["code"] == "blocked"
+        rep = r.json()["citebound"]["report"]
+    else:
+        sent = _sent(r)
+        types = [e.get("type") for e in sent]
+        assert "response.output_text.done" not in types and "response.completed" not in types
+        assert types[-2:] == ["response.incomplete", "citebound.report"]
+        assert sent[-2]["response"]["incomplete_details"] == {"reason": "content_filter"}
+        rep = _report(sent)
+    assert rep["blocked"] is True and (rep["n_citations"], rep["flagged"], rep["review_budget"]) == (1, 1, 1.0)

@@ -12,6 +12,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 wd=${1:-$(mktemp -d /tmp/citebound-lean.XXXXXX)}
+# a folder made here (no WORKDIR given) holds ~1.3 GB of venvs: removed when the script ends, passed or not (a
+# failure has printed its log's tail); give WORKDIR to keep it
+[ $# -gt 0 ] || trap 'rm -rf "$wd"' EXIT
 py=${PYTHON:-python3}
 mkdir -p "$wd"; rm -rf "$wd/dist" "$wd/venv"
 wheel=$(PYTHON="$py" bash "$root/scripts/build_wheel.sh" "$wd/dist" | tail -1)

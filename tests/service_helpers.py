@@ -45,3 +45,10 @@ def running(cfg, scorer=None):
     finally:
         server.should_exit = True
         t.join(timeout=10)
+
+
+def sse_data(r) -> list:
+    """The JSON data of each server-sent event in a streamed response's body, ``[DONE]`` left out."""
+    import json
+
+    return [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ") and x != "data: [DONE]"]

@@ -7,7 +7,6 @@ Each status, code and message is the one the module's rules give, worked out her
 upstream records what it was asked, so "never asked" is observed, not assumed."""
 from __future__ import annotations
 
-import json
 import time
 
 import httpx
@@ -16,7 +15,7 @@ import pytest
 pytest.importorskip("fastapi")
 from fake_apis import FakeAPIs, Turn  # noqa: E402
 from fake_stream import FakeStreamingOpenAI, Script  # noqa: E402
-from service_helpers import running  # noqa: E402
+from service_helpers import running, sse_data  # noqa: E402
 from test_behaviours import Slow  # noqa: E402
 
 from citebound.serving.state import ServeConfig  # noqa: E402
@@ -42,10 +41,6 @@ def error_of(api: str, r: httpx.Response) -> tuple[str, str]:
     if api == "messages":
         assert r.json()["type"] == "error"
     return e["code"], e["message"]
-
-
-def events(r: httpx.Response) -> list[dict]:
-    return [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ") and x != "data: [DONE]"]
 
 
 def stream_error(api: str, evs: list[dict]) -> tuple[str, str]:
@@ -156,7 +151,7 @@ def test_guard_work_past_the_request_timeout_sends_a_streamed_sentence_unverifie
                     scorer=Slow(3)) as url:
         r = httpx.post(url + PATHS[api], json=body(api, True), timeout=30)
     assert r.status_code == 200
-    evs = events(r)
+    evs = sse_data(r)
     assert sent_text(api, evs) == "Aspirin irreversibly inhibits platelet cyclooxygenase [1 UNVERIFIED]."
     rep = stream_report(api, evs)
     assert (rep["n_citations"], rep["verified"], rep["unverified"], rep["review_budget"]) == (1, 0, 1, 1.0)
@@ -172,7 +167,7 @@ def test_a_stream_holding_past_its_limit_ends_with_code_limit_and_sends_none_of_
             running(ServeConfig(verifier="lexical", upstream=up.base, limits=Limits(max_stream_held_chars=200))) as url:
         r = httpx.post(url + PATHS[api], json=body(api, True), timeout=30)
     assert r.status_code == 200
-    evs = events(r)
+    evs = sse_data(r)
     code, message = stream_error(api, evs)
     assert code == "limit" and "max_stream_held_chars" in message
     assert "word" not in sent_text(api, evs)
@@ -211,7 +206,7 @@ def test_streamed_citations_past_their_limit_end_the_stream_naming_it(n, refused
             running(ServeConfig(verifier="lexical", upstream=up.base,
                                 limits=Limits(max_citations_per_answer=2))) as url:
         r = httpx.post(url + "/v1/messages", json=body("messages", True), timeout=30)
-    evs = events(r)
+    evs = sse_data(r)
     if refused:
         code, message = stream_error("messages", evs)
         assert code == "max_citations_per_answer" and "3 citations as data" in message

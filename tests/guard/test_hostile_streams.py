@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 from fake_apis import FakeAPIs, Turn, _sse  # noqa: E402
-from service_helpers import running  # noqa: E402
+from service_helpers import running, sse_data  # noqa: E402
 
 from citebound.serving.state import ServeConfig  # noqa: E402
 from citebound.text.limits import Limits  # noqa: E402
@@ -29,10 +29,6 @@ SECOND = b'data: {"choices": [{"index": 0, "delta": {"content": "Secret words"}}
 
 def chunk(content) -> bytes:
     return b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": content}}]}).encode() + b"\n\n"
-
-
-def events(r: httpx.Response) -> list[dict]:
-    return [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ") and x != "data: [DONE]"]
 
 
 @pytest.mark.parametrize("bad,why", [
@@ -53,7 +49,7 @@ def test_a_chat_stream_gone_wrong_ends_in_an_error_after_only_checked_text(bad, 
     with FakeAPIs(lambda b: Turn([], raw=raw, event_pause_s=0.02)) as up, \
             running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
         r = httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=30)
-    evs = events(r)
+    evs = sse_data(r)
     sent = "".join(e["choices"][0]["delta"].get("content") or "" for e in evs if e.get("choices"))
     assert sent == "Aspirin irreversibly inhibits platelet cyclooxygenase [1]."
     err = evs[-1]["error"]
@@ -68,7 +64,7 @@ def test_a_chat_stream_past_max_stream_s_ends_with_code_limit():
             running(ServeConfig(verifier="lexical", upstream=up.base_url,
                                 limits=Limits(max_stream_s=1))) as url:
         r = httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=30)
-    err = events(r)[-1]["error"]
+    err = sse_data(r)[-1]["error"]
     assert err["code"] == "limit" and "the upstream's stream took longer than 1 s in all (max_stream_s)" in err["message"]
 
 
@@ -101,7 +97,7 @@ def test_a_messages_block_that_starts_with_its_text_is_guarded_like_a_delta():
     with FakeAPIs(lambda b: Turn([], raw=_sse(evs))) as up, \
             running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
         r = httpx.post(f"{url}/v1/messages", json=body, timeout=30)
-    out = events(r)
+    out = sse_data(r)
     starts = [e for e in out if e.get("type") == "content_block_start"]
     assert [s["content_block"]["text"] for s in starts] == [""]
     sent = "".join(e["delta"]["text"] for e in out if e.get("type") == "content_block_delta")

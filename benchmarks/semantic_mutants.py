@@ -47,6 +47,10 @@ MR, MET = "citebound/serving/monitor_routes.py", "citebound/serving/metrics.py"
 H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
 V9, CSS9, H9 = "citebound/text/visible.py", "citebound/text/css.py", "citebound/serving/held.py"
 SP9, UP9, BH = "citebound/serving/stream_proxy.py", "citebound/serving/upstream.py", "citebound/scoring/bounded_http.py"
+BI, TR, HD = "citebound/calibration/binomial.py", "citebound/verifiers/trained.py", "citebound/training/head.py"
+GP, EM, LX = "citebound/verifiers/graph.py", "citebound/verifiers/embedding.py", "citebound/verifiers/lexical.py"
+LJ, CE, IO = "citebound/verifiers/llm_judge.py", "citebound/scoring/chat_endpoint.py", "citebound/scoring/io.py"
+RA, CV = "citebound/study/analysis/reattribution.py", "citebound/study/analysis/conformal_eval.py"
 MUTANTS = [
     # the guard's report
     Mutant("guarding", G, "/ report.n_citations if report.n_citations else 0.0",
@@ -807,6 +811,132 @@ MUTANTS = [
            "        if max_units < 1 or max_wait_ms <= 0:", "a batcher with no wait is refused"),
     Mutant("apis9", AR, "        if self.guard.blocks(self.report()):\n            self.blocked = self.report()\n            return\n", "",
            "a Responses part whose citations as data fail does not block the stream at its end"),
+    # round 10 (2026-12-04, fourth session): the code no earlier round mutated (the binomial tails, the trained
+    # head's features, the graph encoder, the lexical and embedding verifiers, the LLM judge, the local chat
+    # endpoint, the study's re-attribution and conformal tables, the file readers), chosen from the code alone
+    # before any test was read
+    Mutant("binomial10", BI, "    a = k + 1\n", "    a = k\n",
+           "the windowed upper tail (n > 100000) includes k itself"),
+    Mutant("binomial10", BI, "np.arange(k + 1, n + 1, dtype=float)", "np.arange(k + 1, n, dtype=float)",
+           "the exact upper tail drops its last term (j = n)"),
+    Mutant("binomial10", BI, "[np.clip(idx - lo, 0, hi - lo)]", "[np.clip(idx - lo - 1, 0, hi - lo)]",
+           "the windowed cdf reads the cumulative sum one term short"),
+    Mutant("binomial10", BI, "np.cumsum(np.log(n - i) - np.log(i + 1) + ratio)",
+           "np.cumsum(np.log(n - i + 1) - np.log(i + 1) + ratio)", "the neighbour ratio of the windowed pmf is off by one"),
+    Mutant("binomial10", BI, "        return NormalDist().inv_cdf(1.0 - q)", "        return NormalDist().inv_cdf(q)",
+           "normal_isf without scipy returns -z"),
+    Mutant("binomial10", BI, "        out = np.where(ks >= 0, 1.0, 0.0)", "        out = np.where(ks > 0, 1.0, 0.0)",
+           "P(X <= 0) is 0 when p = 0"),
+    Mutant("binomial10", BI, "        if binom_cdf(k, n, mid) > level:", "        if binom_sf(k, n, mid) > level:",
+           "the Clopper-Pearson bisection uses the upper tail"),
+    # the trained head's features and the head
+    Mutant("trained10", TR, "    return len(c & w) / len(c)\n", "    return len(c & w) / max(len(w), 1)\n",
+           "the number share divides by the window's numbers"),
+    Mutant("trained10", TR, '    w = {n.replace(",", ".") for n in _NUM.findall(window)}',
+           "    w = set(_NUM.findall(window))", "a window's decimal comma is not read as a point"),
+    Mutant("trained10", TR, '((x - np.asarray(model["mean"])) / np.asarray(model["scale"]))',
+           '((x - np.asarray(model["scale"])) / np.asarray(model["mean"]))', "apply_head swaps mean and scale"),
+    Mutant("trained10", TR, "float((tc @ tw.T).max(1).mean())", "float((tc @ tw.T).max(0).mean())",
+           "maxsim averages over the window's tokens, not the claim's"),
+    Mutant("trained10", TR, "                out[s + j] = [", "                out[j] = [",
+           "unit features past the first chunk overwrite the first chunk's rows"),
+    Mutant("trained10", TR, "        return s, s >= self.threshold\n", "        return s, s > self.threshold\n",
+           "the trained verifier's verdict at exactly the threshold is unsupported"),
+    Mutant("trained10", TR, "batch_size=self.batch_size, device=self.device)[:, 1]",
+           "batch_size=self.batch_size, device=self.device)[:, 0]", "a fine-tuned cross-encoder reads the wrong class"),
+    Mutant("trained10", TR, '        self.threshold = float(self.net.get("threshold", 0.5))',
+           '        self.threshold = float(cfg.get("threshold", 0.5))',
+           "a fine-tuned network's verdict cut is the config's, not the one it was trained with"),
+    Mutant("trained10", HD, "        if c > best[i]:", "        if c >= best[i]:",
+           "best_window takes the last of tied windows, not the first"),
+    Mutant("trained10", HD, "    sd = np.where(sd > 0, sd, 1.0)", "    sd = np.where(sd >= 0, sd, 1.0)",
+           "a constant feature's scale is 0 (division by zero)"),
+    Mutant("trained10", HD, '"n_train_supported": int(y.sum())', '"n_train_supported": int((1 - y).sum())',
+           "the head records the unsupported count as supported"),
+    Mutant("trained10", HD, "make_windows(p, window_chars, stride)", "make_windows(p, stride, window_chars)",
+           "a training pair's windows swap width and stride"),
+    Mutant("trained10", HD, "                cs.append(c[:claim_cap])", "                cs.append(c)",
+           "a training claim is not capped at 600 characters"),
+    # the graph encoder
+    Mutant("graph10", GP, "                ids[r, :n], mask[r, :n] = encs[i].ids, 1",
+           "                ids[r, :n], mask[r, :] = encs[i].ids, 1", "padding tokens are attended in a batch of unequal lengths"),
+    Mutant("graph10", TR, "                yield idx, mean_pool(h, mask), unit_rows(h[:, -1]), (mask == 1) & ~np.isin(ids, self.special)",
+           "                yield idx, mean_pool(h, mask), unit_rows(h[:, -1]), (mask == 1)",
+           "the trained head's token alignment keeps [CLS] and [SEP]"),
+    Mutant("graph10", EM, "                yield idx, np_pool(hidden[:, -1], mask)", "                yield idx, np_pool(hidden[:, 0], mask)",
+           "the embedding verifier scores layer 2, not layer 6"),
+    Mutant("graph10", EM, "            self._memo.update(zip((todo[i] for i in idx), emb))", "            self._memo.update(zip(todo, emb))",
+           "embeddings of a length-sorted batch are stored under the unsorted texts"),
+    Mutant("graph10", EM, "        s = np.clip((np.sum(c * w, axis=1) + 1.0) / 2.0, 0.0, 1.0)",
+           "        s = np.clip(np.sum(c * w, axis=1), 0.0, 1.0)", "the embedding score is the cosine, not (cos + 1) / 2"),
+    # the lexical verifier
+    Mutant("lexical10", LX, "        if len(tok) > len(suf) + 3 and tok.endswith(suf):", "        if len(tok) >= len(suf) + 3 and tok.endswith(suf):",
+           "a stem may be three letters"),
+    Mutant("lexical10", LX, "    return len(c & content_terms(window)) / len(c)", "    return len(c & content_terms(window)) / len(c | content_terms(window))",
+           "term recall divides by the union"),
+    Mutant("lexical10", LX, "if t not in STOPWORDS and len(t) > 1)", "if t not in STOPWORDS and len(t) > 2)",
+           "two-character terms (p53's 'p5'? no: 'ms', 'ct', 'uv') are dropped"),
+    Mutant("lexical10", LX, "    return len(x & y) / len(x | y) if x | y else 0.0", "    return len(x & y) / len(x) if x else 0.0",
+           "token Jaccard divides by the first text's terms"),
+    # the LLM judge
+    Mutant("judge10", LJ, "    if said_positive == said_negative:\n        return None", "    if said_positive and said_negative:\n        return None",
+           "a reply with neither verdict is read as unsupported, not unparsed"),
+    Mutant("judge10", LJ, "(?:[\\w'-]+\\s+){{0,2}}?{p}", "(?:[\\w'-]+\\s+){{0,1}}?{p}",
+           "'not at all supported' reads as supported"),
+    Mutant("judge10", LJ, "        scores = np.array([np.nan if v is None else float(v) for v in verdicts])",
+           "        scores = np.array([0.0 if v is None else float(v) for v in verdicts])",
+           "an unparsed reply scores 0 (unsupported) instead of no score"),
+    Mutant("judge10", LJ, "        self.n_unparsed += sum(", "        self.n_unparsed = sum(",
+           "the unparsed count is the last call's, not the run's"),
+    Mutant("judge10", LJ, "    for attempt in range(max_retries + 1):", "    for attempt in range(max_retries):",
+           "one attempt fewer than max_retries + 1"),
+    Mutant("judge10", LJ, "        end = None if not ends or None in ends else max(ends)", "        end = None if not ends or None in ends else min(ends)",
+           "a merged batch's LLM calls get its earliest deadline"),
+    Mutant("judge10", LJ, '        return hashlib.sha256(f"{model}\\x1f{prompt}".encode()).hexdigest()',
+           '        return hashlib.sha256(prompt.encode()).hexdigest()', "another model's frozen answer is replayed"),
+    Mutant("judge10", LJ, "self.template.format(claim=c, passage=w)", "self.template.format(claim=w, passage=c)",
+           "the judge's prompt swaps claim and passage"),
+    # the local chat endpoint
+    Mutant("chatep10", CE, "        while len(batch) < self.max_batch:", "        while len(batch) <= self.max_batch:",
+           "a batch takes one request more than max_batch"),
+    Mutant("chatep10", CE, "            for (_, fut), out in zip(batch, outs):", "            for (_, fut), out in zip(batch, reversed(outs)):",
+           "a batch's answers go to each other's requests"),
+    Mutant("chatep10", CE, "                if len(batch) == 1:\n                    batch[0][1].set_exception(e)",
+           "                if True:\n                    for _, f in batch:\n                        f.set_exception(e)",
+           "a failing batch fails every request, not only the bad one"),
+    Mutant("chatep10", CE, '"total_tokens": out.prompt_tokens + out.completion_tokens}', '"total_tokens": out.completion_tokens}',
+           "total_tokens leaves out the prompt"),
+    Mutant("chatep10", CE, 'for piece in re.findall(r"\\S+\\s*|\\s+", out.text):', 'for piece in re.findall(r"\\S+\\s*", out.text):',
+           "a streamed answer loses its leading whitespace"),
+    # the study's re-attribution and conformal tables
+    Mutant("analysis10", RA, "        order = np.lexsort((tie, -s))", "        order = np.lexsort((-s, tie))",
+           "rank_hits orders by the tie-breaker, not the score"),
+    Mutant("analysis10", RA, 'f"hit@{k}": bool(gold[:k].any())', 'f"hit@{k}": bool(gold[:k + 1].any())',
+           "hit@k looks at k + 1 candidates"),
+    Mutant("analysis10", RA, "1.0 if n - g < k else", "1.0 if n - g <= k else",
+           "random recall is 1 when exactly k candidates are not gold"),
+    Mutant("analysis10", RA, "int(np.sum(~hx & hy))", "int(np.sum(hx & hy))", "McNemar's b_only counts the concordant hits"),
+    Mutant("analysis10", RA, '    df = df[df.groupby("sentence_id")["label"].transform("max") == 1]  # sentences with a gold candidate\n', "",
+           "sentences with no gold candidate count as misses"),
+    Mutant("analysis10", CV, '0.05),\n                "share_splits_below_target": float(np.mean(c < t)),',
+           '0.05),\n                "share_splits_below_target": float(np.mean(c <= t)),',
+           "a split whose coverage is exactly the target counts as below it"),
+    Mutant("analysis10", CV, '"pooled_flag_rate": float(np.mean(~(s > tau)))', '"pooled_flag_rate": float(np.mean(s < tau))',
+           "the budget curve does not flag a score equal to tau"),
+    Mutant("analysis10", CV, "cov_mond.setdefault(g, []).append(np.mean(test <= guard.group_tau[g]))",
+           "cov_mond.setdefault(g, []).append(np.mean(test < guard.group_tau[g]))", "Mondrian coverage misses a score equal to its tau"),
+    Mutant("analysis10", CV, "    return s[ok & (df[\"label\"] == 0).to_numpy()], s[ok & (df[\"label\"] == 1).to_numpy()]",
+           "    return s[(df[\"label\"] == 0).to_numpy()], s[(df[\"label\"] == 1).to_numpy()]", "NaN scores reach calibration"),
+    Mutant("analysis10", CV, "            if n_g < min_group:", "            if n_g <= min_group:", "a group of exactly min_group is left out"),
+    # the file readers
+    Mutant("io10", IO, '        line = data_bytes[:e.start].count(b"\\n") + 1', '        line = data_bytes[:e.start].count(b"\\n")',
+           "a non-UTF-8 byte is reported a line early"),
+    Mutant("io10", IO, "    for lineno, line in enumerate(text.splitlines(), 1):", "    for lineno, line in enumerate(text.splitlines()):",
+           "a JSONL error names the line before"),
+    Mutant("io10", IO, "    loads = strict_json if strict else json.loads", "    loads = json.loads",
+           "a user's file with NaN is read"),
+    Mutant("io10", IO, "    if len(recs) != 1 or not isinstance(recs[0], dict):", "    if not recs or not isinstance(recs[0], dict):",
+           "a file of several objects is read as its first"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -935,6 +1065,23 @@ TESTS = {
              "tests/guard/test_cli_inputs.py", "tests/guard/test_labelling.py"],
     "batcher9": ["tests/guard/test_behaviours.py"],
     "apis9": ["tests/guard/test_api_effects.py"],
+    "binomial10": ["tests/guard/test_binomial.py", "tests/guard/test_calibration_edges.py", "tests/guard/test_conformal_stats.py",
+                   "tests/guard/test_ltt.py", "tests/guard/test_precision.py", "tests/guard/test_pinned.py",
+                   "citebound/calibration/binomial.py"],
+    "trained10": ["tests/guard/test_trained.py", "tests/guard/test_graph.py", "tests/study/test_train_verifier.py",
+                  "tests/guard/test_behaviours.py", "tests/guard/test_verifiers.py", "tests/guard/test_pinned.py",
+                  "citebound/verifiers/trained.py", "citebound/training/head.py"],
+    "graph10": ["tests/guard/test_graph.py", "tests/guard/test_verifiers.py", "tests/guard/test_unchecked.py",
+                "tests/guard/test_model_verifiers.py", "tests/guard/test_trained.py", "citebound/verifiers/graph.py"],
+    "lexical10": ["tests/guard/test_verifiers.py", "tests/guard/test_trained.py", "tests/guard/test_llm_verifiers.py",
+                  "tests/study/test_pinned_analysis.py", "citebound/verifiers/lexical.py"],
+    "judge10": ["tests/guard/test_llm_verifiers.py", "tests/guard/test_unchecked.py", "tests/guard/test_complexity.py",
+                "citebound/verifiers/llm_judge.py"],
+    "chatep10": ["tests/study/test_paperqa.py", "tests/guard/test_llm_verifiers.py", "citebound/scoring/chat_endpoint.py"],
+    "analysis10": ["tests/guard/test_edges.py", "tests/study/test_pinned_analysis.py",
+                   "citebound/study/analysis/reattribution.py"],
+    "io10": ["tests/guard/test_hostile_generated.py", "tests/study/test_io_prepare.py", "tests/study/test_train_data.py",
+             "tests/study/test_train_verifier.py", "tests/study/test_generation.py", "citebound/scoring/io.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
@@ -984,8 +1131,8 @@ def run(mutants: list[Mutant], timeout: int) -> list[tuple[Mutant, str, float]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7, 8 and 9: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 10: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", help="only the mutants whose description holds this text")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -998,9 +1145,11 @@ def main() -> int:
     first7 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a negative offset (left:-9999px)"))
     first8 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a search_result block's text is not"))
     first9 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a tag longer than MAX_TAG is still read"))
+    first10 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the windowed upper tail (n > 100000)"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
-              7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:]}
+              7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
+              10: MUTANTS[first10:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or args.match in m.why]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

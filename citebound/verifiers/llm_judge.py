@@ -66,10 +66,13 @@ def parse_verdict(text: str, positive: str, negative: str) -> bool | None:
     True
     >>> parse_verdict("Yes, it does", "Yes", "No")
     True
+    >>> parse_verdict("It is not, on balance, supported.", "SUPPORTED", "UNSUPPORTED")
+    False
     """
     t = " ".join(re.sub(r"[*_`#>]", " ", text or "").split()).lower()
     p, n = re.escape(positive.lower()), re.escape(negative.lower())
-    negated = re.compile(rf"\b(?:not|never|no|hardly|cannot|isn't|aren't|wasn't|doesn't)\s+(?:[\w'-]+\s+){{0,2}}?{p}\b"
+    # a negation cue, then up to two words (commas and colons between them too: "not, on balance, supported")
+    negated = re.compile(rf"\b(?:not|never|no|hardly|cannot|isn't|aren't|wasn't|doesn't)[\s,;:]+(?:[\w'-]+[\s,;:]+){{0,2}}?{p}\b"
                          rf"|\b(?:un|non|not)-{p}\b")
     said_negative = re.search(rf"\b{n}\b", t) is not None or negated.search(t) is not None
     said_positive = re.search(rf"\b{p}\b", negated.sub(" ", t)) is not None

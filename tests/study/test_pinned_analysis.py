@@ -202,6 +202,17 @@ def test_coverage_and_size_ablation_tables_sizes():
     assert bool(r3["infinite_tau"]) and r3["mean_coverage"] == 1.0
 
 
+def test_a_split_whose_coverage_is_exactly_the_target_is_not_below_it():
+    """20 negatives, half to calibration: each split's coverage is k / 10, so some land exactly on 0.8; those
+    are not below the target (strictly below, as the conformal guarantee reads)."""
+    cal = {"v": _cal(list(np.linspace(0, 1, 20)), [0] * 20)}
+    summ, per = coverage_table(cal, [0.8], n_splits=200, fraction=0.5, delta=0.1, seed=0)
+    c = per["conformal"].to_numpy()
+    assert summ.iloc[0]["n_test_unsupported"] == 10 and (c == 0.8).sum() > 0
+    assert summ.iloc[0]["share_splits_below_target"] == pytest.approx(np.mean(c < 0.8))
+    assert np.mean(c < 0.8) < np.mean(c <= 0.8)
+
+
 def test_pac_ranks_table_by_hand():
     t = pac_ranks_table([9, 5], [0.9], 0.05).set_index("n_cal")
     assert t.loc[9, "k_marginal"] == 9 and t.loc[5, "k_marginal"] == 6  # ceil(10 * .9), ceil(6 * .9)

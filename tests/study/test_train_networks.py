@@ -107,6 +107,9 @@ def test_seeded_training_checkpoints_and_the_saved_model_scores_the_same(tiny_be
     ps = score_pairs(v, claims, passages, progress=False)
     assert ps.score == pytest.approx(sa, abs=1e-5)
     assert list(ps.verdict) == list(sa >= a.threshold)
+    # a network's verdict cut is the one it was trained with (its citebound.json), whatever the definition says
+    v2 = build_verifier({"name": "trained", "kind": "trained", "model": str(tmp_path / "m"), "threshold": 0.999})
+    assert v2.threshold == meta["threshold"] == a.threshold != 0.999
 
 
 def test_design_table_and_choice_by_hand():

@@ -1,0 +1,74 @@
+"""The LLM judge's effects, observed at a local OpenAI-compatible server: how many calls a failing endpoint
+gets, that an answer frozen for one model is never replayed for another, that the unparsed count adds up
+over a run, and a negated verdict with words between."""
+import hashlib
+
+import pytest
+from conftest import verifier_cfg
+from fake_openai import FakeOpenAI
+
+from citebound.scoring.llm_backends import EndpointError
+from citebound.verifiers import build_verifier
+from citebound.verifiers.llm_judge import ResponseStore, parse_verdict
+
+KEY = "CITEBOUND_TEST_API_KEY"
+
+
+@pytest.fixture(autouse=True)
+def key(monkeypatch):
+    monkeypatch.setenv(KEY, "sk-test-not-a-real-key")
+
+
+@pytest.mark.parametrize("reply, verdict", [
+    ("The claim is not supported.", False),
+    ("The claim is not fully supported.", False),       # one word between
+    ("The claim is not at all supported.", False),      # two words between
+    ("It is not, on balance, supported.", False),       # commas between are still a negation
+    ("Not supported; no.", False),
+    ("Supported.", True),
+    ("I cannot tell.", None),
+])
+def test_a_negated_verdict_with_up_to_two_words_between(reply, verdict):
+    assert parse_verdict(reply, "SUPPORTED", "UNSUPPORTED") is verdict
+
+
+def test_a_failing_endpoint_gets_max_retries_plus_one_calls(tmp_path):
+    with FakeOpenAI(lambda body: "SUPPORTED", fail_first=100) as srv:
+        v = build_verifier(verifier_cfg("llm_judge", base_url=srv.base_url, api_key_env=KEY, backoff_seconds=0.001,
+                                        max_retries=2, max_concurrency=1), tmp_path)
+        with pytest.raises(EndpointError, match="failed after 3 attempts"):
+            v.judge(["a claim"], ["a passage"])
+        assert len(srv.requests) == 3
+    with FakeOpenAI(lambda body: "SUPPORTED", fail_first=2) as srv:  # the third attempt succeeds
+        v = build_verifier(verifier_cfg("llm_judge", base_url=srv.base_url, api_key_env=KEY, backoff_seconds=0.001,
+                                        max_retries=2, max_concurrency=1), tmp_path / "b")
+        s, verdict = v.judge(["a claim"], ["a passage"])
+        assert s.tolist() == [1.0] and verdict.tolist() == [True] and len(srv.requests) == 3
+
+
+def test_an_answer_frozen_for_one_model_is_not_replayed_for_another(tmp_path):
+    """Both judges share one store; the second names another model, so it asks the endpoint itself."""
+    def by_model(body):
+        return "SUPPORTED" if body["model"] == "model-a" else "UNSUPPORTED"
+    with FakeOpenAI(by_model) as srv:
+        a = build_verifier(verifier_cfg("llm_judge", base_url=srv.base_url, api_key_env=KEY, model="model-a",
+                                        max_concurrency=1), tmp_path)
+        assert a.judge(["c"], ["p"])[0].tolist() == [1.0]
+        b = build_verifier(verifier_cfg("llm_judge", base_url=srv.base_url, api_key_env=KEY, model="model-b",
+                                        max_concurrency=1), tmp_path)
+        assert b.judge(["c"], ["p"])[0].tolist() == [0.0]
+        assert [r["model"] for r in srv.requests] == ["model-a", "model-b"]
+        assert a.judge(["c"], ["p"])[0].tolist() == [1.0] and len(srv.requests) == 2  # each replayed for its own
+    assert ResponseStore.hash("m", "p") == hashlib.sha256(b"m\x1fp").hexdigest()
+
+
+def test_the_unparsed_count_adds_up_over_calls(tmp_path):
+    answers = iter(["Maybe", "SUPPORTED", "no idea", "perhaps"])
+    with FakeOpenAI(lambda body: next(answers)) as srv:
+        v = build_verifier(verifier_cfg("llm_judge", base_url=srv.base_url, api_key_env=KEY, max_concurrency=1),
+                           tmp_path)
+        v.judge(["a", "b"], ["p", "q"])
+        assert v.n_unparsed == 1
+        v.judge(["c", "d"], ["r", "s"])
+        assert v.n_unparsed == 3
+        assert len(srv.requests) == 4

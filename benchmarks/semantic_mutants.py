@@ -51,6 +51,8 @@ BI, TR, HD = "citebound/calibration/binomial.py", "citebound/verifiers/trained.p
 GP, EM, LX = "citebound/verifiers/graph.py", "citebound/verifiers/embedding.py", "citebound/verifiers/lexical.py"
 LJ, CE, IO = "citebound/verifiers/llm_judge.py", "citebound/scoring/chat_endpoint.py", "citebound/scoring/io.py"
 RA, CV = "citebound/study/analysis/reattribution.py", "citebound/study/analysis/conformal_eval.py"
+ST, GC, CFI = "citebound/calibration/stats.py", "citebound/calibration/groups.py", "citebound/calibration/files.py"
+LO, SM, CO = "citebound/scoring/loader.py", "citebound/serving/models.py", "citebound/cli/common.py"
 MUTANTS = [
     # the guard's report
     Mutant("guarding", G, "/ report.n_citations if report.n_citations else 0.0",
@@ -937,6 +939,68 @@ MUTANTS = [
            "a user's file with NaN is read"),
     Mutant("io10", IO, "    if len(recs) != 1 or not isinstance(recs[0], dict):", "    if not recs or not isinstance(recs[0], dict):",
            "a file of several objects is read as its first"),
+    # round 11 (2026-12-04, fourth session): agreement statistics, group calibration, calibration files, the
+    # scorer's cache key, the service's request models, the CLI's shared options; chosen from the code alone
+    # before any test was read
+    Mutant("stats11", ST, "    den = 2 * d + b + c\n", "    den = 2 * d + b\n",
+           "negative specific agreement leaves one discordant cell out of its denominator"),
+    Mutant("stats11", ST, "    return float(2 * a / den) if den else math.nan", "    return float(a / den) if den else math.nan",
+           "positive specific agreement counts the concordant cell once"),
+    Mutant("stats11", ST, "        pi = ((a + b) / n + (a + c) / n) / 2", "        pi = ((a + b) / n + (c + d) / n) / 2",
+           "AC1's mean marginal uses the second rater's 'unsupported'"),
+    Mutant("stats11", ST, "        pe = ((a + b) * (a + c) + (c + d) * (b + d)) / n**2", "        pe = ((a + b) * (a + c) + (c + d) * (c + d)) / n**2",
+           "kappa's chance agreement squares one rater's 'unsupported' marginal"),
+    Mutant("stats11", ST, "np.quantile(s, 1 - alpha / 2))", "np.quantile(s, 1 - alpha))",
+           "the percentile interval's upper end is at 1 - alpha"),
+    Mutant("stats11", ST, "        return ((r * y).sum(1) - n1 * (n1 + 1) / 2) / (n1 * n0)",
+           "        return ((r * y).sum(1) - n1 * (n1 - 1) / 2) / (n1 * n0)", "the AUC's rank sum subtracts n1 (n1 - 1) / 2"),
+    Mutant("stats11", ST, "    return (int(np.sum(x & y)), int(np.sum(x & ~y)), int(np.sum(~x & y)), int(np.sum(~x & ~y)))",
+           "    return (int(np.sum(x & y)), int(np.sum(~x & y)), int(np.sum(x & ~y)), int(np.sum(~x & ~y)))",
+           "the 2x2 table swaps b and c"),
+    Mutant("stats11", ST, "    return np.where(den > 0, num / np.maximum(den, 1e-300), np.nan)",
+           "    return np.where(den >= 0, num / np.maximum(den, 1e-300), np.nan)", "a ratio over nothing is 0, not NaN"),
+    # group calibration
+    Mutant("groups11", GC, 'if "two_sided" not in entry and (entry.get("pac") or {}).get("tau") is None:',
+           'if "two_sided" not in entry and entry.get("tau") is None:',
+           "a group with a conformal tau but no PAC tau keeps its own calibration"),
+    Mutant("groups11", GC, 'counts = {"n_unsupported": int((y[mask] == 0).sum()), "n_supported": int((y[mask] == 1).sum())}',
+           'counts = {"n_unsupported": int((y[mask] == 1).sum()), "n_supported": int((y[mask] == 0).sum())}',
+           "a fallback group's counts are swapped"),
+    Mutant("groups11", GC, "or len(name) > 200:", "or len(name) >= 200:", "a group name of exactly 200 characters is refused"),
+    # calibration files
+    Mutant("files11", CFI, '"tau": float(neg[kp - 1]) if kp <= len(neg) else None,', '"tau": float(neg[kp]) if kp < len(neg) else None,',
+           "the PAC tau is the rank after the PAC rank"),
+    Mutant("files11", CFI, "    flags = ~(scores > guard.tau)\n", "    flags = scores < guard.tau\n",
+           "the expected flag rate leaves out scores equal to tau"),
+    Mutant("files11", CFI, '"flag_rate_supported": float(np.mean(scores[labels == 1] <= guard.tau))',
+           '"flag_rate_supported": float(np.mean(scores[labels == 1] < guard.tau))', "the supported flag rate misses ties at tau"),
+    Mutant("files11", CFI, 'isinstance(cal["alpha"], (int, float)) and 0 < cal["alpha"] < 1)',
+           'isinstance(cal["alpha"], (int, float)) and 0 <= cal["alpha"] < 1)', "a calibration with alpha 0 is read"),
+    Mutant("files11", CFI, '    if cal["verifier_hash"] == verifier_hash:\n        return\n',
+           '    if cal["verifier"] == verifier_name:\n        return\n',
+           "a calibration is accepted by the verifier's name, whatever its settings"),
+    Mutant("files11", CFI, '"monitor_scores_unsupported": [round(float(x), 6) for x in np.sort(scores[labels == 0])],',
+           '"monitor_scores_unsupported": [round(float(x), 6) for x in np.sort(scores[labels == 1])],',
+           "the robust alarm's unsupported reference holds the supported scores"),
+    # the scorer's cache key
+    Mutant("loader11", LO, "            self.cache = cache_for(hashed, cache_dir) if cache_dir else None",
+           "            self.cache = cache_for(cfg, cache_dir) if cache_dir else None",
+           "a served verifier's cache is not keyed by who serves it"),
+    Mutant("loader11", LO, "                          sum(p.n_units for p in base), sum(p.n_cached for p in base))",
+           "                          first.n_units, sum(p.n_cached for p in base))", "a stacked score counts only its first base's units"),
+    # the service's request models
+    Mutant("models11", SM, '    if m.passages is not None and m.ctxs is not None:\n        raise ValueError("give \'passages\' or \'ctxs\', not both")\n', "",
+           "both 'passages' and 'ctxs': ctxs silently wins"),
+    Mutant("models11", SM, "    citation_base: Literal[0, 1] | None = None\n    calibration: str | None = None\n    group: str | None = Field(None, max_length=200)",
+           "    citation_base: Literal[0, 1] | None = None\n    calibration: str | None = None\n    group: str | None = Field(None)",
+           "a proxy request's group name has no length limit"),
+    Mutant("models11", SM, "        if (self.answers is None) == (self.answer is None):",
+           "        if self.answers is None and self.answer is None:", "a request with both 'answer' and 'answers' is accepted"),
+    # the CLI's shared options
+    Mutant("cli11", CO, '        key, sep, value = ov.partition("=")', '        key, sep, value = ov.rpartition("=")',
+           "--override KEY=VALUE splits at the value's last '='"),
+    Mutant("cli11", CO, "    if args.threads is not None and args.threads < 1:", "    if args.threads is not None and args.threads < 0:",
+           "--threads 0 is accepted"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1086,6 +1150,18 @@ TESTS = {
     "io10": ["tests/guard/test_hostile_generated.py", "tests/study/test_io_prepare.py", "tests/study/test_train_data.py",
              "tests/study/test_train_verifier.py", "tests/study/test_generation.py", "tests/guard/test_read_records.py",
              "citebound/scoring/io.py"],
+    "stats11": ["tests/guard/test_conformal_stats.py", "tests/study/test_pinned_analysis.py", "tests/guard/test_edges.py",
+                "tests/guard/test_pinned.py", "citebound/calibration/stats.py"],
+    "groups11": ["tests/guard/test_groups.py", "tests/guard/test_cli.py", "tests/guard/test_calibration_edges.py",
+                 "tests/guard/test_calibrate_cli_edges.py"],
+    "files11": ["tests/guard/test_cli.py", "tests/guard/test_pinned.py", "tests/guard/test_edges.py", "tests/guard/test_calibration_edges.py",
+                "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_groups.py", "tests/guard/test_eprocess.py",
+                "citebound/calibration/files.py"],
+    "loader11": ["tests/guard/test_remote_verifier.py", "tests/guard/test_verifiers.py", "tests/guard/test_package.py"],
+    "models11": ["tests/guard/test_service.py", "tests/guard/test_guard_batch.py", "tests/guard/test_body_errors.py",
+                 "tests/guard/test_groups.py", "tests/guard/test_proxy_routes.py"],
+    "cli11": ["tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli_inputs.py",
+              "citebound/cli/common.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
@@ -1100,7 +1176,10 @@ def run(mutants: list[Mutant], timeout: int) -> list[tuple[Mutant, str, float]]:
         for name in COPY:
             src = ROOT / name
             (shutil.copytree if src.is_dir() else shutil.copy2)(src, tree / name)
-        env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1")
+        # the scratch tree has no ../shared beside it: the tests that read the data mirror would skip (and a
+        # mutant only they catch would survive), so the mirror is named explicitly
+        mirror = os.environ.get("CITEBOUND_DATA_MIRROR") or str(ROOT.parent / "shared" / "data")
+        env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1", CITEBOUND_DATA_MIRROR=mirror)
 
         def tests_pass(module: str, show: bool = False) -> bool:
             r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow",
@@ -1135,8 +1214,8 @@ def run(mutants: list[Mutant], timeout: int) -> list[tuple[Mutant, str, float]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 10: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 11: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", help="only the mutants whose description holds this text")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -1150,10 +1229,11 @@ def main() -> int:
     first8 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a search_result block's text is not"))
     first9 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a tag longer than MAX_TAG is still read"))
     first10 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the windowed upper tail (n > 100000)"))
+    first11 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("negative specific agreement leaves"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
-              10: MUTANTS[first10:]}
+              10: MUTANTS[first10:first11], 11: MUTANTS[first11:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or args.match in m.why]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

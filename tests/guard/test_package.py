@@ -149,9 +149,9 @@ def test_stacked_combine_is_the_pipelines_rule(tmp_path):
     cfg = definitions.load("verifier", "fitted")
     scorer = PairScorer(cfg, {}, definitions.windowing(), model_path=mp)
     lex = PairScores(np.array([0.5, np.nan, 1.0]), np.array([False, False, True]), np.array([2, -1, 0]),
-                     np.array([3, 0, 1]), ["", "empty_passage", ""])
+                     np.array([3, 0, 1]), ["", "empty_passage", ""], n_units=4, n_cached=1)
     emb = PairScores(np.array([0.25, 0.75, np.nan]), np.array([False, True, False]), np.array([1, 0, -1]),
-                     np.array([3, 1, 0]), ["", "", ""])
+                     np.array([3, 1, 0]), ["", "", ""], n_units=5, n_cached=2)
     ps = scorer.combine([lex, emb])
     # sigmoid(2*0.5 - 0.25 + 0.5) = sigmoid(1.25); the others miss a feature
     assert ps.score[0] == pytest.approx(1 / (1 + np.exp(-1.25)))
@@ -159,6 +159,7 @@ def test_stacked_combine_is_the_pipelines_rule(tmp_path):
     assert ps.verdict.tolist() == [True, False, False]  # threshold 0.5 from the definition
     assert ps.best_window.tolist() == [2, -1, 0] and ps.n_windows.tolist() == [3, 0, 1]  # the first base's
     assert ps.reason == ["", "empty_passage", "missing_feature"]
+    assert (ps.n_units, ps.n_cached) == (9, 3)  # every base's units were judged (or read from its cache)
     with pytest.raises(ValueError, match="needs 2 base outcomes"):
         scorer.combine([lex])
 

@@ -19,6 +19,7 @@ import citebound
 from citebound.calibration.files import CalibrationError
 from citebound.scoring import deadline
 from citebound.scoring.loader import VerifierLoadError, configured_hash
+from tests import fake_classifier
 from tests.fake_classifier import FakeClassifier
 
 
@@ -468,3 +469,22 @@ def test_truncate_prompt_tokens_reaches_the_server_only_when_set(server, over, s
     (body,) = [r["body"] for r in server.requests if "body" in r]
     assert body.get("truncate_prompt_tokens") == sent and (("truncate_prompt_tokens" in body) is (sent is not None))
 
+
+
+def test_the_score_cache_follows_the_served_model_not_its_name(server, tmp_path):
+    """The same definition, URL and model name, with other weights behind them (a redeploy: /v1/models names
+    another root): a new scorer asks the server again rather than replay the old weights' cached scores; back on
+    the first weights, their cache is read."""
+    over = {"url": server.url, "model": server.model}
+    a = citebound.load_scorer("remote_nli", overrides=over, cache_dir=str(tmp_path))
+    assert a.score(["aspirin"], ["aspirin"]).score.tolist() == [1.0]
+    assert a.score(["aspirin"], ["aspirin"]).n_cached == 1
+    server.root = "/models/other-weights"
+    server.probs = lambda passage, claim: [0.0, 0.0, 1.0]  # the new weights: contradiction, every time
+    b = citebound.load_scorer("remote_nli", overrides=over, cache_dir=str(tmp_path))
+    ps = b.score(["aspirin"], ["aspirin"])
+    assert ps.n_cached == 0 and ps.score.tolist() == [0.0]
+    server.root, server.probs = "/models/fake-nli", fake_classifier.entail_probs
+    c = citebound.load_scorer("remote_nli", overrides=over, cache_dir=str(tmp_path))
+    ps = c.score(["aspirin"], ["aspirin"])
+    assert ps.n_cached == 1 and ps.score.tolist() == [1.0]

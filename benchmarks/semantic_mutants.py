@@ -53,6 +53,8 @@ LJ, CE, IO = "citebound/verifiers/llm_judge.py", "citebound/scoring/chat_endpoin
 RA, CV = "citebound/study/analysis/reattribution.py", "citebound/study/analysis/conformal_eval.py"
 ST, GC, CFI = "citebound/calibration/stats.py", "citebound/calibration/groups.py", "citebound/calibration/files.py"
 LO, SM, CO = "citebound/scoring/loader.py", "citebound/serving/models.py", "citebound/cli/common.py"
+GV, LB, VB = "citebound/guarding/convert.py", "citebound/scoring/llm_backends.py", "citebound/verifiers/base.py"
+HS = "citebound/scoring/hashing.py"
 MUTANTS = [
     # the guard's report
     Mutant("guarding", G, "/ report.n_citations if report.n_citations else 0.0",
@@ -1001,6 +1003,45 @@ MUTANTS = [
            "--override KEY=VALUE splits at the value's last '='"),
     Mutant("cli11", CO, "    if args.threads is not None and args.threads < 1:", "    if args.threads is not None and args.threads < 0:",
            "--threads 0 is accepted"),
+    # round 12 (2026-12-04, fourth session): the converter of released answers, the credentials in URLs, the
+    # full-passage protocol and its score cache, the verifier hash; chosen from the code alone before any test
+    # was read
+    Mutant("convert12", GV, "ids = list(dict.fromkeys(str(idx + offset + 1) for _, _, idx in targets if idx is not None))",
+           "ids = list(dict.fromkeys(str(idx + offset) for _, _, idx in targets if idx is not None))",
+           "a converted marker points one passage early"),
+    Mutant("convert12", GV, "    offset = len(passages)\n    passages.extend(cited)\n",
+           "    passages.extend(cited)\n    offset = len(passages)\n", "a section's markers point past its own passages"),
+    Mutant("convert12", GV, '"passages": rec["ctxs"], "citation_base": 0}', '"passages": rec["ctxs"], "citation_base": 1}',
+           "an OpenScholar ctxs answer is read with [1] as its first passage"),
+    Mutant("convert12", GV, "ids = list(dict.fromkeys(str(idx + offset + 1)", "ids = list((str(idx + offset + 1)",
+           "a marker naming one source twice becomes [n, n]"),
+    Mutant("redact12", LB, '    user, _, password = userinfo.partition(":")', '    user, _, password = userinfo.rpartition(":")',
+           "a password holding ':' is split at its last ':'"),
+    Mutant("redact12", LB, "            record.msg, record.args = clean, None", "            record.msg = clean",
+           "a redacted log record keeps its arguments"),
+    Mutant("redact12", LB, '_SECRET_PARAM = re.compile(r"([?&;](?:api', '_SECRET_PARAM = re.compile(r"([?&](?:api',
+           "a credential after ';' in a URL is not redacted"),
+    Mutant("protocol12", VB, "        best[i] = int(np.nanargmax(s))", "        best[i] = int(np.argmax(s))",
+           "a pair with one unscored (NaN) window takes that window"),
+    Mutant("protocol12", VB, "    if threshold is not None:  # verdict = score >= threshold, whatever threshold the cache was made with\n"
+           "        u_verdict = u_score >= float(threshold)  # NaN compares False, quietly\n", "",
+           "cached verdicts keep the threshold the cache was made with"),
+    Mutant("protocol12", VB, '        return hashlib.sha256(f"{claim}\\x1f{window}".encode()).hexdigest()[:40]',
+           '        return hashlib.sha256(f"{claim}{window}".encode()).hexdigest()[:40]',
+           "the cache key runs claim and window together: ('ab', 'c') is ('a', 'bc')"),
+    Mutant("protocol12", VB, "            chunk = list(keys[i:i + 500])", "            chunk = list(keys[i:i + 499])",
+           "the cache lookup skips one key in every 500"),
+    Mutant("protocol12", VB, '        if reason[i] == "empty_passage":\n            score[i] = 0.0\n',
+           '        if reason[i] == "empty_passage":\n            score[i] = np.nan\n', "an empty passage has no score, not 0"),
+    Mutant("hash12", HS, '    "resources", "batch_size", "device",', '    "resources", "batch_size", "device", "model",',
+           "the model is left out of the verifier hash"),
+    Mutant("hash12", HS, "if k not in RUNTIME_KEYS and not (k in EXACT_DEFAULTS and v == EXACT_DEFAULTS[k])})",
+           "if k not in RUNTIME_KEYS and k not in EXACT_DEFAULTS})", "the runtime and quantisation never reach the hash"),
+    Mutant("hash12", HS, 'or f.suffix in (".safetensors", ".bin")]', 'or f.suffix == ".safetensors"]',
+           "a network's .bin weights are not in its digest"),
+    Mutant("hash12", HS, "    parts = [_file_digest(str(f.resolve()), f.stat().st_mtime_ns, f.stat().st_size) for f in files]",
+           "    parts = [_file_digest(str(f.resolve()), 0, f.stat().st_size) for f in files]",
+           "a head rewritten at the same size keeps its old digest in a running process"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1163,6 +1204,14 @@ TESTS = {
     "cli11": ["tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli_inputs.py",
               "tests/guard/test_cli_common.py",
               "citebound/cli/common.py"],
+    "convert12": ["tests/guard/test_guarding.py", "tests/guard/test_first_hour.py", "tests/guard/test_citations.py",
+                  "tests/study/test_failure_kinds_pr.py", "citebound/guarding/convert.py"],
+    "redact12": ["tests/guard/test_security.py", "tests/guard/test_observed_effects.py", "tests/guard/test_llm_verifiers.py",
+                 "tests/guard/test_remote_verifier.py", "citebound/scoring/llm_backends.py"],
+    "protocol12": ["tests/guard/test_verifiers.py", "tests/guard/test_pinned.py", "tests/guard/test_edges.py",
+                   "tests/guard/test_remote_verifier.py", "tests/guard/test_llm_verifiers.py", "citebound/verifiers/base.py"],
+    "hash12": ["tests/guard/test_trained.py", "tests/guard/test_behaviours.py", "tests/guard/test_verifiers.py",
+               "tests/guard/test_remote_verifier.py", "tests/study/test_train_networks.py", "citebound/scoring/hashing.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
@@ -1215,8 +1264,8 @@ def run(mutants: list[Mutant], timeout: int) -> list[tuple[Mutant, str, float]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 11: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 12: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", help="only the mutants whose description holds this text")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -1231,10 +1280,12 @@ def main() -> int:
     first9 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a tag longer than MAX_TAG is still read"))
     first10 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the windowed upper tail (n > 100000)"))
     first11 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("negative specific agreement leaves"))
+    first12 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a converted marker points one passage early"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
-              10: MUTANTS[first10:first11], 11: MUTANTS[first11:]}
+              10: MUTANTS[first10:first11], 11: MUTANTS[first11:first12],
+              12: MUTANTS[first12:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or args.match in m.why]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -271,6 +271,9 @@ def test_evidence_window_uses_the_configured_stride_and_the_first_window():
     ("A [1]. B [1, 2]. C [1-3]. D [1\u20133]. E [3-1]. F [1][1]. G [[2]](http://x.org/a). H [7].",
      [{"id": str(i), "snippets": [f"s{i}"]} for i in (1, 2, 3)],
      "A [1]. B [1, 2]. C [1, 2, 3]. D [1, 2, 3]. E [3, 1]. F [1][1]. G [2]. H [7].", 3),
+    # one source named twice in a marker is cited once, in the order first named
+    ("A [1, 1]. B [2, 1, 2]. H [7].", [{"id": str(i), "snippets": [f"s{i}"]} for i in (1, 2)],
+     "A [1]. B [2, 1]. H [7].", 2),
     # author-year and bracketed string ids
     ("X (Rego et al., 2022). Y [77 | Doe | 2020 | Citations: 0]. Z (Nobody et al., 2001).",
      [{"id": "(Rego et al., 2022)", "snippets": ["r"]}, {"id": "[77 | Doe | 2020 | Citations: 0]", "snippets": ["d"]}],

@@ -54,17 +54,18 @@ def main() -> None:
     finally:
         serve.terminate()
         serve.wait(10)
-    work = Path(tempfile.mkdtemp())
-    (work / "a.json").write_text(json.dumps(example))
-    port = free_port()
-    label = subprocess.Popen([str(BIN / "citebound"), "label", "--input", str(work / "a.json"), "--out",
-                              str(work / "labels.jsonl"), "--verifier", "lexical", "--port", str(port)],
-                             stderr=subprocess.PIPE, text=True)
-    try:
-        wait(f"http://127.0.0.1:{port}/", label)
-    finally:
-        label.terminate()
-        label.wait(10)
+    with tempfile.TemporaryDirectory(prefix="citebound-label-") as d:
+        work = Path(d)
+        (work / "a.json").write_text(json.dumps(example))
+        port = free_port()
+        label = subprocess.Popen([str(BIN / "citebound"), "label", "--input", str(work / "a.json"), "--out",
+                                  str(work / "labels.jsonl"), "--verifier", "lexical", "--port", str(port)],
+                                 stderr=subprocess.PIPE, text=True)
+        try:
+            wait(f"http://127.0.0.1:{port}/", label)
+        finally:
+            label.terminate()
+            label.wait(10)
     print("[serve] alone: citebound serve guarded the example; citebound label served its page")
 
 

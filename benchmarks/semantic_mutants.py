@@ -62,6 +62,7 @@ ST, GC, CFI = "citebound/calibration/stats.py", "citebound/calibration/groups.py
 LO, SM, CO = "citebound/scoring/loader.py", "citebound/serving/models.py", "citebound/cli/common.py"
 GV, LB, VB = "citebound/guarding/convert.py", "citebound/scoring/llm_backends.py", "citebound/verifiers/base.py"
 HS = "citebound/scoring/hashing.py"
+GN, PP = "citebound/study/generation.py", "citebound/study/prepare.py"
 MUTANTS = [
     # the guard's report
     Mutant("guarding", G, "/ report.n_citations if report.n_citations else 0.0",
@@ -1049,6 +1050,29 @@ MUTANTS = [
     Mutant("hash12", HS, "    parts = [_file_digest(str(f.resolve()), f.stat().st_mtime_ns, f.stat().st_size) for f in files]",
            "    parts = [_file_digest(str(f.resolve()), 0, f.stat().st_size) for f in files]",
            "a head rewritten at the same size keeps its old digest in a running process"),
+    # round 13 (2026-12-04, fourth session): the study's generation and preparation, chosen from the code alone
+    # before any test was read
+    Mutant("generation13", GN, """return "\\n\\n".join(f"[{i + 1}] {p.get('title') or ''}""", """return "\\n\\n".join(f"[{i}] {p.get('title') or ''}""",
+           "the prompt numbers passages from 0, the answers are read from 1"),
+    Mutant("generation13", GN, '                for n, p in enumerate(it["passages"], 1):', '                for n, p in enumerate(it["passages"]):',
+           "a per-passage step's notes are numbered from 0"),
+    Mutant("generation13", GN, '            states[i]["prompt_tokens"] += o.prompt_tokens', '            states[i]["prompt_tokens"] = o.prompt_tokens',
+           "an item's prompt tokens are its last call's, not its steps' sum"),
+    Mutant("generation13", GN, "                    owners.append((i, n))", "                    owners.append((0, n))",
+           "a batch's per-passage notes all go to its first item"),
+    Mutant("generation13", GN, 'passages = [{"text": c.get("text"), "title": c.get("title") or ""} for c in ctxs if not is_blank(c.get("text"))]',
+           'passages = [{"text": c.get("text"), "title": c.get("title") or ""} for c in ctxs]',
+           "blank passages stay in a task (and shift the numbering)"),
+    Mutant("generation13", GN, '                stats["errors" if r.get("output") is None else "generated"] += 1',
+           '                stats["generated"] += 1', "a failed item counts as generated"),
+    Mutant("prepare13", PP, "and len(self.seen_items) >= self.max_items:", "and len(self.seen_items) > self.max_items:",
+           "max_items reads one item more"),
+    Mutant("prepare13", PP, "            claim=claim[: self.claim_cap], passage=passage,", "            claim=claim, passage=passage,",
+           "a prepared claim is not capped"),
+    Mutant("prepare13", PP, '        s.n_unsupported = int((pairs["label"] == 0).sum())', '        s.n_unsupported = len(pairs) - s.n_supported',
+           "unlabelled pairs count as unsupported"),
+    Mutant("prepare13", PP, "                        if pidx not in cited:\n                            b.skip(", "                        if True:\n                            b.skip(",
+           "a cited blank passage is also skipped as an empty candidate"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1222,6 +1246,10 @@ TESTS = {
     "hash12": ["tests/guard/test_trained.py", "tests/guard/test_behaviours.py", "tests/guard/test_verifiers.py",
                "tests/guard/test_remote_verifier.py", "tests/study/test_train_networks.py", "tests/guard/test_hash_edges.py",
                "citebound/scoring/hashing.py"],
+    "generation13": ["tests/study/test_generation.py", "tests/study/test_paperqa.py", "tests/study/test_interrupt.py",
+                     "citebound/study/generation.py"],
+    "prepare13": ["tests/study/test_io_prepare.py", "tests/study/test_failure_kinds_pr.py", "tests/study/test_kit.py",
+                  "citebound/study/prepare.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
@@ -1312,8 +1340,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 12: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 13: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", help="only the mutants whose description holds this text")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -1332,11 +1360,12 @@ def main() -> int:
     first10 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the windowed upper tail (n > 100000)"))
     first11 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("negative specific agreement leaves"))
     first12 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a converted marker points one passage early"))
+    first13 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the prompt numbers passages from 0"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
               10: MUTANTS[first10:first11], 11: MUTANTS[first11:first12],
-              12: MUTANTS[first12:]}
+              12: MUTANTS[first12:first13], 13: MUTANTS[first13:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or args.match in m.why]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -63,6 +63,7 @@ LO, SM, CO = "citebound/scoring/loader.py", "citebound/serving/models.py", "cite
 GV, LB, VB = "citebound/guarding/convert.py", "citebound/scoring/llm_backends.py", "citebound/verifiers/base.py"
 HS = "citebound/scoring/hashing.py"
 GN, PP = "citebound/study/generation.py", "citebound/study/prepare.py"
+TN = "citebound/study/train_networks.py"
 MUTANTS = [
     # the guard's report
     Mutant("guarding", G, "/ report.n_citations if report.n_citations else 0.0",
@@ -1073,6 +1074,26 @@ MUTANTS = [
            "unlabelled pairs count as unsupported"),
     Mutant("prepare13", PP, "                        if pidx not in cited:\n                            b.skip(", "                        if True:\n                            b.skip(",
            "a cited blank passage is also skipped as an empty candidate"),
+    # round 14 (2026-12-04, fourth session): the trained verifier's network designs, chosen from the code alone
+    # before any test was read
+    Mutant("networks14", TN, "key=lambda w: (term_recall(claim, w), -windows.index(w)))", "key=lambda w: (term_recall(claim, w), windows.index(w)))",
+           "a pair's training window is the last of tied ones"),
+    Mutant("networks14", TN, '            out.append((i, next((docs[j] for j in order if docs[j] != own), "")))',
+           '            out.append((i, docs[order[0]]))', "a hard negative may be the claim's own positive window"),
+    Mutant("networks14", TN, '        for i in sup.index[sup["source"] == source]:', "        for i in sup.index:",
+           "a source's BM25 index proposes hard negatives for every source's claims"),
+    Mutant("networks14", TN, '        self.threshold = 0.5 if design == "cross_encoder" else 0.75',
+           '        self.threshold = 0.75 if design == "cross_encoder" else 0.5', "the two designs' verdict cuts are swapped"),
+    Mutant("networks14", TN, "            weight = torch.tensor(counts.sum() / (2 * np.maximum(counts, 1)), dtype=torch.float32)",
+           "            weight = torch.tensor(counts / counts.sum(), dtype=torch.float32)",
+           "the class weights favour the majority class"),
+    Mutant("networks14", TN, "                if before < m <= seen and at_checkpoint is not None:",
+           "                if before <= m < seen and at_checkpoint is not None:", "a checkpoint at a batch's last example is missed"),
+    Mutant("networks14", TN, "                out[idx] = torch.softmax(self.model(**enc).logits.float(), -1)[:, 1].numpy()",
+           "                out[i:i + 64] = torch.softmax(self.model(**enc).logits.float(), -1)[:, 1].numpy()",
+           "a length-sorted batch's scores land in input order"),
+    Mutant("networks14", TN, "        logits = c @ w.T / self.tau", "        logits = c @ w.T * self.tau",
+           "InfoNCE multiplies by the temperature"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1250,6 +1271,7 @@ TESTS = {
                      "citebound/study/generation.py"],
     "prepare13": ["tests/study/test_io_prepare.py", "tests/study/test_failure_kinds_pr.py", "tests/study/test_kit.py",
                   "citebound/study/prepare.py"],
+    "networks14": ["tests/study/test_train_networks.py", "tests/study/test_train_verifier.py", "citebound/study/train_networks.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
@@ -1340,8 +1362,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 13: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 14: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", help="only the mutants whose description holds this text")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -1361,11 +1383,13 @@ def main() -> int:
     first11 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("negative specific agreement leaves"))
     first12 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a converted marker points one passage early"))
     first13 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the prompt numbers passages from 0"))
+    first14 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a pair's training window is the last of tied"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
               10: MUTANTS[first10:first11], 11: MUTANTS[first11:first12],
-              12: MUTANTS[first12:first13], 13: MUTANTS[first13:]}
+              12: MUTANTS[first12:first13], 13: MUTANTS[first13:first14],
+              14: MUTANTS[first14:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or args.match in m.why]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

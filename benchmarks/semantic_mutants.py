@@ -1268,9 +1268,9 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/study/test_train_networks.py", "tests/guard/test_hash_edges.py",
                "citebound/scoring/hashing.py"],
     "generation13": ["tests/study/test_generation.py", "tests/study/test_paperqa.py", "tests/study/test_interrupt.py",
-                     "citebound/study/generation.py"],
+                     "tests/study/test_study_counts.py", "citebound/study/generation.py"],
     "prepare13": ["tests/study/test_io_prepare.py", "tests/study/test_failure_kinds_pr.py", "tests/study/test_kit.py",
-                  "citebound/study/prepare.py"],
+                  "tests/study/test_study_counts.py", "citebound/study/prepare.py"],
     "networks14": ["tests/study/test_train_networks.py", "tests/study/test_train_verifier.py", "citebound/study/train_networks.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }

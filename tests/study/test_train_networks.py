@@ -176,3 +176,48 @@ def test_kit_slice_texts_are_questions_and_answer_sentences_and_dedupe_removes_t
     pd.DataFrame({"q": ["x"]}).to_csv(p, index=False)
     with pytest.raises(ValueError, match="no column"):
         kit_slice_texts(str(p))
+
+
+def test_of_tied_windows_the_first_is_the_training_window():
+    """Two 10-character windows (stride 10) each hold one of the claim's two terms: recall 1/2 both; the first."""
+    assert best_window_text("aspirin fever", "aspirin..." + "fever....." + "xxxxxxxxxx", 10, 10) == "aspirin..."
+    assert best_window_text("aspirin fever", "fever....." + "aspirin..." + "xxxxxxxxxx", 10, 10) == "fever....."
+
+
+@pytest.mark.parametrize("design, cut", [("cross_encoder", 0.5), ("bi_encoder", 0.75)])
+def test_each_designs_verdict_cut(tiny_bert, design, cut):
+    """A cross-encoder's P(support) is cut at 0.5; a bi-encoder's (cos + 1) / 2 at 0.75, the embedding verifier's."""
+    assert Network(design, tiny_bert, seed=0).threshold == cut
+
+
+def test_the_bi_encoders_loss_is_infonce_at_its_temperature(tiny_bert):
+    """Each claim against its window, the batch's other windows and the hard negatives: cross-entropy of the
+    cosines divided by tau (0.05) with the own window as the target, worked out from the pooled vectors."""
+    import torch
+
+    net = Network("bi_encoder", tiny_bert, tau=0.05, seed=0)
+    batch = pd.DataFrame({"claim": ["aspirin reduced risk", "statins lower ldl"],
+                          "window": ["aspirin reduced heart attack risk", "statins lower ldl in men"],
+                          "hard": ["aspirin does not inhibit cox", ""], "label": [1, 1]})
+    net.model.eval()  # no dropout: the two computations see the same vectors
+    with torch.no_grad():
+        loss = float(net._loss(batch, None))
+        c = net._pool(batch["claim"].tolist())
+        w = net._pool(batch["window"].tolist() + ["aspirin does not inhibit cox"])
+        cos = (c @ w.T).numpy()
+    logits = cos / 0.05
+    expected = np.mean([np.log(np.exp(logits[i]).sum()) - logits[i, i] for i in range(2)])
+    assert loss == pytest.approx(expected, rel=1e-5)
+
+
+def test_the_cross_encoders_class_weights_are_balanced(tiny_bert):
+    """Three supported units and one unsupported: weights n / (2 n_c) = 4 / 2 = 2 for the unsupported class and
+    4 / 6 for the supported one (the loss each step is given them)."""
+    net = Network("cross_encoder", tiny_bert, batch_size=2, seed=0)
+    seen, loss = [], net._loss
+    net._loss = lambda batch, weight: seen.append(weight) or loss(batch, weight)
+    units = pd.DataFrame({"claim": ["aspirin reduced risk"] * 4, "window": ["aspirin reduced heart attack risk",
+                                                                           "statins lower ldl", "aspirin men", "coffee"],
+                          "label": [1, 1, 1, 0]})
+    net.fit(units, 4)
+    assert len(seen) == 2 and all(w.tolist() == pytest.approx([2.0, 4 / 6]) for w in seen)

@@ -6,17 +6,13 @@ import hashlib
 import pytest
 from conftest import verifier_cfg
 from fake_openai import FakeOpenAI
+from test_llm_verifiers import KEY, key  # noqa: F401 (key: the API-key fixture those tests use)
 
 from citebound.scoring.llm_backends import EndpointError
 from citebound.verifiers import build_verifier
 from citebound.verifiers.llm_judge import ResponseStore, parse_verdict
 
-KEY = "CITEBOUND_TEST_API_KEY"
-
-
-@pytest.fixture(autouse=True)
-def key(monkeypatch):
-    monkeypatch.setenv(KEY, "sk-test-not-a-real-key")
+pytestmark = pytest.mark.usefixtures("key")  # the API key in KEY, for every judge these tests build
 
 
 @pytest.mark.parametrize("reply, verdict", [

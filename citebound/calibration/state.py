@@ -20,8 +20,10 @@ locked or hung store delays no request by more than the probe's bound and recove
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -98,17 +100,40 @@ class SqliteStore(StateStore):
         if not os.path.isdir(folder):
             raise ValueError(f"--state {path}: the folder {folder} does not exist; create it, or give another path")
         self._local = threading.local()
-        self._call(lambda db: db.execute("CREATE TABLE IF NOT EXISTS monitor_state (key TEXT PRIMARY KEY, "
-                                         "value TEXT NOT NULL)"))
+
+        def schema(db: sqlite3.Connection) -> None:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("CREATE TABLE IF NOT EXISTS monitor_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            db.execute("COMMIT")
+        self._call(schema)
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
         if db is None:
             db = sqlite3.connect(self.path, timeout=self.busy_s, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")  # an acknowledged update is on disk
+            try:
+                self._to_wal(db)
+                db.execute("PRAGMA synchronous=FULL")  # an acknowledged update is on disk
+            except BaseException:
+                db.close()
+                raise
             self._local.db = db
         return db
+
+    def _to_wal(self, db: sqlite3.Connection) -> None:
+        """Switch a file to WAL (it stays so). The switch needs the file's exclusive lock, and while another
+        process holds its write lock (as one opening a new file does, switching it) SQLite answers "locked" at
+        once instead of waiting, since a wait could deadlock; so this waits as the busy timeout would have:
+        it retries until ``busy_s`` and then lets "locked" through."""
+        deadline = time.monotonic() + self.busy_s
+        while True:
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.005 + 0.02 * random.random())
 
     def _call(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         try:

@@ -6,15 +6,17 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from citebound.calibration.state import SqliteStore, open_store
+from citebound.calibration.state import SqliteStore, StoreUnavailable, open_store
 from citebound.guarding.guard import Guard
 from tests.service_helpers import free_port
 
@@ -41,6 +43,42 @@ def _writers(url, procs, each):
 
 def test_sqlite_loses_no_update_under_concurrent_processes(tmp_path):
     assert _writers(str(tmp_path / "s.sqlite"), 4, 150) == 600
+
+
+def _rollback_file_with_its_write_lock_held(path, for_s):
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE t (x)")
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO t VALUES (1)")
+    timer = threading.Timer(for_s, lambda: other.execute("COMMIT"))
+    timer.start()
+    return timer
+
+
+def test_opening_a_file_another_process_is_writing_waits_for_its_lock(tmp_path):
+    """While another connection holds the write lock of a file not yet in WAL (a process creating it), SQLite
+    answers the switch to WAL with "locked" at once instead of waiting; the store waits as for any lock (four
+    writers opening one new file failed this way once in CI)."""
+    path = tmp_path / "s.sqlite"
+    timer = _rollback_file_with_its_write_lock_held(path, 0.5)
+    t0 = time.monotonic()
+    store = SqliteStore(str(path))
+    waited = time.monotonic() - t0
+    timer.join()
+    assert waited >= 0.45
+    assert store.update("k", lambda st: {"n": 1}) == {"n": 1} and store.get("k") == {"n": 1}
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_write_lock_held_past_busy_s_is_unavailable_after_busy_s(tmp_path):
+    path = tmp_path / "s.sqlite"
+    timer = _rollback_file_with_its_write_lock_held(path, 3.0)
+    t0 = time.monotonic()
+    with pytest.raises(StoreUnavailable, match="locked"):
+        SqliteStore(str(path), busy_s=0.4)
+    waited = time.monotonic() - t0
+    timer.join()
+    assert 0.35 <= waited < 2.0
 
 
 def _kill_9_midway(url):

@@ -16,7 +16,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 local_results=${1:?usage: run.sh LOCAL_SMOKE_RESULTS [WORKDIR]}
-wd=${2:-$(mktemp -d /tmp/citebound-slurm.XXXXXX)}
+if [ -n "${2:-}" ]; then
+    wd=$2
+else  # a workdir made here (~400 MB) is removed when the run passes and kept, named, when it fails
+    wd=$(mktemp -d /tmp/citebound-slurm.XXXXXX)
+    trap 'rc=$?; if [ $rc -eq 0 ]; then rm -rf "$wd"; else echo "kept for inspection: $wd" >&2; fi' EXIT
+fi
 export CITEBOUND_DATA_MIRROR=${CITEBOUND_DATA_MIRROR:-$root/../shared/data}
 bash "$here/start.sh"
 mkdir -p "$wd"

@@ -64,6 +64,10 @@ GV, LB, VB = "citebound/guarding/convert.py", "citebound/scoring/llm_backends.py
 HS = "citebound/scoring/hashing.py"
 GN, PP = "citebound/study/generation.py", "citebound/study/prepare.py"
 TN = "citebound/study/train_networks.py"
+RT, HF, NLI = "citebound/verifiers/runtimes.py", "citebound/verifiers/hf.py", "citebound/verifiers/nli.py"
+MC, HH, AS = "citebound/verifiers/minicheck.py", "citebound/verifiers/hhem.py", "citebound/verifiers/attrscore.py"
+RW, KV = "citebound/guarding/rewrite.py", "citebound/verifiers/contradiction.py"
+KT, KS = "citebound/training/contradiction.py", "citebound/study/contradiction.py"
 MUTANTS = [
     # the guard's report
     Mutant("guarding", G, "/ report.n_citations if report.n_citations else 0.0",
@@ -1094,6 +1098,149 @@ MUTANTS = [
            "a length-sorted batch's scores land in input order"),
     Mutant("networks14", TN, "        logits = c @ w.T / self.tau", "        logits = c @ w.T * self.tau",
            "InfoNCE multiplies by the temperature"),
+    # round 15 (2026-12-04, fifth session): code no round had aimed at -- the transformer verifiers' runtimes and
+    # their wrappers (NLI, MiniCheck, HHEM, AttrScore), the marker rewriter, the contradiction check and its study
+    Mutant("runtimes15", RT, "    enc = tokenizer(list(first), list(second) if second is not None else None, truncation=truncation,",
+           "    enc = tokenizer(list(second) if second is not None else list(first), list(first) if second is not None else None, truncation=truncation,",
+           "a text pair is tokenised in the reverse order"),
+    Mutant("runtimes15", RT, "        path = self._onnx_dir / f\"{self._key}-{'int8' if int8 else 'none'}.onnx\"",
+           "        path = self._onnx_dir / f\"{self._key}.onnx\"", "the int8 and float32 graphs share one cached file"),
+    Mutant("runtimes15", RT, "    if runtime == \"openvino\" and quantize == \"bf16\" and not openvino_bf16():",
+           "    if runtime == \"openvino\" and quantize == \"bf16\" and openvino_bf16():",
+           "bf16 is reported as float32 exactly where the CPU has bf16"),
+    Mutant("runtimes15", RT, "        h.update(flat[:: max(1, flat.numel() // 64)][:64].float().numpy().tobytes())",
+           "        h.update(flat[:64].float().numpy().tobytes())",
+           "the weights key samples only each tensor's first 64 values"),
+    Mutant("runtimes15", RT, "        if f.is_file() and f.suffix in (\".json\", \".safetensors\", \".bin\", \".txt\", \".model\"):",
+           "        if f.is_file() and f.suffix in (\".json\", \".txt\", \".model\"):",
+           "a model folder's key ignores its weight files"),
+    Mutant("runtimes15", RT, "        return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)\n    if quantize == \"bf16\":",
+           "        return model\n    if quantize == \"bf16\":", "quantize: int8 on torch runs float32"),
+    Mutant("runtimes15", RT, "        threads = int(self._threads or torch.get_num_threads())",
+           "        threads = int(torch.get_num_threads())", "an ONNX session ignores the configured thread count"),
+    Mutant("runtimes15", RT, "                    max_length=max_length, padding=False)",
+           "                    max_length=max_length - 1, padding=False)", "encodings are cut one token short of max_length"),
+    # the shared transformers plumbing and the model verifiers
+    Mutant("hfverifiers15", HF, "        out[idx] = p\n", "        out[np.sort(idx)] = p\n",
+           "classify writes a length-sorted batch's probabilities in sorted order"),
+    Mutant("hfverifiers15", HF, "        p = torch.softmax(forward(enc.to(device)).float(), dim=-1).cpu().numpy()",
+           "        p = torch.softmax(forward(enc.to(device)).float(), dim=0).cpu().numpy()",
+           "classify's softmax runs over the batch instead of the classes"),
+    Mutant("hfverifiers15", HF, "                   key=f\"{cfg.get('name', 'model')}-{weights_key(model, output)}\")",
+           "                   key=f\"{cfg.get('name', 'model')}-{weights_key(model)}\")",
+           "two outputs of one model share an exported graph"),
+    Mutant("hfverifiers15", HF, "    if device.type == \"cpu\":\n        return torch.float32",
+           "    if device.type == \"cpu\":\n        return _DTYPES[name or \"float32\"]",
+           "a CPU model loads in the configured half precision"),
+    Mutant("hfverifiers15", NLI, "        probs = classify(self.forward, self.tokenizer, windows, claims, max_length=self.max_length,",
+           "        probs = classify(self.forward, self.tokenizer, claims, windows, max_length=self.max_length,",
+           "NLI reads the claim as the premise and the window as the hypothesis"),
+    Mutant("hfverifiers15", NLI, "                         batch_size=self.batch_size, device=self.device, truncation=\"only_first\")",
+           "                         batch_size=self.batch_size, device=self.device, truncation=True)",
+           "a long pair is truncated on both sides (the claim loses its end)"),
+    Mutant("hfverifiers15", NLI, "        return probs[:, self.entail], probs.argmax(-1) == self.entail",
+           "        return probs[:, self.entail], probs[:, self.entail] > 0.5",
+           "NLI's verdict is P(entailment) > 0.5, not entailment being the likeliest label"),
+    Mutant("hfverifiers15", NLI, "        labels = {str(v).lower(): int(k) for k, v in self.model.config.id2label.items()}",
+           "        labels = {str(v).lower(): int(k) for k, v in sorted(self.model.config.id2label.items(), reverse=True)}\n        labels = {k: len(labels) - 1 - v for k, v in labels.items()}",
+           "the entailment label's index is counted from the end"),
+    Mutant("hfverifiers15", MC, "        return p, p > self.support_above", "        return p, p >= self.support_above",
+           "MiniCheck's verdict at exactly support_above is supported"),
+    Mutant("hfverifiers15", MC, "        return [f\"{getattr(self, 'prefix', '')}{w}{eos}{c}\" for c, w in zip(claims, windows)]",
+           "        return [f\"{getattr(self, 'prefix', '')}{c}{eos}{w}\" for c, w in zip(claims, windows)]",
+           "MiniCheck gets the claim first and the document second"),
+    Mutant("hfverifiers15", MC, "                out[idx] = torch.softmax(logits[:, self.label_ids], dim=-1)[:, 1].cpu().numpy()",
+           "                out[idx] = torch.softmax(logits[:, self.label_ids], dim=-1)[:, 0].cpu().numpy()",
+           "MiniCheck-T5 reads the first label token's probability"),
+    Mutant("hfverifiers15", MC, "                 {\"role\": \"user\", \"content\": self.user.replace(\"[DOCUMENT]\", w).replace(\"[CLAIM]\", c)}]",
+           "                 {\"role\": \"user\", \"content\": self.user.replace(\"[DOCUMENT]\", c).replace(\"[CLAIM]\", w)}]",
+           "Bespoke-MiniCheck's prompt swaps the document and the claim"),
+    Mutant("hfverifiers15", MC, "            p += self.backend.yes_probability(msgs[i:i + self.batch_size])",
+           "            p += self.backend.yes_probability(msgs[i:i + self.batch_size - 1])",
+           "each LLM batch drops its last unit"),
+    Mutant("hfverifiers15", HH, "        return p, p >= self.threshold", "        return p, p > self.threshold",
+           "HHEM at exactly its threshold is not consistent"),
+    Mutant("hfverifiers15", HH, "        texts = [self.prompt.format(text1=w, text2=c) for c, w in zip(claims, windows)]",
+           "        texts = [self.prompt.format(text1=c, text2=w) for c, w in zip(claims, windows)]",
+           "HHEM's prompt puts the claim where the premise goes"),
+    Mutant("hfverifiers15", HH, "        out = {**{k: consts[k] for k in (\"foundation\", \"prompt\") if k in consts}, **out}",
+           "        out = {**out, **{k: consts[k] for k in (\"foundation\", \"prompt\") if k in consts}}",
+           "the configuration file's prompt overrides config.json's"),
+    Mutant("hfverifiers15", HH, "lambda o: o.logits[:, 0, :], \"hhem-first-token\")",
+           "lambda o: o.logits[:, 0, :], \"logits\")", "HHEM's first-token output keys its graph as plain logits"),
+    Mutant("hfverifiers15", AS, "                out[idx, j] = logp.sum(-1).cpu().numpy()",
+           "                out[idx, j] = logp.mean(-1).cpu().numpy()",
+           "AttrScore length-normalises each label's log-likelihood"),
+    Mutant("hfverifiers15", AS, "                logits = self.model(encoder_outputs=enc_out, attention_mask=enc[\"attention_mask\"],\n",
+           "                logits = self.model(encoder_outputs=enc_out,\n",
+           "the decoder attends to a padded batch's padding"),
+    Mutant("hfverifiers15", AS, "            out[idx] = [w.strip().lower().startswith(self.verdict_prefix) for w in words]",
+           "            out[idx] = [w.strip().startswith(self.verdict_prefix) for w in words]",
+           "a generated verdict's case decides it"),
+    Mutant("hfverifiers15", AS, "        self.pos = self.labels.index(cfg.get(\"positive_label\", self.labels[0]))",
+           "        self.pos = self.labels.index(cfg.get(\"positive_label\", self.labels[-1]))",
+           "AttrScore's positive label defaults to the last"),
+    # how the guard rewrites markers
+    Mutant("rewrite15", RW, "    return c.passage_index if c.passage_index >= 0 else f\"invalid:{c.key}\"",
+           "    return c.passage_index if c.passage_index > 0 else f\"invalid:{c.key}\"",
+           "a citation of passage 0 is keyed as invalid"),
+    Mutant("rewrite15", RW, "        return a.action == \"verified\" or (fail_open and a.action == \"unverified\" and not a.unreadable)",
+           "        return a.action == \"verified\" or (fail_open and a.action == \"unverified\")",
+           "--on-error open leaves an unreadable citation as written"),
+    Mutant("rewrite15", RW, "    if link and not unsafe and audits[0].action != \"reattributed\":",
+           "    if link and not unsafe:", "a re-attributed link keeps the old passage's URL"),
+    Mutant("rewrite15", RW, "        if a.action == \"flagged\" or (a.action == \"unverified\" and not passes(a)):",
+           "        if a.action == \"flagged\" or a.action == \"unverified\":",
+           "an open-failed citation beside a flagged one is marked UNVERIFIED"),
+    Mutant("rewrite15", RW, "        if start not in cut:\n            out.append(new)",
+           "        out.append(new)", "a dropped sentence's rewritten marker stays in the text"),
+    Mutant("rewrite15", RW, "    return \"\".join(out).rstrip() if dropped else \"\".join(out)",
+           "    return \"\".join(out).rstrip()", "an answer with nothing dropped loses its trailing whitespace"),
+    Mutant("rewrite15", RW, "        if hi == len(text):\n            while lo > 0 and text[lo - 1].isspace():",
+           "        if hi == len(text) - 1:\n            while lo > 0 and text[lo - 1].isspace():",
+           "the last sentence dropped leaves the whitespace before it"),
+    # the contradiction check, its verifier and its study
+    Mutant("contradiction15", KV, "    return emb - (p < veto_below).astype(float)", "    return emb - (p <= veto_below).astype(float)",
+           "a unit at exactly veto_below is vetoed"),
+    Mutant("contradiction15", KV, "        return s, s >= self.threshold", "        return s, s > self.threshold",
+           "a score at exactly the threshold is unsupported"),
+    Mutant("contradiction15", KV, "    direction = np.array([[direction_mismatch(c, w)] for c, w in zip(claims, windows)]).reshape(-1, 1)",
+           "    direction = np.array([[direction_mismatch(w, c)] for c, w in zip(claims, windows)]).reshape(-1, 1)",
+           "the direction cue reads the window as the claim"),
+    Mutant("contradiction15", KV, "    return float((cu or cd) and not _NOCHANGE.search(claim) and bool(_NOCHANGE.search(window)))",
+           "    return float((cu or cd) and bool(_NOCHANGE.search(window)))",
+           "a claim that itself says no change mismatches a window that agrees"),
+    Mutant("contradiction15", KT, "    return float(mannwhitneyu(pos, neg, alternative=\"two-sided\").statistic / (len(pos) * len(neg)))",
+           "    return float(mannwhitneyu(pos, neg, alternative=\"two-sided\").statistic / (len(pos) + len(neg)))",
+           "the AUC divides by the sum of the class sizes"),
+    Mutant("contradiction15", KT, "        bp, bn = rng.choice(ip, len(ip)), rng.choice(ineg, len(ineg))",
+           "        bp, bn = rng.choice(ip, len(ip)), rng.choice(ineg, len(ip))",
+           "the bootstrap draws as many negatives as positives"),
+    Mutant("contradiction15", KT, "    lo, hi = np.percentile(gains, [2.5, 97.5]) if gains else (np.nan, np.nan)",
+           "    lo, hi = np.percentile(gains, [5, 95]) if gains else (np.nan, np.nan)",
+           "the gain's interval is 90%, not 95%"),
+    Mutant("contradiction15", KT, "    out = np.full(n, -np.inf)\n", "    out = np.zeros(n)\n",
+           "a pair whose every window is vetoed scores 0"),
+    Mutant("contradiction15", KT, "             helper.make_node(\"Div\", [\"centred\", \"scale\"], [\"standard\"]),",
+           "             helper.make_node(\"Mul\", [\"centred\", \"scale\"], [\"standard\"]),",
+           "the ONNX head multiplies by the scale"),
+    Mutant("contradiction15", KS, "    order = np.lexsort((-cos, owner))", "    order = np.lexsort((cos, owner))",
+           "a pair's training window is its least similar"),
+    Mutant("contradiction15", KS, "            fit_on = (src != held) & np.isin(kind, [\"support\", \"refute\"])",
+           "            fit_on = np.isin(kind, [\"support\", \"refute\"])",
+           "the left-out source is in the training set"),
+    Mutant("contradiction15", KS, "            tau = conformal_threshold(s_a[half & (y_a == 0)], alpha)",
+           "            tau = conformal_threshold(s_a[y_a == 0], alpha)", "tau is calibrated on the test half too"),
+    Mutant("contradiction15", KS, "            total += int((test & (y_a == 0)).sum())", "            total += int(test.sum())",
+           "the held-out catch rate divides by every test citation"),
+    Mutant("contradiction15", KS, "    best = float(sr.groupby(\"C\")[\"gain\"].mean().idxmax())",
+           "    best = float(sr.groupby(\"C\")[\"gain\"].max().idxmax())", "C is chosen by its best source, not its mean"),
+    Mutant("contradiction15", KS, "\"cost\": cost_ratio is not None and cost_ratio <= rule[\"max_cost_ratio\"]}",
+           "\"cost\": cost_ratio is None or cost_ratio <= rule[\"max_cost_ratio\"]}",
+           "an unmeasured cost passes the adoption rule"),
+    Mutant("contradiction15", KS, "                             \"vetoed_support\": float(np.mean(comb[keep][y[keep]] < emb[keep][y[keep]]))})",
+           "                             \"vetoed_support\": float(np.mean(comb[keep][~y[keep]] < emb[keep][~y[keep]]))})",
+           "vetoed_support counts the vetoed unsupported evidence"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1272,6 +1419,10 @@ TESTS = {
     "prepare13": ["tests/study/test_io_prepare.py", "tests/study/test_failure_kinds_pr.py", "tests/study/test_kit.py",
                   "tests/study/test_study_counts.py", "citebound/study/prepare.py"],
     "networks14": ["tests/study/test_train_networks.py", "tests/study/test_train_verifier.py", "citebound/study/train_networks.py"],
+    "runtimes15": ["tests/guard/test_model_verifiers.py", "tests/guard/test_verifiers.py"],
+    "hfverifiers15": ["tests/guard/test_model_verifiers.py", "tests/guard/test_verifiers.py", "tests/guard/test_pinned.py"],
+    "rewrite15": ["tests/guard/test_guarding.py", "tests/guard/test_actions.py", "tests/guard/test_guard_differential.py"],
+    "contradiction15": ["tests/guard/test_contradiction.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
@@ -1362,8 +1513,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 14: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 15: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", help="only the mutants whose description holds this text")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -1384,12 +1535,13 @@ def main() -> int:
     first12 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a converted marker points one passage early"))
     first13 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the prompt numbers passages from 0"))
     first14 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a pair's training window is the last of tied"))
+    first15 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a text pair is tokenised in the reverse order"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
               10: MUTANTS[first10:first11], 11: MUTANTS[first11:first12],
               12: MUTANTS[first12:first13], 13: MUTANTS[first13:first14],
-              14: MUTANTS[first14:]}
+              14: MUTANTS[first14:first15], 15: MUTANTS[first15:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or args.match in m.why]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -68,6 +68,8 @@ RT, HF, NLI = "citebound/verifiers/runtimes.py", "citebound/verifiers/hf.py", "c
 MC, HH, AS = "citebound/verifiers/minicheck.py", "citebound/verifiers/hhem.py", "citebound/verifiers/attrscore.py"
 RW, KV = "citebound/guarding/rewrite.py", "citebound/verifiers/contradiction.py"
 KT, KS = "citebound/training/contradiction.py", "citebound/study/contradiction.py"
+TD, SC = "citebound/study/train_data.py", "citebound/study/config.py"
+MCP, DU = "citebound/cli/mcp.py", "citebound/serving/demo_upstream.py"
 MUTANTS = [
     # the guard's report
     Mutant("guarding", G, "/ report.n_citations if report.n_citations else 0.0",
@@ -1241,6 +1243,61 @@ MUTANTS = [
     Mutant("contradiction15", KS, "                             \"vetoed_support\": float(np.mean(comb[keep][y[keep]] < emb[keep][y[keep]]))})",
            "                             \"vetoed_support\": float(np.mean(comb[keep][~y[keep]] < emb[keep][~y[keep]]))})",
            "vetoed_support counts the vetoed unsupported evidence"),
+    # round 16 (2026-12-04, fifth session): the training sets' readers, the study's config composition, the MCP
+    # command's host configuration, the demo upstream's bounds
+    Mutant("train_data16", TD, "        if abstract is None or not idx or any(not isinstance(k, int) or not 0 <= k < len(abstract) for k in idx):",
+           "        if abstract is None or not idx or any(not isinstance(k, int) or not 0 <= k <= len(abstract) for k in idx):",
+           "Check-COVID accepts an evidence index one past the abstract"),
+    Mutant("train_data16", TD, "        out.append((f\"{i}\", r[\"claim\"].strip(), \" \".join(abstract[k] for k in sorted(set(idx))),",
+           "        out.append((f\"{i}\", r[\"claim\"].strip(), \" \".join(abstract[k] for k in idx),",
+           "Check-COVID's evidence repeats a sentence cited twice, in citing order"),
+    Mutant("train_data16", TD, "                    int(r[\"label\"] == \"SUPPORT\"), {\"SUPPORT\": \"support\", \"REFUTE\": \"refute\"}.get(r[\"label\"], \"nei\")))",
+           "                    int(r[\"label\"] == \"SUPPORT\"), {\"SUPPORT\": \"support\", \"REFUTE\": \"refute\"}.get(r[\"label\"], \"refute\")))",
+           "Check-COVID's not-enough-information pairs count as refutations"),
+    Mutant("train_data16", TD, "_DIRECTION = {-1: \"significantly decreased\", 0: \"did not significantly change\", 1: \"significantly increased\"}",
+           "_DIRECTION = {-1: \"significantly increased\", 0: \"did not significantly change\", 1: \"significantly decreased\"}",
+           "Evidence Inference's label codes -1 and 1 are read the wrong way round"),
+    Mutant("train_data16", TD, "        if pid in bad:\n", "        if pid in bad and False:\n",
+           "Evidence Inference's prompts listed as incorrect are kept"),
+    Mutant("train_data16", TD, "            out.append((f\"{split}:{i}\", r[\"claim\"].strip(), \" \".join(ev).strip(), int(r[\"label\"] == \"supported\")))",
+           "            out.append((f\"{split}:{i}\", r[\"claim\"].strip(), \" \".join(ev).strip(), int(r[\"label\"] != \"not_supported\")))",
+           "WiCE's partially supported claims are labelled supported"),
+    Mutant("train_data16", TD, "            key = (r[\"claim\"], r[\"evidence\"])", "            key = r[\"claim\"]",
+           "Symmetric FEVER drops a claim's second evidence as a duplicate"),
+    Mutant("train_data16", TD, "    return re.sub(r\"\\s+([.,;:!?)\\]}'])\", r\"\\1\", re.sub(r\"([(\\[{])\\s+\", r\"\\1\", text)).strip()",
+           "    return re.sub(r\"\\s+([.,;:!?)\\]}'])\", r\"\\1\", text).strip()",
+           "FEVER's detokeniser leaves the space after an opening bracket"),
+    Mutant("train_data16", TD, "        claim = r[\"sentence2\"].strip().strip('\"').replace('\"\"', '\"')",
+           "        claim = r[\"sentence2\"].strip().replace('\"\"', '\"')", "SciFact-RTE's claims keep their quoting"),
+    Mutant("train_data16", TD, "            if not r[\"claim\"] or not r[\"evidence\"]:", "            if not r[\"claim\"] and not r[\"evidence\"]:",
+           "a pair with blank evidence is kept"),
+    Mutant("train_data16", TD, "            if lab == \"Generic\":\n                skipped[\"begin\", \"generic_response\"] += 1",
+           "            if lab == \"generic\":\n                skipped[\"begin\", \"generic_response\"] += 1",
+           "BEGIN's generic responses are counted as unknown labels"),
+    # the study's config
+    Mutant("config16", SC, "            if v.get(\"kind\") == \"trained\" and v.get(\"model\") == TRAINED_DEFAULT:",
+           "            if v.get(\"kind\") == \"trained\":", "a trained verifier's own model path is replaced by the experiment's"),
+    Mutant("config16", SC, "            if mr.get(\"runtime\") is not None and runs_encoder(v):",
+           "            if mr.get(\"runtime\") is not None:", "an experiment's runtime is set on seq2seq verifiers too"),
+    Mutant("config16", SC, "                if v.get(\"runtime\") == \"onnx\":\n                    v[\"runtime\"] = \"torch\"",
+           "                if v.get(\"runtime\") == \"onnx\":\n                    pass", "a shipped-graph verifier keeps the onnx runtime in the study"),
+    Mutant("config16", SC, "    return name.replace(\"/\", \"__\").replace(\".\", \"_\").replace(\"-\", \"_\")",
+           "    return name.replace(\"/\", \"_\").replace(\".\", \"_\").replace(\"-\", \"_\")",
+           "a source's config key joins its parts with one underscore"),
+    # the MCP command
+    Mutant("mcp16", MCP, "        elif a == \"--print-config\":\n            skip = True", "        elif a == \"--print-config\":\n            skip = False",
+           "--print-config's value is passed on to the server"),
+    Mutant("mcp16", MCP, "        rest = given_options(argv[argv.index(\"mcp\") + 1:]) if \"mcp\" in argv else []",
+           "        rest = given_options(argv[argv.index(\"mcp\"):]) if \"mcp\" in argv else []",
+           "the printed server arguments repeat 'mcp'"),
+    Mutant("mcp16", MCP, "        return {\"servers\": {\"citebound\": {\"type\": \"stdio\", **server}}}",
+           "        return {\"servers\": {\"citebound\": server}}", "VS Code's configuration has no type"),
+    # the demo upstream
+    Mutant("demo16", DU, "        n = min(int(max_tokens or self.max_new_tokens), self.max_new_tokens)",
+           "        n = int(max_tokens or self.max_new_tokens)", "a client's max_tokens is not capped"),
+    Mutant("demo16", DU, "        cut = outcome.get(\"tokens\", 0) >= n and outcome.get(\"last\") != eos",
+           "        cut = outcome.get(\"tokens\", 0) > n and outcome.get(\"last\") != eos",
+           "an answer cut at exactly max_tokens finishes 'stop'"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1423,6 +1480,10 @@ TESTS = {
     "hfverifiers15": ["tests/guard/test_model_verifiers.py", "tests/guard/test_verifiers.py", "tests/guard/test_pinned.py"],
     "rewrite15": ["tests/guard/test_guarding.py", "tests/guard/test_actions.py", "tests/guard/test_guard_differential.py"],
     "contradiction15": ["tests/guard/test_contradiction.py"],
+    "train_data16": ["tests/study/test_train_data.py"],
+    "config16": ["tests/study/test_schema.py", "tests/guard/test_graph.py", "tests/guard/test_package.py"],
+    "mcp16": ["tests/guard/test_cli_options.py", "tests/guard/test_config_file.py", "tests/guard/test_mcp.py"],
+    "demo16": ["tests/guard/test_demo_upstream.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
@@ -1513,8 +1574,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 15: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 16: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", help="only the mutants whose description holds this text")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -1536,12 +1597,13 @@ def main() -> int:
     first13 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the prompt numbers passages from 0"))
     first14 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a pair's training window is the last of tied"))
     first15 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a text pair is tokenised in the reverse order"))
+    first16 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("Check-COVID accepts an evidence index one past"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
               10: MUTANTS[first10:first11], 11: MUTANTS[first11:first12],
               12: MUTANTS[first12:first13], 13: MUTANTS[first13:first14],
-              14: MUTANTS[first14:first15], 15: MUTANTS[first15:]}
+              14: MUTANTS[first14:first15], 15: MUTANTS[first15:first16], 16: MUTANTS[first16:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or args.match in m.why]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

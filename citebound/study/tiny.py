@@ -62,8 +62,11 @@ def build_tiny_t5(out_dir: str | Path, texts: Iterable[str] = (), seed: int = 0)
     return out
 
 
-def build_tiny_deberta_nli(out_dir: str | Path, texts: Iterable[str] = (), seed: int = 0) -> Path:
-    """Random DeBERTa-v2 sequence-pair classifier with entailment/neutral/contradiction labels."""
+def build_tiny_deberta_nli(out_dir: str | Path, texts: Iterable[str] = (), seed: int = 0,
+                           initializer_range: float = 0.02) -> Path:
+    """Random DeBERTa-v2 sequence-pair classifier with entailment/neutral/contradiction labels. At the default
+    ``initializer_range`` its probabilities hardly depend on the input (about 1e-6 apart); 1.0 makes them
+    differ, for tests that must tell two inputs apart."""
     import torch
     from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
 
@@ -72,6 +75,7 @@ def build_tiny_deberta_nli(out_dir: str | Path, texts: Iterable[str] = (), seed:
     torch.manual_seed(seed)
     cfg = DebertaV2Config(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                           intermediate_size=64, max_position_embeddings=512, type_vocab_size=2, pad_token_id=0,
+                          initializer_range=initializer_range,
                           id2label={0: "entailment", 1: "neutral", 2: "contradiction"},
                           label2id={"entailment": 0, "neutral": 1, "contradiction": 2})
     DebertaV2ForSequenceClassification(cfg).eval().save_pretrained(out)

@@ -66,3 +66,20 @@ def test_the_demo_model_says_length_when_max_tokens_cut_it_and_stops_when_its_cl
     stop.set()
     list(pieces)
     assert left["tokens"] < 64 and left["finish_reason"] == "stop"  # ended at the next token, not at 64
+
+
+@pytest.fixture(scope="module")
+def small_demo():
+    from citebound.serving.demo_upstream import DemoModel
+
+    return DemoModel(max_new_tokens=4)
+
+
+def test_a_clients_max_tokens_is_capped_and_a_cut_at_exactly_it_is_length(small_demo):
+    """Greedy SmolLM2 on a question it answers at length: at max_tokens 3 it stops after exactly 3 tokens
+    (finish_reason length, not stop); asking for 50 gets at most the server's 4."""
+    msgs = [{"role": "user", "content": "Explain in detail how mitochondria produce ATP in human cells."}]
+    for asked, want in ((3, 3), (50, 4)):
+        outcome = {}
+        text = "".join(small_demo.pieces(msgs, asked, outcome=outcome))
+        assert text.strip() and outcome["tokens"] == want and outcome["finish_reason"] == "length"

@@ -114,3 +114,37 @@ def test_a_record_without_a_schema_field_names_its_file_and_line(tmp_path):
     _write(r, "evidence_inference/annotations/v2_annotations.csv", "PromptID,Valid Label,Annotations,Label Code\n")
     with pytest.raises(DataError, match=rf"^{d / 'prompts_merged.csv'}: no column\(s\) \['Comparator'\]"):
         read_train_sets(r, ["evidence_inference"])
+
+
+def test_reader_edges_on_hand_made_files(tmp_path):
+    """An evidence index one past the abstract is unresolved; not-enough-information is its own kind; Evidence
+    Inference's label code -1 means the intervention decreased the outcome, and a prompt the README lists as incorrect
+    is skipped; SciFact-RTE's claims lose the quotes around them; a pair with blank evidence is counted and left out."""
+    r = tmp_path
+    _write(r, "check_covid/Check-COVID/corpus.json",
+           json.dumps({"cord_id": "c1", "abstract": ["S0.", "S1.", "S2."]}) + "\n")
+    _write(r, "check_covid/Check-COVID/Check-COVID_all.json", "\n".join(json.dumps(x) for x in [
+        {"claim": "A", "cord_id": "c1", "label": "SUPPORT", "evidence_set": [{"sent_index": 3}]},
+        {"claim": "B", "cord_id": "c1", "label": "NOTENOUGHINFO", "evidence_set": [{"sent_index": 2}]},
+        {"claim": "C", "cord_id": "c1", "label": "REFUTE", "evidence_set": [{"sent_index": 0}]}]) + "\n")
+    _write(r, "evidence_inference/annotations/README.md", "# Notes\n\n### Incorrect:\n7, 9\n\n### Other\n")
+    _write(r, "evidence_inference/annotations/prompts_merged.csv",
+           "PromptID,Intervention,Comparator,Outcome\n5,Aspirin,placebo,headache\n7,Zinc,placebo,colds\n")
+    _write(r, "evidence_inference/annotations/v2_annotations.csv",
+           "PromptID,Valid Label,Annotations,Label Code\n5,True,Headaches fell with aspirin.,-1\n"
+           "7,True,Colds were fewer.,-1\n")
+    _write(r, "scifact_train_rte/RTE-scifact/train.tsv", "index\tsentence1\tsentence2\tentailment\n"
+           "0\tAspirin reduced \"risk\".\t\"Aspirin \"\"reduces\"\" risk.\"\tentailment\n"
+           "1\t \tBlank evidence here.\tnot_entailment\n")
+    ts = read_train_sets(r, ["check_covid", "evidence_inference", "scifact_train_rte"])
+    cc = ts.pairs[ts.pairs.source == "check_covid"]
+    assert list(cc.claim) == ["B", "C"] and list(cc.kind) == ["nei", "refute"] and list(cc.label) == [0, 0]
+    assert ts.skipped["check_covid", "unresolved_evidence"] == 1  # index 3 of a 3-sentence abstract
+    ei = ts.pairs[ts.pairs.source == "evidence_inference"].set_index("claim")
+    assert len(ei) == 3 and ts.skipped["evidence_inference", "incorrect_prompt"] == 1
+    assert ei.loc["Aspirin significantly decreased headache compared with placebo.", "label"] == 1
+    assert ei.loc["Aspirin significantly increased headache compared with placebo.", "kind"] == "refute"
+    assert ei.loc["Aspirin did not significantly change headache compared with placebo.", "label"] == 0
+    sf = ts.pairs[ts.pairs.source == "scifact_train_rte"]
+    assert list(sf.claim) == ['Aspirin "reduces" risk.'] and list(sf.kind) == ["support"]
+    assert ts.skipped["scifact_train_rte", "blank_claim_or_evidence"] == 1

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import TEXTS, verifier_cfg
+from test_model_verifiers import softmax
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from citebound.study import tiny
@@ -17,11 +18,6 @@ CLAIMS = ["the gene increases cancer risk", "protein binds the receptor", "mitoc
           "lipid nanoparticles adsorb serum proteins and the gene increases cancer risk"]
 WINDOWS = ["the gene increases cancer risk in cells", "protein", "mitochondria produce atp in cells",
            " ".join(TEXTS * 3)]
-
-
-def softmax(x):
-    e = np.exp(x - x.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
 
 
 @pytest.fixture(scope="module")

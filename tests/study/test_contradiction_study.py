@@ -9,14 +9,10 @@ from scipy.stats import beta
 
 from citebound.study import contradiction as S
 from citebound.training import contradiction as K
+from tests.guard.test_contradiction_numbers import counted_auc
 
 F = len(K.FEATURES)
 COS = K.FEATURES.index("cos_l6")
-
-
-def counted_auc(pos, neg):
-    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
 
 
 def test_a_pairs_training_window_is_its_most_similar_the_first_of_ties():

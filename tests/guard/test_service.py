@@ -44,11 +44,14 @@ def cli_json(path: Path, *extra: str) -> dict:
     return json.loads(buf.getvalue())
 
 
-def test_guard_endpoint_returns_what_the_cli_returns(lexical_url):
-    r = httpx.post(f"{lexical_url}/v1/guard", json=EXAMPLE)
+def test_guard_endpoint_returns_what_the_cli_returns():
+    """On a server of its own: the report's guarantee card carries the drift monitor's running state (its
+    scores seen, its martingale), which every earlier request to a shared server would have moved on."""
+    with running(ServeConfig(verifier="lexical", max_wait_ms=2)) as url:
+        r = httpx.post(f"{url}/v1/guard", json=EXAMPLE)
+        html = httpx.post(f"{url}/v1/guard?format=html", json=EXAMPLE)
     assert r.status_code == 200
     assert r.json() == cli_json(examples.path())
-    html = httpx.post(f"{lexical_url}/v1/guard?format=html", json=EXAMPLE)
     assert html.status_code == 200 and html.headers["content-type"].startswith("text/html")
     assert html.text.count('<a class="cite ') == 4 and 'data-outcome="invalid"' in html.text
 

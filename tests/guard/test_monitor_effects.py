@@ -21,11 +21,15 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 STATES = ("ok", "suspect", "void", "off", "unavailable")
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def serve_lab(tmp_path_factory):
     folder = tmp_path_factory.mktemp("cals")
     (folder / "lab.json").write_text(write_calibration(tmp_path_factory.mktemp("cal")).read_text())
-    with running(ServeConfig(verifier="lexical", calibrations=str(folder), admin_token=TOKEN)) as url:
+    return running(ServeConfig(verifier="lexical", calibrations=str(folder), admin_token=TOKEN))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    with serve_lab(tmp_path_factory) as url:
         yield url
 
 
@@ -38,10 +42,18 @@ def _states(metrics: str, profile: str, group: str) -> dict[str, float]:
     return out
 
 
-def test_labels_for_a_fallback_group_go_to_the_pooled_monitor_and_answer_with_its_card(lab):
+@pytest.fixture
+def fresh_lab(tmp_path_factory):
+    """A server of its own: the label counts below are totals, which the module's other tests would have moved."""
+    with serve_lab(tmp_path_factory) as url:
+        yield url
+
+
+def test_labels_for_a_fallback_group_go_to_the_pooled_monitor_and_answer_with_its_card(fresh_lab):
     """The case table's calibration: group "small" has too few unsupported citations and uses the pooled tau 0.50;
     "big" has its own, 0.22. Labels for "small" are the pooled monitor's (its card: group pooled, tau 0.5); labels
     for "big" are big's own."""
+    lab = fresh_lab
     small = httpx.post(f"{lab}/v1/monitor/labels", headers=AUTH,
                        json={"profile": "lab", "group": "small", "missed": 0, "unsupported": 3}).json()
     assert (small["group"], small["calibrated_on"], small["tau"]) == ("pooled", "pooled", 0.5)

@@ -333,6 +333,7 @@ def test_each_redaction_layer_holds_alone(monkeypatch, caplog):
 
     secret = "only-the-auth-layer"
     caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="httpx")  # importing litellm (other tests do) sets httpx's to WARNING
     # layer 2 alone: a record that names a URL with credentials is redacted once the filter is installed
     llm_backends.install_log_redaction()
     logging.getLogger("httpx").info("HTTP Request: POST %s", f"http://u:{secret}@127.0.0.1:1/v1/chat/completions")

@@ -103,8 +103,13 @@ class SqliteStore(StateStore):
 
         def schema(db: sqlite3.Connection) -> None:
             db.execute("BEGIN IMMEDIATE")
-            db.execute("CREATE TABLE IF NOT EXISTS monitor_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            db.execute("COMMIT")
+            try:
+                db.execute("CREATE TABLE IF NOT EXISTS monitor_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
         self._call(schema)
 
     def _db(self) -> sqlite3.Connection:

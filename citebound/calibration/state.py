@@ -82,6 +82,20 @@ class MemoryStore(StateStore):
             return new
 
 
+def _immediate(db: sqlite3.Connection, body: Callable[[], Any]) -> Any:
+    """``body`` in one ``BEGIN IMMEDIATE`` transaction (the write lock taken first, waiting up to the busy
+    timeout): committed if it returns, rolled back if it raises."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        out = body()
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return out
+
+
 class SqliteStore(StateStore):
     """A WAL SQLite file: safe for several processes on one node. A writer holds the database's write lock
     for one read-compute-write (``BEGIN IMMEDIATE``), so updates are serialised, and a committed update
@@ -101,16 +115,8 @@ class SqliteStore(StateStore):
             raise ValueError(f"--state {path}: the folder {folder} does not exist; create it, or give another path")
         self._local = threading.local()
 
-        def schema(db: sqlite3.Connection) -> None:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                db.execute("CREATE TABLE IF NOT EXISTS monitor_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-        self._call(schema)
+        self._call(lambda db: _immediate(db, lambda: db.execute(
+            "CREATE TABLE IF NOT EXISTS monitor_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")))
 
     def _db(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -156,19 +162,12 @@ class SqliteStore(StateStore):
 
     def update(self, key: str, fn: Update) -> dict[str, Any]:
         def tx(db: sqlite3.Connection) -> dict[str, Any]:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                row = db.execute("SELECT value FROM monitor_state WHERE key = ?", (key,)).fetchone()
-                new = fn(None if row is None else _decode(row[0], f"{self.url} key {key!r}"))
-                db.execute("INSERT INTO monitor_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
-                           "value = excluded.value", (key, json.dumps(new)))
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
+            row = db.execute("SELECT value FROM monitor_state WHERE key = ?", (key,)).fetchone()
+            new = fn(None if row is None else _decode(row[0], f"{self.url} key {key!r}"))
+            db.execute("INSERT INTO monitor_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                       "value = excluded.value", (key, json.dumps(new)))
             return new
-        return self._call(tx)
+        return self._call(lambda db: _immediate(db, lambda: tx(db)))
 
 
 class RedisStore(StateStore):

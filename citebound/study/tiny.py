@@ -114,9 +114,11 @@ def build_tiny_llama(out_dir: str | Path, texts: Iterable[str] = (), seed: int =
     return out
 
 
-def build_tiny_checker(out_dir: str | Path, arch: str, texts: Iterable[str] = (), seed: int = 0) -> Path:
+def build_tiny_checker(out_dir: str | Path, arch: str, texts: Iterable[str] = (), seed: int = 0,
+                       initializer_range: float = 0.02) -> Path:
     """Random 2-label sequence classifier shaped like MiniCheck-RoBERTa-Large (``arch='roberta'``) or
-    MiniCheck-DeBERTa-v3-Large (``arch='deberta'``), with a tokenizer whose EOS joins document and claim."""
+    MiniCheck-DeBERTa-v3-Large (``arch='deberta'``), with a tokenizer whose EOS joins document and claim.
+    ``initializer_range`` as in :func:`build_tiny_deberta_nli` (0.3 for scores that depend on the input)."""
     import torch
     from transformers import (
         DebertaV2Config,
@@ -134,7 +136,7 @@ def build_tiny_checker(out_dir: str | Path, arch: str, texts: Iterable[str] = ()
                                    cls_token="<s>", sep_token="</s>", unk_token="<unk>", mask_token="<mask>")
     torch.manual_seed(seed)
     shape = dict(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                 intermediate_size=64, pad_token_id=0, num_labels=2)
+                 intermediate_size=64, pad_token_id=0, num_labels=2, initializer_range=initializer_range)
     if arch == "roberta":
         model = RobertaForSequenceClassification(RobertaConfig(max_position_embeddings=520, type_vocab_size=1, **shape))
     elif arch == "deberta":

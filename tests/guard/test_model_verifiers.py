@@ -26,8 +26,11 @@ WINDOWS = ["the gene increases cancer risk in cells", "a protein", "mitochondria
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("checkers")
-    return {"roberta": tiny.build_tiny_checker(d / "roberta", "roberta", TEXTS + CLAIMS + WINDOWS),
-            "deberta": tiny.build_tiny_checker(d / "deberta", "deberta", TEXTS + CLAIMS + WINDOWS, seed=1),
+    # weights drawn at 0.3: at the default 0.02 a checker's scores are the same to 1e-5 whatever the input
+    return {"roberta": tiny.build_tiny_checker(d / "roberta", "roberta", TEXTS + CLAIMS + WINDOWS,
+                                               initializer_range=0.3),
+            "deberta": tiny.build_tiny_checker(d / "deberta", "deberta", TEXTS + CLAIMS + WINDOWS, seed=1,
+                                               initializer_range=0.3),
             "t5": tiny.build_tiny_t5(d / "t5", TEXTS + CLAIMS + WINDOWS, seed=2),
             "hhem": tiny.build_tiny_hhem(d / "hhem", TEXTS + CLAIMS + WINDOWS, seed=3)}
 
@@ -49,6 +52,7 @@ def test_minicheck_encoder_by_hand(models, arch, config, tmp_path):
         with torch.no_grad():
             logits = m(**tok(w + tok.eos_token + c, return_tensors="pt")).logits[0].numpy()
         want.append(softmax(logits)[1])
+    assert np.diff(np.sort(want)).min() > 1e-3  # every pair scores apart: a batch put back out of order fails
     assert p == pytest.approx(want, abs=1e-5)
     assert (verdict == (np.array(want) > 0.5)).all()
     # the decision is strict: a unit exactly at support_above is unsupported
@@ -149,6 +153,7 @@ def test_fast_runtimes_track_the_exact_path(models, tiny_nli, tmp_path, runtime,
                 verifier_cfg("hhem", model=str(models["hhem"]), revision=None),
                 verifier_cfg("embedding")):
         exact = build_verifier(cfg, tmp_path).judge(CLAIMS, WINDOWS)
+        assert np.ptp(exact[0]) > 0.05, cfg["name"]  # the pairs' scores differ: a reordered batch would show
         fast = build_verifier({**cfg, "runtime": runtime, "quantize": quantize, "threads": 1}, tmp_path).judge(CLAIMS, WINDOWS)
         assert np.abs(fast[0] - exact[0]).max() <= tol, cfg["name"]
         assert (fast[1] == exact[1]).mean() >= agree, cfg["name"]

@@ -97,7 +97,8 @@ def test_int8_on_torch_quantises_every_linear_layer():
 
 @pytest.fixture(scope="module")
 def checker(tmp_path_factory):
-    return tiny.build_tiny_checker(tmp_path_factory.mktemp("checker") / "roberta", "roberta", TEXTS)
+    return tiny.build_tiny_checker(tmp_path_factory.mktemp("checker") / "roberta", "roberta", TEXTS,
+                                   initializer_range=0.3)
 
 
 def test_two_outputs_of_one_model_get_two_graphs(checker, tmp_path):

@@ -141,11 +141,15 @@ def test_nli_entailment_probability(tiny_nli):
     v = build_verifier(verifier_cfg("deberta_nli", model=str(tiny_nli), revision=None, device="cpu", batch_size=2))
     claims, wins = ["protein binds", "cells make atp", "gene"], ["the receptor", "atp", "cancer risk"]
     s, verdict = v.judge(claims, wins)
-    enc = v.tokenizer(wins[0], claims[0], return_tensors="pt")
-    with torch.no_grad():
-        probs = torch.softmax(v.model(**enc).logits, -1)[0]
-    assert s[0] == pytest.approx(probs[0].item(), abs=1e-5)
-    assert verdict[0] == (probs.argmax().item() == 0)
+    entail = v.model.config.label2id["entailment"]
+    want = []
+    for c, w in zip(claims, wins):  # one pair at a time: premise the window, hypothesis the claim
+        with torch.no_grad():
+            want.append(torch.softmax(v.model(**v.tokenizer(w, c, return_tensors="pt")).logits, -1)[0].numpy())
+    want = np.array(want)
+    assert np.ptp(want[:, entail]) > 0.05  # the pairs' scores differ, so a mixed-up order would show
+    assert s == pytest.approx(want[:, entail], abs=1e-5)
+    assert verdict.tolist() == (want.argmax(1) == entail).tolist()
 
 
 def test_threshold_change_reuses_cached_scores(tmp_path):

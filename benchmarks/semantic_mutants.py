@@ -64,6 +64,10 @@ GV, LB, VB = "citebound/guarding/convert.py", "citebound/scoring/llm_backends.py
 HS = "citebound/scoring/hashing.py"
 GN, PP = "citebound/study/generation.py", "citebound/study/prepare.py"
 TN = "citebound/study/train_networks.py"
+TV, PQ, SCH = "citebound/study/train_verifier.py", "citebound/study/paperqa_engine.py", "citebound/study/schema.py"
+VI, RAG, DL = "citebound/verifiers/__init__.py", "citebound/verifiers/ragas_faithfulness.py", "citebound/scoring/deadline.py"
+RG, GRA = "citebound/serving/registry.py", "citebound/verifiers/graph.py"
+CTR, CVR = "citebound/cli/train.py", "citebound/cli/verifiers.py"
 RT, HF, NLI = "citebound/verifiers/runtimes.py", "citebound/verifiers/hf.py", "citebound/verifiers/nli.py"
 MC, HH, AS = "citebound/verifiers/minicheck.py", "citebound/verifiers/hhem.py", "citebound/verifiers/attrscore.py"
 RW, KV = "citebound/guarding/rewrite.py", "citebound/verifiers/contradiction.py"
@@ -1298,6 +1302,128 @@ MUTANTS = [
     Mutant("demo16", DU, "        cut = outcome.get(\"tokens\", 0) >= n and outcome.get(\"last\") != eos",
            "        cut = outcome.get(\"tokens\", 0) > n and outcome.get(\"last\") != eos",
            "an answer cut at exactly max_tokens finishes 'stop'"),
+    # round 17 (2026-12-04, sixth session): the last modules no round had targeted: the training rule's selection
+    # and data assembly, paper-qa's citation keys and settings, the config schema's own checks, the verifier
+    # factory and RAGAS, the work tokens, the calibration registry, the shipped graph's encoder, `citebound train`
+    # and `citebound verifiers`
+    Mutant("trainv17", TV, "        parts.append(g.iloc[np.sort(rng.choice(len(g), size=min(n, len(g)), replace=False))])",
+           "        parts.append(g.iloc[np.sort(rng.choice(len(g), size=min(n, len(g) - 1), replace=False))])",
+           "a source smaller than the cap loses one pair"),
+    Mutant("trainv17", TV, "                         \"claim\": fit[\"claim\"].astype(str), \"evidence\": fit[\"passage\"].astype(str),",
+           "                         \"claim\": fit[\"passage\"].astype(str), \"evidence\": fit[\"claim\"].astype(str),",
+           "the gold fit split's claim and passage are swapped"),
+    Mutant("trainv17", TV, "\"pair_id\": FIT_SOURCE + \":\" + fit[\"pair_id\"].astype(str),",
+           "\"pair_id\": fit[\"pair_id\"].astype(str),", "the gold fit split's pair ids are not prefixed with its source"),
+    Mutant("trainv17", TV, "    fit = gold[gold[\"split\"] == \"fit\"].dropna(subset=[\"label\"]) if \"split\" in gold.columns else gold.iloc[:0]",
+           "    fit = gold[gold[\"split\"] == \"fit\"] if \"split\" in gold.columns else gold.iloc[:0]",
+           "unlabelled rows of the gold fit split are kept"),
+    Mutant("trainv17", TV, "    against = {s: (eval_split(d) if s == cal else d)[\"claim\"].unique() for s, d in gold_sets.items()}",
+           "    against = {s: d[\"claim\"].unique() for s, d in gold_sets.items()}",
+           "the gold fit split is deduped against itself (its own claims removed)"),
+    Mutant("trainv17", TV, "    return {\"train\": train, \"removed\": removed, \"read\": read, \"kept\": len(pairs), \"skipped\": ts.skipped,",
+           "    return {\"train\": train, \"removed\": removed, \"read\": len(pairs), \"kept\": len(pairs), \"skipped\": ts.skipped,",
+           "pairs read is counted after the dedupe"),
+    Mutant("trainv17", TV, "        g = (eval_split(g) if name == \"attribution_gold_eval\" else g).dropna(subset=[\"label\"]).reset_index(drop=True)",
+           "        g = g.dropna(subset=[\"label\"]).reset_index(drop=True)",
+           "the attribution gold's evaluation includes its fit split"),
+    Mutant("trainv17", TV, "        gold[name] = g.assign(cluster=g[\"item_id\"].astype(str))",
+           "        gold[name] = g.assign(cluster=g[\"pair_id\"].astype(str))",
+           "the gold bootstrap resamples pairs, not answers"),
+    Mutant("trainv17", TV, "        c = gold[\"C\"].iloc[0]", "        c = g[\"C\"].iloc[0]",
+           "the head's selected C is read from the first row, a LOSO one"),
+    Mutant("trainv17", TV, "            stop = g.loc[~g[\"evaluation\"].str.startswith(\"loso:\"), \"examples\"].iloc[0]",
+           "            stop = g[\"examples\"].iloc[0]", "a network's stopping point is read from its first row, a LOSO one"),
+    Mutant("trainv17", TV, "    design, variant = means.idxmax()", "    design, variant = means.idxmin()",
+           "the design with the worst gold AUC is chosen"),
+    Mutant("trainv17", TV, "    gold = table[table[\"evaluation\"].isin(list(gold_names))]\n    means",
+           "    gold = table\n    means", "the design is chosen on every evaluation, LOSO included"),
+    Mutant("trainv17", TV, "            \"mean_gold_auc\": float(means.max()),", "            \"mean_gold_auc\": float(means.mean()),",
+           "the reported mean gold AUC is the mean over designs"),
+    Mutant("trainv17", TV, "    for a in qa[\"answer\"].dropna().astype(str):\n        out += split_sentences(a)",
+           "    for a in qa[\"answer\"].dropna().astype(str):\n        out += [a]",
+           "the kit's answers are deduped whole, not per sentence"),
+    Mutant("paperqa17", PQ, "        return list(dict.fromkeys(n for k in keys for n in key_to_passages.get(k, ())))",
+           "        return sorted(set(n for k in keys for n in key_to_passages.get(k, ())))",
+           "a marker's passages are sorted, not in citation order"),
+    Mutant("paperqa17", PQ, "    text = _PAREN.sub(lambda m: (\" \" + marker(ns)) if (ns := passages(_KEY.findall(m.group(1)))) else \"\",",
+           "    text = _PAREN.sub(lambda m: marker(ns) if (ns := passages(_KEY.findall(m.group(1)))) else \"\",",
+           "a converted marker loses the space before it"),
+    Mutant("paperqa17", PQ, "    for n, p in enumerate(task[\"passages\"], 1):", "    for n, p in enumerate(task[\"passages\"]):",
+           "paper-qa's passages are numbered from 0"),
+    Mutant("paperqa17", PQ, "    prompt_tokens = sum(v[0] for v in session.token_counts.values())\n    completion_tokens = sum(v[1] for v in session.token_counts.values())",
+           "    prompt_tokens = sum(v[1] for v in session.token_counts.values())\n    completion_tokens = sum(v[0] for v in session.token_counts.values())",
+           "paper-qa's prompt and completion token counts are swapped"),
+    Mutant("paperqa17", PQ, "    return Settings(**_merge(dict(overrides or {}), fixed))", "    return Settings(**_merge(fixed, dict(overrides or {})))",
+           "a pipeline override replaces the answer model"),
+    Mutant("paperqa17", PQ, "        out[k] = _merge(out[k], v) if isinstance(v, Mapping) and isinstance(out.get(k), Mapping) else v",
+           "        out[k] = v", "a nested override replaces the whole mapping"),
+    Mutant("schema17", SCH, "    if not w[\"window_chars\"] > w[\"stride\"]:", "    if not w[\"window_chars\"] >= w[\"stride\"]:",
+           "a stride equal to the window is accepted"),
+    Mutant("schema17", SCH, "    match = difflib.get_close_matches(key, sorted(valid), n=1, cutoff=0.6)",
+           "    match = difflib.get_close_matches(key, sorted(valid), n=1, cutoff=0.0)",
+           "an unknown key always gets a suggestion, however far"),
+    Mutant("schema17", SCH, "    for key in (\"validation_set\", \"calibration_set\", \"hard_negative_set\", \"scope_set\", \"frozen_scores_set\",",
+           "    for key in (\"validation_set\", \"hard_negative_set\", \"scope_set\", \"frozen_scores_set\",",
+           "an unselected calibration set is not refused"),
+    Mutant("schema17", SCH, "        if verifiers.get(guard, {}).get(\"binary\", False):",
+           "        if verifiers.get(guard, {}).get(\"binary\", True):", "a guard verifier without a binary key is refused"),
+    Mutant("schema17", SCH, "        extra = f\" (and {len(errors) - 1} more)\" if len(errors) > 1 else \"\"",
+           "        extra = f\" (and {len(errors)} more)\" if len(errors) > 1 else \"\"", "the schema error counts itself among the others"),
+    Mutant("schema17", SCH, "            prefix = f\"{where}.\" if where != \"<root>\" else \"\"", "            prefix = \"\"",
+           "an unknown nested key is named without its parent"),
+    Mutant("verifiers17", VI, "    return v.get(\"kind\") in (\"embedding\", \"nli\", \"hhem\", \"trained\") or (v.get(\"kind\") == \"minicheck\"",
+           "    return v.get(\"kind\") in (\"embedding\", \"nli\", \"trained\") or (v.get(\"kind\") == \"minicheck\"",
+           "HHEM is said to run on torch only"),
+    Mutant("verifiers17", VI, "                                                            and v.get(\"variant\") == \"encoder\")",
+           "                                                            or v.get(\"variant\") == \"encoder\")",
+           "any verifier with variant encoder is said to run an encoder"),
+    Mutant("verifiers17", VI, "        return LLMVerifier(cfg, Path(cache_dir) / \"llm\" / f\"{cfg['name']}-{verifier_hash(cfg)}.sqlite\")",
+           "        return LLMVerifier(cfg, Path(cache_dir) / \"llm\" / f\"{cfg['name']}.sqlite\")",
+           "an LLM judge's answer cache is shared by every config of its name"),
+    Mutant("verifiers17", RAG, "        verdict = values >= 1.0 - 1e-9", "        verdict = values >= 0.5",
+           "RAGAS supports a claim half of whose statements are faithful"),
+    Mutant("verifiers17", RAG, "        scores = np.where(np.isnan(values), np.nan, verdict.astype(float))",
+           "        scores = verdict.astype(float)", "a unit RAGAS could not parse scores 0, not unscored"),
+    Mutant("verifiers17", RAG, "                        r = await self.metric.ascore(user_input=c, response=c, retrieved_contexts=[w])",
+           "                        r = await self.metric.ascore(user_input=c, response=w, retrieved_contexts=[c])",
+           "RAGAS reads the window as the response and the claim as the context"),
+    Mutant("deadline17", DL, "        if self._cancelled.is_set():\n            future.cancel()", "        pass",
+           "a future watched after its token is cancelled keeps running"),
+    Mutant("deadline17", DL, "        return self.combine(t is not None and t.cancelled for t in self.tokens)",
+           "        return self.combine(t is None or t.cancelled for t in self.tokens)",
+           "a batch job without a token counts as cancelled"),
+    Mutant("deadline17", DL, "    for item in items:\n        check()\n        yield item", "    for item in items:\n        yield item\n        check()",
+           "the cancel check runs after each batch, not before"),
+    Mutant("deadline17", DL, "        self.deadline = None if deadline_s is None else time.monotonic() + deadline_s",
+           "        self.deadline = None if not deadline_s else time.monotonic() + deadline_s",
+           "a deadline of 0 s means no deadline"),
+    Mutant("registry17", RG, "                \"profiles\": {k: {\"tau\": finite(v[\"tau\"]), \"alpha\": v[\"alpha\"],",
+           "                \"profiles\": {k: {\"tau\": v[\"tau\"], \"alpha\": v[\"alpha\"],", "an infinite tau is answered as Infinity, not null"),
+    Mutant("registry17", RG, "        if scorer is not None:\n            self.scorer, self.reattributor = scorer, reattributor",
+           "        if scorer is not None or reattributor is None:\n            self.scorer, self.reattributor = scorer or self.scorer, reattributor",
+           "a reload (SIGHUP) drops the re-attributor"),
+    Mutant("registry17", RG, "        self.profiles, self.refused, self.guards = profiles, refused, guards",
+           "        self.profiles, self.guards = profiles, guards\n        self.refused.update(refused)",
+           "a profile refused once stays refused after it is fixed"),
+    Mutant("registry17", RG, "            why = f\" (refused at load: {self.refused[name]})\" if name in self.refused else \"\"",
+           "            why = \"\"", "an unknown profile's error does not say why it was refused"),
+    Mutant("graph17", GRA, "    pooled = (hidden * m).sum(-2) / np.maximum(m.sum(-2), 1e-9)",
+           "    pooled = hidden.sum(-2) / np.maximum(m.sum(-2), 1e-9)", "padding tokens are pooled"),
+    Mutant("graph17", GRA, "                ids[r, :n], mask[r, :n] = encs[i].ids, 1", "                ids[r, :n], mask[r, :] = encs[i].ids, 1",
+           "a padded text attends to its padding"),
+    Mutant("graph17", GRA, "        self.special = {self.tokenizer.token_to_id(t) for t in (\"[CLS]\", \"[SEP]\", \"[PAD]\", \"[UNK]\", \"[MASK]\")}",
+           "        self.special = {self.tokenizer.token_to_id(t) for t in (\"[CLS]\", \"[PAD]\", \"[UNK]\", \"[MASK]\")}",
+           "[SEP] counts as a token in the trained head's alignment"),
+    Mutant("graph17", GRA, "        if token.cancelled:\n            raise deadline.Cancelled(", "        if False:\n            raise deadline.Cancelled(",
+           "a run stopped for a cancelled request surfaces as ONNX Runtime's error"),
+    Mutant("cli17", CTR, "    if not grid or min(grid) <= 0:", "    if not grid or min(grid) < 0:", "citebound train accepts C = 0"),
+    Mutant("cli17", CTR, "    if args.folds < 2:", "    if args.folds < 1:", "citebound train accepts one fold"),
+    Mutant("cli17", CTR, "             \"windowing\": definitions.windowing(), \"adopted\": r[\"decision\"][\"adopted\"], \"trained_from\": args.input}",
+           "             \"windowing\": definitions.windowing(), \"adopted\": True, \"trained_from\": args.input}",
+           "a head that does not beat embedding is written as adopted"),
+    Mutant("cli17", CVR, "            row[\"endpoint\"] = f\"{d.get('api', 'classify')} {redact_url(str(d.get('url', '')))} model {d.get('model')}\"",
+           "            row[\"endpoint\"] = f\"{d.get('api', 'classify')} {d.get('url', '')} model {d.get('model')}\"",
+           "citebound verifiers prints a remote URL's credentials"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1484,6 +1610,16 @@ TESTS = {
     "config16": ["tests/study/test_schema.py", "tests/guard/test_graph.py", "tests/guard/test_package.py"],
     "mcp16": ["tests/guard/test_cli_options.py", "tests/guard/test_config_file.py", "tests/guard/test_mcp.py"],
     "demo16": ["tests/guard/test_demo_upstream.py"],
+    "trainv17": ["tests/study/test_train_verifier.py", "tests/study/test_train_networks.py", "citebound/study/train_verifier.py"],
+    "paperqa17": ["tests/study/test_paperqa.py", "citebound/study/paperqa_engine.py"],
+    "schema17": ["tests/study/test_schema.py", "citebound/study/schema.py"],
+    "verifiers17": ["tests/guard/test_verifiers.py", "tests/guard/test_llm_verifiers.py", "tests/guard/test_model_verifiers.py",
+                    "tests/guard/test_runtime_keys.py"],
+    "deadline17": ["tests/guard/test_behaviours.py", "tests/guard/test_batch_members.py", "tests/guard/test_remote_verifier.py",
+                   "tests/guard/test_llm_verifiers.py", "citebound/scoring/deadline.py"],
+    "registry17": ["tests/guard/test_service.py", "tests/guard/test_proxy_routes.py"],
+    "graph17": ["tests/guard/test_graph.py", "tests/guard/test_verifiers.py", "tests/guard/test_unchecked.py", "citebound/verifiers/graph.py"],
+    "cli17": ["tests/guard/test_cli_options.py", "tests/guard/test_trained.py", "tests/guard/test_first_hour.py", "tests/guard/test_layout.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
@@ -1574,8 +1710,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 16: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 17: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -1598,12 +1734,14 @@ def main() -> int:
     first14 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a pair's training window is the last of tied"))
     first15 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a text pair is tokenised in the reverse order"))
     first16 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("Check-COVID accepts an evidence index one past"))
+    first17 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a source smaller than the cap loses one pair"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
               10: MUTANTS[first10:first11], 11: MUTANTS[first11:first12],
               12: MUTANTS[first12:first13], 13: MUTANTS[first13:first14],
-              14: MUTANTS[first14:first15], 15: MUTANTS[first15:first16], 16: MUTANTS[first16:]}
+              14: MUTANTS[first14:first15], 15: MUTANTS[first15:first16], 16: MUTANTS[first16:first17],
+              17: MUTANTS[first17:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

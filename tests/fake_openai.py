@@ -1,7 +1,8 @@
 """A local OpenAI-compatible chat-completions server with scripted answers (tests only).
 
 Runs on 127.0.0.1 in a thread. ``answer(request_json) -> str | dict`` decides
-the reply; ``fail_first`` makes the first N requests return HTTP 500.
+the reply; ``fail_first`` makes the first N requests return HTTP 500; ``usage`` is the (prompt, completion)
+token count each reply reports.
 Requests that ask for a tool call (instructor's structured output) are
 answered with a tool call whose arguments ``answer`` returns as a dict.
 """
@@ -19,9 +20,10 @@ from citebound.scoring.chat_endpoint import send_json
 
 
 class FakeOpenAI(LoopbackServer):
-    def __init__(self, answer: Callable[[dict[str, Any]], Any], fail_first: int = 0):
+    def __init__(self, answer: Callable[[dict[str, Any]], Any], fail_first: int = 0, usage: tuple[int, int] = (1, 1)):
         self.answer = answer
         self.fail_first = fail_first
+        self.usage = usage
         self.requests: list[dict[str, Any]] = []
         self.gets: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -63,7 +65,8 @@ class FakeOpenAI(LoopbackServer):
                                  "model": body.get("model", "fake"),
                                  "choices": [{"index": 0, "message": msg,
                                               "finish_reason": "tool_calls" if msg.get("tool_calls") else "stop"}],
-                                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+                                 "usage": {"prompt_tokens": outer.usage[0], "completion_tokens": outer.usage[1],
+                                           "total_tokens": sum(outer.usage)}})
 
             def _send(self, code: int, payload: dict[str, Any]) -> None:
                 send_json(self, code, payload)

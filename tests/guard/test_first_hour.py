@@ -206,6 +206,26 @@ def test_the_verifier_table_fits_100_columns_and_names_each_extra(capsys):
     got = {r["name"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
     assert got["embedding"]["extra"] == "-" and got["deberta_nli"]["extra"] == "torch" and got["llm_judge"]["extra"] == "llm"
     assert "not negation or contradiction" in got["embedding"]["sees"] and "--model" in got["trained"]["needs"]
+    assert got["remote_nli"]["endpoint"] == "classify http://127.0.0.1:8000 model " + str(
+        __import__("citebound.definitions", fromlist=["load"]).load("verifier", "remote_nli")["model"])
+
+
+def test_the_verifier_table_never_prints_an_endpoint_s_credentials(tmp_path, monkeypatch, capsys):
+    """A remote definition edited to carry a user and password in its URL: the table shows the host, not them."""
+    import shutil
+
+    from citebound import definitions
+    from citebound.cli.main import main
+
+    root = tmp_path / "definitions"
+    shutil.copytree(definitions.ROOT, root)
+    p = root / "verifier" / "remote_nli.yaml"
+    p.write_text(p.read_text().replace("url: http://127.0.0.1:8000", "url: http://lab:s3cret-pw@10.0.0.5:8000"))
+    monkeypatch.setattr(definitions, "ROOT", root)
+    assert main(["verifiers", "--json"]) == 0
+    out = capsys.readouterr().out
+    row = next(r for r in map(json.loads, out.splitlines()) if r["name"] == "remote_nli")
+    assert "10.0.0.5:8000" in row["endpoint"] and "s3cret-pw" not in out
 
 
 @pytest.mark.parametrize("argv,hint", [(["gaurd"], "did you mean guard?"),

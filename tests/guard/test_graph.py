@@ -223,3 +223,24 @@ def test_safetensors_reader_against_the_safetensors_library():
     theirs = st.load_file(str(path))
     for n in names:
         assert ours[n].dtype == theirs[n].dtype and np.array_equal(ours[n], theirs[n]), n
+
+
+def test_a_request_that_gives_up_mid_batch_stops_the_run_as_cancelled(graph):
+    """One batch of 64 long windows takes seconds here; its token's deadline passes 0.1 s in. The run is stopped
+    by ONNX Runtime's terminate flag and surfaces as the guard's Cancelled (what the service answers 504/499 for),
+    not as ONNX Runtime's own error, and well before the batch would have finished."""
+    import time
+
+    from citebound.scoring import deadline
+
+    enc = GraphEncoder(max_length=256, batch_size=64, threads=1)
+    texts = [" ".join(f"protein{i} binds receptor{j} in cells" for j in range(40)) for i in range(64)]
+    t0 = time.perf_counter()
+    list(enc.batches(texts))
+    whole = time.perf_counter() - t0
+    tok = deadline.WorkToken(0.1)
+    t0 = time.perf_counter()
+    with tok.active(), pytest.raises(deadline.Cancelled, match="cancelled while its batch was being embedded"):
+        list(enc.batches(texts))
+    took = time.perf_counter() - t0
+    assert whole > 0.5 and took < whole / 2 + 0.1, (whole, took)

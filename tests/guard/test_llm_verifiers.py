@@ -131,3 +131,28 @@ def test_a_judge_call_s_timeout_is_what_is_left_of_the_request():
     late = deadline.WorkToken(0.0)
     time.sleep(0.01)
     assert _time_left(late, 60) == 0.1
+
+
+def ragas_two_statements(body):
+    """Scripted RAGAS where a claim's statements are its '; '-separated parts, and a claim saying 'garbled' gets
+    an answer that fits no schema."""
+    text = body["messages"][-1]["content"]
+    data = json.loads(text.rsplit("input: ", 1)[1].rsplit("Output:", 1)[0])
+    if "answer" in data:
+        if "garbled" in data["answer"]:
+            return "no JSON here"
+        return {"statements": data["answer"].split("; ")}
+    return {"statements": [{"statement": st, "reason": "scripted", "verdict": int(term_recall(st, data["context"]) >= 0.99)}
+                           for st in data["statements"]]}
+
+
+def test_ragas_supports_a_claim_only_when_every_statement_is_faithful(tmp_path, key):
+    """Faithfulness 1/2 (one of two statements found in the window) is unsupported; an answer RAGAS cannot parse
+    leaves its unit unscored (NaN, counted), never 0 or 1."""
+    with FakeOpenAI(ragas_two_statements) as srv:
+        v = build_verifier(verifier_cfg("ragas", base_url=srv.base_url, api_key_env=KEY, max_concurrency=1,
+                                        max_retries=0), tmp_path)
+        s, verdict = v.judge(["cells make atp; stars are cold", "cells make atp; cells divide", "garbled claim"],
+                             ["cells make atp daily", "cells make atp and cells divide", "cells make atp"])
+    assert verdict.tolist() == [False, True, False]
+    assert s[:2].tolist() == [0.0, 1.0] and np.isnan(s[2]) and v.n_unparsed == 1

@@ -114,6 +114,8 @@ def test_citebound_train_dedupes_holds_out_and_guards(tmp_path, capsys):
     assert int(ev_rows["gold"]["n"]) == 4 and "in_distribution" in {r["evaluation"] for r in _csv(out / "evaluation.csv")}
     head = json.loads((out / "head.json").read_text())
     assert head["n_train"] == 44 and head["n_train_supported"] == 22 and head["C"] in (0.1, 1.0)
+    # what head.json says of adoption is the decision the command printed
+    assert head["adopted"] is ("does not beat embedding out of domain" not in err)
     card = (out / "MODEL_CARD.md").read_text()
     assert "leave-one-source-out" in card and "| gold | a | 4 |" in card
     assert "ExpertQA" not in card and "lite" not in card  # a lab card, not the study's
@@ -148,6 +150,22 @@ def test_citebound_train_names_the_bad_line(tmp_path, capsys, line, msg):
     p = write_jsonl(tmp_path / "pairs.jsonl", [{"claim": "a", "passage": "b", "label": 1}, line])
     rc = main(["train", "--input", str(p), "--out", str(tmp_path / "o")])
     assert rc == 2 and msg in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra,msg", [
+    (["--C", "0,1"], "--C: give one or more positive inverse L2 strengths"),
+    (["--C", "-1"], "--C: give one or more positive inverse L2 strengths"),
+    (["--C", ","], "--C: give one or more positive inverse L2 strengths"),
+    (["--C", "1,x"], "--C: expected comma-separated numbers, got '1,x'"),
+    (["--folds", "1"], "--folds must be at least 2"),
+    (["--folds", "0"], "--folds must be at least 2"),
+    (["--threads", "0"], "--threads must be >= 1, got 0"),
+])
+def test_citebound_train_refuses_settings_below_their_minimum(tmp_path, capsys, extra, msg):
+    p = write_jsonl(tmp_path / "pairs.jsonl", labelled(n_per_source=4))
+    rc = main(["train", "--input", str(p), "--out", str(tmp_path / "o"), "--quiet", *extra])
+    assert rc == 2 and msg in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
 
 
 def test_citebound_train_needs_both_labels(tmp_path, capsys):

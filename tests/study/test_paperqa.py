@@ -123,7 +123,7 @@ def scripted_paperqa(body):
 def test_paperqa_package_over_fixed_passages_via_served_backend(tmp_path, monkeypatch):
     monkeypatch.setenv("CITEBOUND_SERVED_KEY", "sk-test")
     gen = yaml.safe_load((ROOT / "config" / "generator" / "served.yaml").read_text())
-    with FakeOpenAI(scripted_paperqa) as srv:
+    with FakeOpenAI(scripted_paperqa, usage=(5, 2)) as srv:
         backend = OpenAIBackend({**gen, "base_url": srv.base_url})
         out = tmp_path / "paperqa2.jsonl"
         stats = generate_file(backend, pipeline("paperqa2"), TASKS, out, {"model": "served"}, batch_size=2)
@@ -144,7 +144,7 @@ def test_paperqa_package_over_fixed_passages_via_served_backend(tmp_path, monkey
         assert "[3] (relevance 9) Evidence: ATP synthase" in r["steps"]["evidence"]
         assert "[2]" not in r["steps"]["evidence"]  # relevance 0: paper-qa discards it
         assert r["engine"].startswith("paper-qa ") and r["pipeline"] == "paperqa2"
-        assert (r["prompt_tokens"], r["completion_tokens"]) == (4, 4)  # the scripted server reports 1 + 1 a call
+        assert (r["prompt_tokens"], r["completion_tokens"]) == (4 * 5, 4 * 2)  # 4 calls, each 5 in and 2 out
 
 
 def test_paperqa_through_in_process_endpoint_on_tiny_llama(tiny_llama):
@@ -162,3 +162,17 @@ def test_paperqa_through_in_process_endpoint_on_tiny_llama(tiny_llama):
         # whatever random weights wrote, every citation left in the answer points at one of the 3 passages
         assert set(re.findall(r"\d+", " ".join(re.findall(r"\[[\d, ]+\]", r["output"])))) <= {"1", "2", "3"}
     assert backend._server is None
+
+
+def test_a_nested_settings_override_keeps_its_own_keys_beside_the_endpoint():
+    """A pipeline may set a key inside a mapping the endpoint also fills (llm_config's rate limit): the two are
+    merged, key by key; where both set one, the endpoint's wins."""
+    ep = Endpoint("http://127.0.0.1:9/v1", "m", "k", None)
+    s = paperqa_settings(ep, {"llm_config": {"rate_limit": {"openai/m": "30 per 1 minute"},
+                                             "model_list": [{"model_name": "openai/other"}]},
+                              "summary_llm_config": {"rate_limit": {"openai/m": "10 per 1 minute"}}})
+    assert s.llm_config["rate_limit"] == {"openai/m": "30 per 1 minute"}
+    assert s.summary_llm_config["rate_limit"] == {"openai/m": "10 per 1 minute"}
+    for cfg in (s.llm_config, s.summary_llm_config):
+        assert [m["model_name"] for m in cfg["model_list"]] == ["openai/m"]
+        assert cfg["model_list"][0]["litellm_params"]["api_base"] == "http://127.0.0.1:9/v1"

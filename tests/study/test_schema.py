@@ -70,6 +70,9 @@ def test_every_schema_key_is_used_somewhere_in_config():
     (["conformal.pac_delta=0"], "config key 'conformal.pac_delta': 0 is less than or equal to the minimum of 0"),
     (["analysis.n_bootstrap=0"], "config key 'analysis.n_bootstrap': 0 is less than the minimum of 1"),
     (["analysis.n_bootstrap=many"], "config key 'analysis.n_bootstrap': 'many' is not of type 'integer'"),
+    # two problems: the first (by key) is named, and one more is counted
+    (["analysis.n_bootstrap=0", "windowing.stride=0"],
+     "config key 'analysis.n_bootstrap': 0 is less than the minimum of 1 (and 1 more)"),
     (["windowing.stride=600"], "windowing.stride (600) must be smaller than windowing.window_chars (600)"),
     (["windowing.stride=0"], "config key 'windowing.stride': 0 is less than the minimum of 1"),
     (["analysis.guard_verifier=lexcal"], "analysis.guard_verifier='lexcal' is not in verifier_panel"),
@@ -160,3 +163,12 @@ def test_rule_settings_and_scored_sets_split_by_set_name(tmp_path):
     df = pd.DataFrame({"split": ["fit", "eval", "eval"], "v": [1, 2, 3]})
     assert eval_split(df)["v"].tolist() == [2, 3]
     assert eval_split(df[df.split == "fit"])["v"].tolist() == [1]  # no eval split: all rows
+
+
+def test_a_suggestion_only_for_a_near_key():
+    from citebound.study.schema import nearest
+
+    keys = ["validation_set", "calibration_set", "scope_set"]
+    assert nearest("calibraton_set", keys) == " (did you mean 'calibration_set'?)"
+    assert nearest("zzz", keys) == ""  # nothing near: no guess
+    assert nearest("anything", []) == ""

@@ -120,9 +120,9 @@ def test_design_table_and_choice_by_hand():
         ["all", 0.1, "gold1", 50, 0.70, 0.66, 0.04, -0.01, 0.09],
         ["all", 0.1, "gold2", 40, 0.71, 0.60, 0.11, 0.02, 0.20],
     ], columns=["variant", "C", "evaluation", "n", "auc", "embedding_auc", "delta", "delta_ci_low", "delta_ci_high"])
-    net = pd.DataFrame([
-        ["cross_encoder", "all", 8, "loso:a", 10, 0.65, 0.60, 0.05, np.nan, np.nan],
+    net = pd.DataFrame([  # the first row is a LOSO row at another stopping point than the gold rows'
         ["cross_encoder", "all", 16, "loso:a", 10, 0.58, 0.60, -0.02, np.nan, np.nan],
+        ["cross_encoder", "all", 8, "loso:a", 10, 0.65, 0.60, 0.05, np.nan, np.nan],
         ["cross_encoder", "all", 8, "gold1", 50, 0.75, 0.66, 0.09, 0.03, 0.15],
         ["cross_encoder", "all", 8, "gold2", 40, 0.68, 0.60, 0.08, 0.01, 0.16],
         ["cross_encoder", "domain_matched", 8, "gold1", 50, 0.80, 0.66, 0.14, 0.08, 0.2],

@@ -215,6 +215,9 @@ def test_load_training_adds_the_attribution_golds_fit_split_deduped_against_its_
     # the gold the designs are judged on: the attribution gold's eval split only, and SciFact
     assert sorted(data["gold"]["attribution_gold_eval"]["pair_id"]) == ["a4", "a5"]
     assert len(data["gold"]["scifact_dev"]) == 2
+    # the bootstrap resamples answers (item_id), not pairs: q3's two pairs are one cluster
+    assert data["gold"]["attribution_gold_eval"]["cluster"].tolist() == ["q3", "q3"]
+    assert data["gold"]["scifact_dev"]["cluster"].tolist() == ["d1", "d2"]
     # without a fit split the source is a clear error naming the set
     nofit = _gold_parquet(tmp_path / "nofit.parquet", [["a4", "q3", "Eval claim one.", "passage D", 1, "eval"]])
     with pytest.raises(DataError, match="gold/attr: no 'fit' split"):

@@ -21,20 +21,6 @@ log = logging.getLogger(__name__)
 Messages = list[dict[str, str]]
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 # ---------------------------------------------------------------- pipelines
 
 def format_passages(passages: Sequence[Mapping[str, str]]) -> str:

@@ -262,7 +262,3 @@ def read_train_sets(root: str | Path, sources: Iterable[str] | None = None) -> T
                 continue
             rows.append(r)
     return TrainSet(pd.DataFrame(rows, columns=COLUMNS), skipped)
-
-
-
-

@@ -35,24 +35,6 @@ def sample_per_source(pairs: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pairs.iloc[:0]
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def model_card(cfg: Mapping[str, Any], counts: pd.DataFrame, removed: pd.DataFrame, skipped: Mapping[Any, int],
                table: pd.DataFrame, decision: Mapping[str, Any], timings: Mapping[str, float],
                licences: Mapping[str, str]) -> str:
@@ -97,10 +79,6 @@ def model_card(cfg: Mapping[str, Any], counts: pd.DataFrame, removed: pd.DataFra
     lines += [f"- {r}" for r in decision["reasons"]]
     lines += ["", "## Cost", ""] + [f"- {k}: {v:.1f} s" for k, v in timings.items()]
     return "\n".join(lines) + "\n"
-
-
-
-
 
 
 GOLD = (("attribution_gold_eval", "calibration_set"), ("scifact_dev", "validation_set"))

@@ -27,9 +27,6 @@ from citebound.text.citations import is_blank
 log = logging.getLogger(__name__)
 
 
-
-
-
 class Verifier(Protocol):
     name: str
     binary: bool  # True: verdicts only (scores are 0/1)

@@ -33,6 +33,7 @@ import numpy as np
 # inference lives beside the verifier; training imports it, never the reverse
 from citebound.verifiers.contradiction import (  # noqa: F401 - re-exported for the study and scripts
     FEATURES,
+    NEGATION_VERSION,
     VETO_BELOW,
     combined,
     direction_mismatch,
@@ -49,7 +50,7 @@ def fit(x: np.ndarray, y: np.ndarray, c: float) -> dict[str, Any]:
     """The trained head's fit (standardise, L2 logistic, balanced classes) of support (1) vs refute (0)."""
     from citebound.training.head import fit_head
 
-    return fit_head(x, y, c, FEATURES)
+    return fit_head(x, y, c, FEATURES, NEGATION_VERSION)
 
 
 def pair_max(unit: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:

@@ -9,7 +9,8 @@ Per (claim, window) unit, on the scoring protocol (claims capped at 600 characte
   (last layer);
 - ``term_recall``: the lexical verifier's share of claim content terms found in the window;
 - ``numbers``: share of the claim's numbers found in the window (1 when it has none);
-- ``negation``: 1 when exactly one of claim and window carries a negation cue.
+- ``negation``: 1 when exactly one of claim and window carries a negation cue (version 2, a head trained now:
+  contractions such as "doesn't" included; see :data:`~citebound.verifiers.trained.NEGATION_CUES`).
 
 A labelled pair trains the head through its window with the highest ``cos_l6`` (the window the
 embedding verifier scores it by); at scoring, as for every verifier, the head scores each window and
@@ -27,6 +28,7 @@ from citebound.verifiers.base import make_windows
 from citebound.verifiers.trained import (  # noqa: F401 (re-exported: the guard's trained verifier reads the same)
     FEATURES,
     LAYERS,
+    NEGATION_VERSION,
     FrozenEncoder,
     apply_head,
     negation_mismatch,
@@ -78,13 +80,16 @@ def pair_scores(model: dict[str, Any], units: np.ndarray, owner: np.ndarray, n_p
     return out
 
 
-def fit_head(x: np.ndarray, y: np.ndarray, c: float = 1.0, features: Sequence[str] = FEATURES) -> dict[str, Any]:
+def fit_head(x: np.ndarray, y: np.ndarray, c: float = 1.0, features: Sequence[str] = FEATURES,
+             negation_version: int = NEGATION_VERSION) -> dict[str, Any]:
     """Standardise, then an L2 logistic regression with balanced classes; a JSON-serialisable model whose
-    columns are ``features`` (the trained head's, or the contradiction check's)."""
+    columns are ``features`` (the trained head's, or the contradiction check's), recording the negation cue
+    ``x`` was computed with (:data:`~citebound.verifiers.trained.NEGATION_CUES`)."""
     from sklearn.linear_model import LogisticRegression
 
     mu, sd = x.mean(0), x.std(0)
     sd = np.where(sd > 0, sd, 1.0)
     lr = LogisticRegression(C=c, max_iter=2000, class_weight="balanced").fit((x - mu) / sd, y.astype(int))
     return {"features": list(features), "mean": mu.tolist(), "scale": sd.tolist(), "coef": lr.coef_[0].tolist(),
-            "intercept": float(lr.intercept_[0]), "C": c, "n_train": len(y), "n_train_supported": int(y.sum())}
+            "intercept": float(lr.intercept_[0]), "C": c, "n_train": len(y), "n_train_supported": int(y.sum()),
+            "negation_version": int(negation_version)}

@@ -21,6 +21,9 @@ from citebound.verifiers.trained import FEATURES as BASE_FEATURES
 
 FEATURES = [*BASE_FEATURES, "direction"]
 VETO_BELOW = 0.5
+# the negation cue the check's heads read (trained and scored alike): version 1, the one the shipped head was
+# trained on, which misses contractions ("doesn't"); moving to 2 means retraining and re-pinning the shipped head
+NEGATION_VERSION = 1
 
 _UP = re.compile(r"\b(?:increas\w*|higher|more|greater|elevat\w*|rais\w*|improv\w*|enhanc\w*|boost\w*|ris(?:e|es|en|ing)"
                  r"|rose|gain\w*|promot\w*|accelerat\w*)\b", re.I)
@@ -50,7 +53,7 @@ def direction_mismatch(claim: str, window: str) -> float:
 
 def unit_features(encoder: Any, claims: Sequence[str], windows: Sequence[str], progress: bool = False) -> np.ndarray:
     """(n_units, len(FEATURES)): the frozen features of each (claim, window) unit and its direction cue."""
-    base = encoder.unit_features(claims, windows, progress=progress)
+    base = encoder.unit_features(claims, windows, progress=progress, negation_version=NEGATION_VERSION)
     direction = np.array([[direction_mismatch(c, w)] for c, w in zip(claims, windows)]).reshape(-1, 1)
     return np.hstack([base, direction])
 
@@ -68,8 +71,6 @@ def p_support(head: Mapping[str, Any], x: np.ndarray) -> np.ndarray:
 def combined(emb: np.ndarray, p: np.ndarray, veto_below: float = VETO_BELOW) -> np.ndarray:
     """The veto: a unit the head judges contradicted loses 1 (below every threshold on the embedding's 0..1)."""
     return emb - (p < veto_below).astype(float)
-
-
 
 
 class ContradictionVerifier:

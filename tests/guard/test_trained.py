@@ -114,6 +114,7 @@ def test_citebound_train_dedupes_holds_out_and_guards(tmp_path, capsys):
     assert int(ev_rows["gold"]["n"]) == 4 and "in_distribution" in {r["evaluation"] for r in _csv(out / "evaluation.csv")}
     head = json.loads((out / "head.json").read_text())
     assert head["n_train"] == 44 and head["n_train_supported"] == 22 and head["C"] in (0.1, 1.0)
+    assert head["negation_version"] == 2  # the cue it was trained on, which the guard will score it with
     # what head.json says of adoption is the decision the command printed
     assert head["adopted"] is ("does not beat embedding out of domain" not in err)
     card = (out / "MODEL_CARD.md").read_text()

@@ -64,3 +64,6 @@ podman kube play "$wd/kube.yaml" >"$wd/kube-play.log" 2>&1 || { cat "$wd/kube-pl
     || { podman logs --tail 20 citebound-pod-0-guard 2>&1; exit 1; }
 kube_down
 step "kubernetes: rendered, checked, played, guarded through, down"
+# passed: the workdir (logs, and the deployment's generated secrets) goes unless the caller named it; a failure
+# keeps it for its logs
+[ -n "${1:-}" ] || rm -rf "$wd"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -160,6 +161,7 @@ def main() -> int:
     import citebound
 
     tmp = Path(tempfile.mkdtemp(prefix="citebound-remote-"))
+    passed = False
     models = build_models(tmp)
     ports = {k: free_port() for k in models}
     t0 = time.time()
@@ -189,12 +191,16 @@ def main() -> int:
             assert got.max() - got.min() > 1e-3  # the pairs are told apart: not one constant
         faces(tmp, ports)
         swap_and_kill(tmp, ports, servers)
+        passed = True
     finally:
         for proc in servers.values():
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
         if offline.poll() is None:
             offline.kill()
+        if not passed:
+            print(f"kept {tmp} (the models, the servers' logs)", flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)  # passed: its models and logs are not needed
     return 0
 
 

@@ -44,9 +44,7 @@ _CUES = r"\b(?:no|not|never|none|neither|nor|without|cannot|fail(?:s|ed)?|lack(?
 # check's head was trained on it and keeps it. 2 reads a contraction's "n't" (straight or typographic apostrophe)
 # wherever it ends a word. A head records the version it was trained on (``negation_version`` in head.json;
 # absent: 1) and is scored with that one.
-NEGATION_CUES = {1: re.compile(r"\b(?:no|not|never|none|neither|nor|without|cannot|n't|fail(?:s|ed)?|lack(?:s|ed)?)\b",
-                               re.I),
-                 2: re.compile(_CUES + r"|n['\u2019]t\b", re.I)}
+NEGATION_CUES = {1: re.compile(_CUES + r"|\bn't\b", re.I), 2: re.compile(_CUES + r"|n['\u2019]t\b", re.I)}
 NEGATION_VERSION = 2  # what a head trained now reads
 
 

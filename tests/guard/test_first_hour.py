@@ -197,6 +197,7 @@ def test_version_help_and_verifier_table():
 
 
 def test_the_verifier_table_fits_100_columns_and_names_each_extra(capsys):
+    from citebound import definitions
     from citebound.cli.main import main
 
     assert main(["verifiers"]) == 0
@@ -206,8 +207,8 @@ def test_the_verifier_table_fits_100_columns_and_names_each_extra(capsys):
     got = {r["name"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
     assert got["embedding"]["extra"] == "-" and got["deberta_nli"]["extra"] == "torch" and got["llm_judge"]["extra"] == "llm"
     assert "not negation or contradiction" in got["embedding"]["sees"] and "--model" in got["trained"]["needs"]
-    assert got["remote_nli"]["endpoint"] == "classify http://127.0.0.1:8000 model " + str(
-        __import__("citebound.definitions", fromlist=["load"]).load("verifier", "remote_nli")["model"])
+    remote = definitions.load("verifier", "remote_nli")
+    assert got["remote_nli"]["endpoint"] == f"classify http://127.0.0.1:8000 model {remote['model']}"
 
 
 def test_the_verifier_table_never_prints_an_endpoint_s_credentials(tmp_path, monkeypatch, capsys):

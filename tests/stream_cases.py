@@ -1,6 +1,6 @@
 """Generated cited answers and random cuts of them, for the streaming tests and benchmarks: several
 citations per sentence, ranges, invalid pointers, markers leading the next sentence, hidden markup,
-newlines and characters outside the BMP."""
+an image's alt text, newlines and characters outside the BMP."""
 import random
 
 PASSAGES = ["Statins lower LDL cholesterol in adults with high cardiovascular risk.",
@@ -27,6 +27,8 @@ def answer(rng: random.Random) -> str:
             s = f"{claim} <!-- hidden [3]. Text --> more {marks}{end}"
         elif form < 0.42:
             s = f"{claim} <span hidden>[2] secret. Claim</span> {marks}{end}"
+        elif form < 0.48:  # an image's alt: drawn where the image does not load, so checked and failed closed
+            s = f'{claim} <img src="f.png" alt="{rng.choice(CLAIMS)}. Alt {marks}"> more {marks}{end}'
         else:
             s = f"{claim} {marks}{end}"
         out.append(s)

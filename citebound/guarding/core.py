@@ -40,11 +40,11 @@ from citebound.guarding.rewrite import rewrite as _rewrite
 from citebound.guarding.rewrite import target as _target
 from citebound.scoring import deadline
 from citebound.text.citations import Citation, sentence_citations, sentences, strip_markers
-from citebound.text.forms import other_forms, sentences_touching
+from citebound.text.forms import fold_markers, other_forms, sentences_touching
 
 # GuardInputError (bad input) and its subclass LimitExceeded: callers catch them from here too
 from citebound.text.limits import GuardInputError, LimitExceeded, Limits, check_text  # noqa: F401
-from citebound.text.visible import HIDDEN, OBSCURED, blank_spans, drop_invisible, fold_markers, passage_view, scan
+from citebound.text.visible import HIDDEN, OBSCURED, blank_spans, drop_invisible, passage_view, scan
 from citebound.verifiers import SCALES
 from citebound.verifiers.base import window_spans
 

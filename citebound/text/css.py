@@ -185,3 +185,35 @@ def element_state(parent: State, tag: str, attrs: dict[str, str], sheet: bool) -
     elif colour is None and unreadable((0, 0, 0, 1.0), backdrop):
         obscured = True
     return State(hidden, invisible, obscured, uncertain, colour, backdrop)
+
+
+# attributes whose text a browser draws on the page: an image's alt (in place of an image that does not load,
+# which the guard cannot tell), a form field's value and placeholder. Input types not listed draw their value
+# as a text box or a button label (an unknown type is a text box).
+_NO_VALUE_INPUTS = {"hidden", "checkbox", "radio", "file", "color", "range", "image", "password"}
+_PLACEHOLDER_INPUTS = {"text", "search", "url", "tel", "email", "password", "number"}
+
+
+def displayed_attributes(tag: str, attrs: dict[str, str]) -> list[str]:
+    """The attributes of an element whose values a browser may draw as text a reader sees.
+
+    >>> displayed_attributes("img", {"alt": "x"}), displayed_attributes("input", {"type": "checkbox"})
+    (['alt'], [])
+    >>> displayed_attributes("input", {}), displayed_attributes("input", {"type": " Password "})
+    (['value', 'placeholder'], ['placeholder'])
+    """
+    if tag == "img":
+        return ["alt"]
+    if tag == "textarea":
+        return ["placeholder"]
+    if tag != "input":
+        return []
+    kind = attrs.get("type", "").strip().lower() or "text"
+    if kind == "image":
+        return ["alt"]
+    names = [] if kind in _NO_VALUE_INPUTS else ["value"]
+    known = kind in _NO_VALUE_INPUTS or kind in _PLACEHOLDER_INPUTS or kind in (
+        "submit", "reset", "button", "date", "datetime-local", "month", "time", "week")
+    if kind in _PLACEHOLDER_INPUTS or not known:
+        names.append("placeholder")
+    return names

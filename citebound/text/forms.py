@@ -69,3 +69,24 @@ def sentences_touching(sents: list[Any], spans: list[tuple[int, int]]) -> set[in
                 out.add(sents[k].index)
             k += 1
     return out
+
+
+# One code point for one code point (so every span stays valid): full-width digits, brackets and
+# separators, lenticular, tortoise-shell and white square brackets, and the dash family, as the ASCII a
+# marker uses.
+_FOLD = str.maketrans({**{chr(0xFF10 + d): str(d) for d in range(10)},
+                       "\uff3b": "[", "\uff3d": "]", "\u3010": "[", "\u3011": "]", "\u3014": "[", "\u3015": "]",
+                       "\u3016": "[", "\u3017": "]", "\u301a": "[", "\u301b": "]", "\u27e6": "[", "\u27e7": "]",
+                       "\ufe5d": "[", "\ufe5e": "]", "\uff0c": ",", "\u3001": ",",
+                       "\uff1b": ";", "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2014": "-", "\u2015": "-",
+                       "\u2212": "-", "\ufe58": "-", "\ufe63": "-", "\uff0d": "-", "\u00a0": " ", "\u2009": " ",
+                       "\u202f": " ", "\u3000": " "})
+
+
+def fold_markers(text: str) -> str:
+    """``text`` with the characters a reader takes for marker syntax as their ASCII forms, one for one.
+
+    >>> fold_markers("X holds \uff3b\uff11\uff3d and \u30102\u3011 [1\u20143] \u27e64\u27e7.")
+    'X holds [1] and [2] [1-3] [4].'
+    """
+    return text.translate(_FOLD)

@@ -13,12 +13,15 @@ character into one of four classes:
   ``opacity`` near 0, transparent text, text in the colour of its background (white on the white page
   too), a font under 4px, ``clip``/``clip-path``/``transform``/``filter``, an offset of 1,000px or more,
   a box under 2px with ``overflow:hidden``, a closed ``<details>``, a style the guard cannot read
-  (``var()``, ``calc()``, escapes), and, where the text carries a stylesheet, everything;
+  (``var()``, ``calc()``, escapes), and, where the text carries a stylesheet, everything; and the attribute
+  text a browser draws on the page: an image's ``alt`` (drawn where the image does not load, which the guard
+  cannot tell), a form field's ``value`` and ``placeholder`` (:func:`citebound.text.css.displayed_attributes`);
 * **uncertain** (passages only): a tag never closed before the end, ``<textarea>``/``<select>`` and the
   like. An answer keeps it as text.
 
 A *word in an attribute* never hides anything: ``style="overflow:hidden"``, ``class="hidden-xs"`` and
-``title="a hidden gem"`` are shown. Two views follow:
+``title="a hidden gem"`` are shown. Other attribute values (a ``title`` tooltip, ``aria-label``) are not text
+on the page: they are markup. Two views follow:
 
 * :func:`blank_hidden` (the answer): hidden characters become spaces, at the same offsets, so every
   claim and marker a reader sees is checked; :func:`scan` lists the rest (``spans[OBSCURED]``), and the guard makes
@@ -32,6 +35,8 @@ True
 'Seen [2].'
 >>> passage_view('ATP <span style="color:transparent">is made by mitochondria</span>.').split()
 ['ATP', '.']
+>>> scan('Seen [1] <img src="f.png" alt="Aspirin cures cancer [2]">.').spans[OBSCURED]
+[(31, 55)]
 >>> drop_invisible("cu\\u200bres")
 'cures'
 """
@@ -41,7 +46,7 @@ import html
 import re
 from dataclasses import dataclass, field
 
-from citebound.text.css import VOID, State, element_state, unreadable  # noqa: F401 (unreadable: re-exported)
+from citebound.text.css import VOID, State, displayed_attributes, element_state, unreadable  # noqa: F401
 
 # zero-width and other invisible format characters
 INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
@@ -98,29 +103,33 @@ class Visibility:
             runs.append((lo, hi))
 
 
-def _attributes(text: str, lt: int, pos: int) -> tuple[dict[str, str], int] | None:
-    """The attributes of the tag opened at ``lt``, read from ``pos`` (after its name), and where the tag ends;
-    None when it does not end (its '>' included) within :data:`MAX_TAG` characters of its '<', or at all."""
+def _attributes(text: str, lt: int, pos: int) -> tuple[dict[str, str], int, dict[str, tuple[int, int]]] | None:
+    """The attributes of the tag opened at ``lt``, read from ``pos`` (after its name), where the tag ends, and
+    where each value lies in ``text`` (as written, before character references are read); None when the tag
+    does not end (its '>' included) within :data:`MAX_TAG` characters of its '<', or at all."""
     attrs: dict[str, str] = {}
+    where: dict[str, tuple[int, int]] = {}
     limit = lt + MAX_TAG
     while pos < limit:
         end = _TAG_END.match(text, pos)
         if end:
-            return (attrs, end.end()) if end.end() - lt <= MAX_TAG else None
+            return (attrs, end.end(), where) if end.end() - lt <= MAX_TAG else None
         m = _ATTR_NAME.match(text, pos)
         if not m.group(1):
             return None  # the end of the text
         pos = m.end()
         v = _ATTR_VALUE.match(text, pos)
-        value = ""
+        value, span = "", (pos, pos)
         if v:
             if v.group(3) is not None and v.group(3)[:1] in ("\"", "'"):
                 return None  # a quoted value that does not close within reach
-            value = next(g for g in v.groups() if g is not None)
+            g = next(k for k in (1, 2, 3) if v.group(k) is not None)
+            value, span = v.group(g), v.span(g)
             pos = v.end()
         name = m.group(1).lower()
         if name not in attrs and len(attrs) < MAX_ATTRS:
             attrs[name] = html.unescape(value)
+            where[name] = span
     return None
 
 
@@ -203,6 +212,16 @@ class _Scanner:
             if st.obscured and not self.base.obscured:
                 self.vis.elements.append((start, at))
         del self.stack[k:]
+
+    def displayed(self, tag: str, attrs: dict[str, str], where: dict[str, tuple[int, int]]) -> list[tuple[int, int]]:
+        """Where the values a browser may draw of the element opened here lie (empty where it is not rendered)."""
+        names = displayed_attributes(tag, attrs)
+        if not names:
+            return []
+        inner = element_state(self.state(), tag, attrs, self.sheet)
+        if (inner.hidden or inner.invisible) and not (self.tree or self.broken):
+            return []
+        return sorted(where[n] for n in names if n in where and where[n][1] > where[n][0])
 
     def close(self, tag: str, at: int) -> None:
         """An end tag: pop to its element, as HTML does (an end tag that matches nothing is ignored)."""
@@ -293,9 +312,16 @@ class _Scanner:
                 self.add_text(lt, lt + 1)
                 pos = lt + 1
                 continue
-            attrs, tag_end = parsed
-            vis._add(HIDDEN, lt, tag_end)  # the markup itself
+            attrs, tag_end, where = parsed
             tag = m.group(2).lower()
+            at = lt
+            for lo, hi in [] if m.group(1) else self.displayed(tag, attrs, where):
+                vis._add(HIDDEN, at, lo)
+                vis._add(OBSCURED, lo, hi)  # drawn as text, or not (an image that loads): the guard cannot tell
+                at = hi
+            vis._add(HIDDEN, at, tag_end)  # the markup itself
+            if at > lt and not self.base.obscured:
+                vis.elements.append((lt, tag_end))  # a stream must not cut inside the tag
             if m.group(1):
                 self.close(tag, tag_end)
                 pos = tag_end
@@ -362,24 +388,3 @@ def safe_link(url: str) -> bool:
     u = drop_invisible(url).strip().lower()
     scheme = re.match(r"([a-z][a-z0-9+.-]*):", u)
     return scheme is None or scheme.group(1) in ("http", "https")
-
-
-# One code point for one code point (so every span stays valid): full-width digits, brackets and
-# separators, lenticular, tortoise-shell and white square brackets, and the dash family, as the ASCII a
-# marker uses.
-_FOLD = str.maketrans({**{chr(0xFF10 + d): str(d) for d in range(10)},
-                       "\uff3b": "[", "\uff3d": "]", "\u3010": "[", "\u3011": "]", "\u3014": "[", "\u3015": "]",
-                       "\u3016": "[", "\u3017": "]", "\u301a": "[", "\u301b": "]", "\u27e6": "[", "\u27e7": "]",
-                       "\ufe5d": "[", "\ufe5e": "]", "\uff0c": ",", "\u3001": ",",
-                       "\uff1b": ";", "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2014": "-", "\u2015": "-",
-                       "\u2212": "-", "\ufe58": "-", "\ufe63": "-", "\uff0d": "-", "\u00a0": " ", "\u2009": " ",
-                       "\u202f": " ", "\u3000": " "})
-
-
-def fold_markers(text: str) -> str:
-    """``text`` with the characters a reader takes for marker syntax as their ASCII forms, one for one.
-
-    >>> fold_markers("X holds \uff3b\uff11\uff3d and \u30102\u3011 [1\u20143] \u27e64\u27e7.")
-    'X holds [1] and [2] [1-3] [4].'
-    """
-    return text.translate(_FOLD)

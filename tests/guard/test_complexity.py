@@ -91,7 +91,8 @@ def _sentences(text: str) -> int:
 
 
 def _visible(text: str) -> int:
-    from citebound.text.visible import blank_hidden, fold_markers, hidden_spans
+    from citebound.text.forms import fold_markers
+    from citebound.text.visible import blank_hidden, hidden_spans
 
     return len(hidden_spans(text)) + len(blank_hidden(text)) + len(fold_markers(text))
 

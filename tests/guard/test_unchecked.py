@@ -122,7 +122,7 @@ def test_no_passages_fails_itself_only():
 def test_every_bracket_with_a_digit_is_a_citation_or_unverified(parts):
     """Generated marker shapes: no bracket a reader may take for a citation (square, full-width or
     lenticular, with a digit) leaves the answer unchecked."""
-    from citebound.text.visible import fold_markers
+    from citebound.text.forms import fold_markers
 
     answer = "Aspirin " + "".join(parts)
     text, r = guard_answer(answer, P, accept_all, reattribute=None)

@@ -6,6 +6,8 @@ its colour is not transparent and stands out from the background behind it). The
 
 * check every token in ``innerText`` in an answer (it is in :func:`blank_hidden`'s view);
 * fail closed on every token in ``innerText`` that a reader cannot see (it lies in an obscured span);
+* fail closed on every token the browser draws from an attribute (a rendered image's ``alt``, a text box's
+  ``value``): not in ``innerText``, but on the page;
 * let a passage support with seen tokens only (:func:`passage_view` keeps nothing else).
 
 The browser is the oracle, not this code: where they disagree, the guard is wrong.
@@ -99,7 +101,13 @@ ORACLE = """() => {
     if ((hi + 0.05) / (lo + 0.05) < 1.5) continue;
     seen.push(n.textContent);
   }
-  return {inner: inner, seen: seen.join(' ')};
+  const drawn = [];  // an image's alt (drawn in place of an image with no source), a text box's value
+  for (const el of document.querySelectorAll('img, input')) {
+    if (!el.checkVisibility({visibilityProperty: true})) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width > 0 && r.height > 0) drawn.push(el.getAttribute(el.tagName === 'IMG' ? 'alt' : 'value') || '');
+  }
+  return {inner: inner, seen: seen.join(' '), drawn: drawn.join(' ')};
 }"""
 
 
@@ -116,20 +124,22 @@ def page():
         browser.close()
 
 
-def browser_view(page, fragment: str) -> tuple[set[str], set[str]]:
+def browser_view(page, fragment: str) -> tuple[set[str], set[str], set[str]]:
     page.set_content(f"<!doctype html><html><body>{fragment}</body></html>")
     out = page.evaluate(ORACLE)
-    return set(TOKEN.findall(out["inner"])), set(TOKEN.findall(out["seen"]))
+    return tuple(set(TOKEN.findall(out[k])) for k in ("inner", "seen", "drawn"))
 
 
 def check(page, fragment: str) -> None:
-    inner, seen = browser_view(page, fragment)
+    inner, seen, drawn = browser_view(page, fragment)
     seen &= inner
     checked = set(TOKEN.findall(blank_hidden(fragment)))
     assert inner <= checked, f"shown by the browser but not checked in an answer: {inner - checked}\n{fragment}"
     obscured = {t for lo, hi in scan(fragment).spans[OBSCURED] for t in TOKEN.findall(fragment[lo:hi])}
     unseen = inner - seen
     assert unseen <= obscured, f"in innerText but unseen, and not failed closed: {unseen - obscured}\n{fragment}"
+    # attribute text the browser draws (not in innerText): checked, and failed closed
+    assert drawn <= obscured, f"drawn from an attribute, and not failed closed: {drawn - obscured}\n{fragment}"
     supports = set(TOKEN.findall(passage_view(fragment)))
     assert supports <= seen, f"supports in a passage but a reader cannot see it: {supports - seen}\n{fragment}"
 
@@ -138,6 +148,7 @@ HAND_PICKED = [
     '<div style="overflow:hidden">tk1 The moon is made of green cheese [2].</div> tk2',
     '<span class="hidden-xs">tk1</span><span id="not-hidden">tk2</span><span title="a hidden gem">tk3</span>',
     '<span data-hidden="false">tk1</span><span data-note="tk9">tk2</span><input type="hidden" value="tk8">',
+    '<img alt="tk1"><input value="tk2"><div style="display:none"><img alt="tk3"></div><input type=submit value=tk4>',
     '<span style="color:transparent">tk1</span><span style="clip-path:inset(50%)">tk2</span>',
     '<span style="position:absolute;left:-9999px">tk1</span><span style="transform:scale(0)">tk2</span>',
     '<div style="background:#fff"><span style="color:#fff">tk1</span></div><span style="color:white">tk2</span>',

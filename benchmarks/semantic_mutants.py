@@ -68,6 +68,7 @@ TV, PQ, SCH = "citebound/study/train_verifier.py", "citebound/study/paperqa_engi
 VI, RAG, DL = "citebound/verifiers/__init__.py", "citebound/verifiers/ragas_faithfulness.py", "citebound/scoring/deadline.py"
 RG, GRA = "citebound/serving/registry.py", "citebound/verifiers/graph.py"
 CTR, CVR = "citebound/cli/train.py", "citebound/cli/verifiers.py"
+FIG = "citebound/study/figures.py"
 RT, HF, NLI = "citebound/verifiers/runtimes.py", "citebound/verifiers/hf.py", "citebound/verifiers/nli.py"
 MC, HH, AS = "citebound/verifiers/minicheck.py", "citebound/verifiers/hhem.py", "citebound/verifiers/attrscore.py"
 RW, KV = "citebound/guarding/rewrite.py", "citebound/verifiers/contradiction.py"
@@ -1424,6 +1425,74 @@ MUTANTS = [
     Mutant("cli17", CVR, "            row[\"endpoint\"] = f\"{d.get('api', 'classify')} {redact_url(str(d.get('url', '')))} model {d.get('model')}\"",
            "            row[\"endpoint\"] = f\"{d.get('api', 'classify')} {d.get('url', '')} model {d.get('model')}\"",
            "citebound verifiers prints a remote URL's credentials"),
+    # round 18 (2026-12-04, seventh session): the study's figures (citebound/study/figures.py), written from the code alone
+    # before any test of it: no fast test draws a figure, and the smoke DAG checks only that each file exists.
+    Mutant("figures18", FIG, '        ax.plot(f.achieved_catch_rate, f.review_cost, marker=".", label=v)',
+           '        ax.plot(f.review_cost, f.achieved_catch_rate, marker=".", label=v)', 'the validation frontier is drawn with its axes swapped'),
+    Mutant("figures18", FIG, '        a.hist(s[scored.label == 1].dropna(), bins=bins, alpha=0.6, label="supported", color="tab:green")',
+           '        a.hist(s[scored.label == 0].dropna(), bins=bins, alpha=0.6, label="supported", color="tab:green")', 'the supported histogram shows the unsupported scores'),
+    Mutant("figures18", FIG, '        s = scored[f"score_{v}"]',
+           '        s = scored[f"score_{verifiers[0]}"]', "every verifier's histogram panel shows the first verifier's scores"),
+    Mutant("figures18", FIG, '        g = g.set_index("verifier").reindex(order)',
+           '        g = g.set_index("verifier")', "rates are drawn in the table's order under ticks in the given order"),
+    Mutant("figures18", FIG, 'yerr=[g.unsupported_rate - g.ci_low, g.ci_high - g.unsupported_rate],',
+           'yerr=[g.ci_high - g.unsupported_rate, g.unsupported_rate - g.ci_low],', "a rate's interval is drawn upside down"),
+    Mutant("figures18", FIG, '            m[i, j] = m[j, i] = r[col]',
+           '            m[i, j] = r[col]', 'the agreement matrix has one triangle only'),
+    Mutant("figures18", FIG, '    for ax, col, title in ((axes[0], "kappa", "Cohen\'s kappa"), (axes[1], "negative_specific_agreement",',
+           '    for ax, col, title in ((axes[0], "kappa", "Cohen\'s kappa"), (axes[1], "kappa",', 'the NSA panel shows kappa'),
+    Mutant("figures18", FIG, '        np.fill_diagonal(m, 1.0)',
+           '        np.fill_diagonal(m, 0.0)', 'a verifier agrees with itself at 0'),
+    Mutant("figures18", FIG, '        data = [g[g.target == t].conformal for t in targets]',
+           '        data = [g[g.target == t].pac for t in targets]', "the conformal coverage boxes show the PAC threshold's coverage"),
+    Mutant("figures18", FIG, '        ax.plot(targets, [d.mean() for d in data], "o"',
+           '        ax.plot(targets, [d.median() for d in data], "o"', '"mean achieved" marks the median'),
+    Mutant("figures18", FIG, '    g = abl[np.isclose(abl.target, target)]',
+           '    g = abl[abl.target >= target]', 'the ablation mixes every target at or above the one named'),
+    Mutant("figures18", FIG, 'ls="-" if method == "conformal" else "--",',
+           'ls="--" if method == "conformal" else "-",', 'the ablation draws the naive quantile solid and conformal dashed'),
+    Mutant("figures18", FIG, '        ax.plot(d.target_catch_rate, d.pooled_flag_rate, marker=".", label=v)',
+           '        ax.plot(d.target_catch_rate, d.tau, marker=".", label=v)', 'the budget dial plots tau as the flag rate'),
+    Mutant("figures18", FIG, 'yerr=[d.hard_catch_rate - d.ci_low, d.ci_high - d.hard_catch_rate],',
+           'yerr=[d.ci_low, d.ci_high],', "transfer error bars take the interval's ends as lengths"),
+    Mutant("figures18", FIG, '    ex = alarms[alarms.setting == "exchangeable"]',
+           '    ex = alarms', 'monitor false alarms include the shifted settings'),
+    Mutant("figures18", FIG, '        b.bar(x - 0.2, groups.pooled_miss, 0.4, label="pooled tau")',
+           '        b.bar(x - 0.2, groups.group_miss, 0.4, label="pooled tau")', 'the pooled bar shows the per-group miss rate'),
+    Mutant("figures18", FIG, '        b.axhline(float(groups.alpha.iloc[0]), ls=":", color="grey", label="alpha")',
+           '        b.axhline(float(viol.delta.iloc[0]), ls=":", color="grey", label="alpha")', 'the alpha line is drawn at delta'),
+    Mutant("figures18", FIG, '        a.errorbar(rate, i, xerr=[[rate - lo], [hi - rate]], fmt="o", color=colour, capsize=3)',
+           '        a.errorbar(rate, i, xerr=[[lo], [hi]], fmt="o", color=colour, capsize=3)', 'violation intervals take their ends as lengths'),
+    Mutant("figures18", FIG, '    sh = shift[shift.setting == "supported share"]',
+           '    sh = shift', 'the drift panel mixes every shift setting'),
+    Mutant("figures18", FIG, '    f.bar(x - 0.2, p.supported_kept_precision, 0.4, label="precision guarantee")',
+           '    f.bar(x - 0.2, p.supported_kept_catch_pac, 0.4, label="precision guarantee")', 'the precision bar shows what the PAC guarantee keeps'),
+    Mutant("figures18", FIG, '    at = labels[labels.true_miss_rate == labels.true_miss_rate.min()]',
+           '    at = labels[labels.true_miss_rate == labels.true_miss_rate.max()]', 'the label panel shows the largest true miss rate, not alpha'),
+    Mutant("figures18", FIG, '        err = None if d.ci_low.isna().all() else [d.recall - d.ci_low, d.ci_high - d.recall]',
+           '        err = None if d.ci_low.isna().all() else [d.ci_high - d.recall, d.recall - d.ci_low]', 're-attribution intervals are drawn upside down'),
+    Mutant("figures18", FIG, '[f"recall@{k}" for k in ks]',
+           '[f"recall@{k + 1}" for k in ks]', 're-attribution ticks name k one too high'),
+    Mutant("figures18", FIG, '    for k, (col, label) in enumerate([("coverage_answer", "answer as written"), ("coverage_guard", "guard"),\n                                      ("coverage_random", "random removal")]):',
+           '    for k, (col, label) in enumerate([("coverage_answer", "answer as written"), ("coverage_guard", "random removal"),\n                                      ("coverage_random", "guard")]):', "the guard's and random removal's coverage bars swap labels"),
+    Mutant("figures18", FIG, '        for xi, n in zip(x, g.n_unsupported.fillna(0).astype(int)):',
+           '        for xi, n in zip(x, fk.n_unsupported.fillna(0).astype(int)):', "each panel prints the first verifier's unsupported counts"),
+    Mutant("figures18", FIG, '        mis = g.misattributed_share.fillna(0).to_numpy()',
+           '        mis = g.misattributed_share.fillna(1).to_numpy()', 'a source with no unsupported citation is drawn all misattributed'),
+    Mutant("figures18", FIG, '            ax.errorbar(r.recall, r.precision, xerr=',
+           '            ax.errorbar(r.precision, r.recall, xerr=', 'citation precision and recall are drawn on swapped axes'),
+    Mutant("figures18", FIG, '        m = g.groupby("C")[["auc", "embedding_auc"]].mean()',
+           '        m = g.groupby("C")[["auc", "embedding_auc"]].max()', 'the selection curve shows the best left-out source, not the mean'),
+    Mutant("figures18", FIG, '        c = g[g.evaluation.isin(list(gold_names))].C.iloc[0]',
+           '        c = g.C.iloc[0]', 'the right panel shows the first C of the grid, not the chosen one'),
+    Mutant("figures18", FIG, '        err = np.vstack([g["delta"] - g["delta_ci_low"], g["delta_ci_high"] - g["delta"]])',
+           '        err = np.vstack([g["delta_ci_low"], g["delta_ci_high"]])', 'design intervals take their ends as lengths'),
+    Mutant("figures18", FIG, '        fin = g[g["run"] == "final:all"]',
+           '        fin = g', 'the training curve mixes the fold runs into the final run'),
+    Mutant("figures18", FIG, 'fin["loss"].rolling(10, min_periods=1).mean()',
+           'fin["loss"].rolling(10).mean()', "the training curve's first nine points are lost"),
+    Mutant("figures18", FIG, '        bx.axhline(m["embedding_auc"].iloc[0], ls="--", color="0.4", lw=0.8)',
+           '        bx.axhline(m["auc"].iloc[0], ls="--", color="0.4", lw=0.8)', "the stopping panel's embedding line is the first checkpoint's AUC"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1620,6 +1689,7 @@ TESTS = {
     "registry17": ["tests/guard/test_registry.py", "tests/guard/test_service.py", "tests/guard/test_proxy_routes.py"],
     "graph17": ["tests/guard/test_graph.py", "tests/guard/test_verifiers.py", "tests/guard/test_unchecked.py", "citebound/verifiers/graph.py"],
     "cli17": ["tests/guard/test_cli_options.py", "tests/guard/test_trained.py", "tests/guard/test_first_hour.py", "tests/guard/test_layout.py"],
+    "figures18": ["tests/study/test_figures.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
@@ -1710,8 +1780,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 17: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 18: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -1735,13 +1805,14 @@ def main() -> int:
     first15 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a text pair is tokenised in the reverse order"))
     first16 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("Check-COVID accepts an evidence index one past"))
     first17 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a source smaller than the cap loses one pair"))
+    first18 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the validation frontier is drawn with its axes"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
               10: MUTANTS[first10:first11], 11: MUTANTS[first11:first12],
               12: MUTANTS[first12:first13], 13: MUTANTS[first13:first14],
               14: MUTANTS[first14:first15], 15: MUTANTS[first15:first16], 16: MUTANTS[first16:first17],
-              17: MUTANTS[first17:]}
+              17: MUTANTS[first17:first18], 18: MUTANTS[first18:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

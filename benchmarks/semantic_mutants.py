@@ -1493,6 +1493,22 @@ MUTANTS = [
            'fin["loss"].rolling(10).mean()', "the training curve's first nine points are lost"),
     Mutant("figures18", FIG, '        bx.axhline(m["embedding_auc"].iloc[0], ls="--", color="0.4", lw=0.8)',
            '        bx.axhline(m["auc"].iloc[0], ls="--", color="0.4", lw=0.8)', "the stopping panel's embedding line is the first checkpoint's AUC"),
+    # attribute text a browser draws (this session's fix): written with its tests, so a check that each test catches its bug,
+    # not a first-run figure
+    Mutant("attrs18", V9, '                vis.elements.append((lt, tag_end))  # a stream must not cut inside the tag',
+           '                pass  # a stream must not cut inside the tag', 'a stream may cut inside a tag whose alt text it checks'),
+    Mutant("attrs18", CSS9, '        names.append("placeholder")',
+           '        pass', "a text box's placeholder is not checked"),
+    Mutant("attrs18", CSS9, '    if tag == "img":\n        return ["alt"]',
+           '    if tag == "image":\n        return ["alt"]', "an image's alt is not checked"),
+    Mutant("attrs18", V9, '        if (inner.hidden or inner.invisible) and not (self.tree or self.broken):\n            return []',
+           '        if inner.hidden and not (self.tree or self.broken):\n            return []', 'an image under visibility:hidden fails its sentence closed'),
+    Mutant("attrs18", V9, '            where[name] = span',
+           '            where[name] = (span[0], span[1] - 1)', "the alt text's last character stays markup"),
+    Mutant("attrs18", CSS9, '    if kind in _PLACEHOLDER_INPUTS or not known:',
+           '    if kind in _PLACEHOLDER_INPUTS:', 'an unknown input type (a text box) draws no placeholder'),
+    Mutant("attrs18", V9, '            for lo, hi in [] if m.group(1) else self.displayed(tag, attrs, where):',
+           '            for lo, hi in self.displayed(tag, attrs, where):', "an end tag's alt is checked as drawn"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1690,6 +1706,8 @@ TESTS = {
     "graph17": ["tests/guard/test_graph.py", "tests/guard/test_verifiers.py", "tests/guard/test_unchecked.py", "citebound/verifiers/graph.py"],
     "cli17": ["tests/guard/test_cli_options.py", "tests/guard/test_trained.py", "tests/guard/test_first_hour.py", "tests/guard/test_layout.py"],
     "figures18": ["tests/study/test_figures.py"],
+    "attrs18": ["tests/guard/test_displayed_attributes.py", "tests/guard/test_visible_forms.py",
+                "tests/guard/test_stream_differential.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",

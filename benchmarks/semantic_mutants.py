@@ -69,6 +69,8 @@ VI, RAG, DL = "citebound/verifiers/__init__.py", "citebound/verifiers/ragas_fait
 RG, GRA = "citebound/serving/registry.py", "citebound/verifiers/graph.py"
 CTR, CVR = "citebound/cli/train.py", "citebound/cli/verifiers.py"
 FIG = "citebound/study/figures.py"
+AG, STB, WH = "citebound/study/analysis/agreement.py", "citebound/study/scored_tables.py", "citebound/study/workflow_helpers.py"
+CSC, CMN = "citebound/cli/score.py", "citebound/cli/main.py"
 RT, HF, NLI = "citebound/verifiers/runtimes.py", "citebound/verifiers/hf.py", "citebound/verifiers/nli.py"
 MC, HH, AS = "citebound/verifiers/minicheck.py", "citebound/verifiers/hhem.py", "citebound/verifiers/attrscore.py"
 RW, KV = "citebound/guarding/rewrite.py", "citebound/verifiers/contradiction.py"
@@ -1509,6 +1511,56 @@ MUTANTS = [
            '    if kind in _PLACEHOLDER_INPUTS:', 'an unknown input type (a text box) draws no placeholder'),
     Mutant("attrs18", V9, '            for lo, hi in [] if m.group(1) else self.displayed(tag, attrs, where):',
            '            for lo, hi in self.displayed(tag, attrs, where):', "an end tag's alt is checked as drawn"),
+    # round 19 (2026-12-04, seventh session): the last small modules no round had targeted (the agreement table and its
+    # sample, the score tables, the rule helpers, citebound score and the CLI's entry), written from the code alone
+    Mutant("agreement19", AG, '    allp = allp.sort_values(["source", "pair_id"]).reset_index(drop=True)',
+           '    allp = allp.reset_index(drop=True)', 'the agreement sample depends on the order the sources and pairs arrive in'),
+    Mutant("agreement19", AG, 'size=min(n, len(allp)), replace=False)',
+           'size=min(n, len(allp) - 1), replace=False)', 'a sample asked for every pair leaves one out'),
+    Mutant("agreement19", AG, 'size=min(n, len(allp)), replace=False)',
+           'size=min(n, len(allp)), replace=True)', 'the agreement sample may hold a pair twice'),
+    Mutant("agreement19", AG, '        verdicts["jury"] = votes * 2 > len(verifiers)',
+           '        verdicts["jury"] = votes * 2 >= len(verifiers)', 'a tied jury calls the citation supported'),
+    Mutant("agreement19", AG, '    if len(verifiers) >= 2:',
+           '    if len(verifiers) > 2:', 'a panel of two has no jury rows'),
+    Mutant("agreement19", AG, '[(v, "jury") for v in verifiers if "jury" in verdicts]',
+           '[("jury", v) for v in verifiers if "jury" in verdicts]', 'the jury rows put the jury as verifier_a'),
+    Mutant("agreement19", AG, '        row |= ci_cols("observed_agreement", (a + d) / n, (ba + bd) / n)',
+           '        row |= ci_cols("observed_agreement", (a + d) / n, (ba + bb) / n)', "observed agreement's interval resamples the wrong cells"),
+    Mutant("agreement19", AG, '                        st.boot_ratio(2 * bd, 2 * bd + bb + bc))',
+           '                        st.boot_ratio(2 * ba, 2 * bd + bb + bc))', "NSA's interval counts both-supported in its numerator"),
+    Mutant("agreement19", AG, '        row["share_a_flags_b_supports"] = c / (c + d) if c + d else np.nan',
+           '        row["share_a_flags_b_supports"] = b / (c + d) if c + d else np.nan', "the share of a's flags b supports counts a's supports"),
+    Mutant("agreement19", AG, '"a_only": b, "b_only": c,',
+           '"a_only": c, "b_only": b,', 'the a-only and b-only counts are swapped'),
+    Mutant("tables19", STB, '        pairs[f"verdict_{v}"] = pairs["pair_id"].map(s["verdict"]).fillna(False).astype(bool)',
+           '        pairs[f"verdict_{v}"] = pairs["pair_id"].map(s["verdict"]).fillna(True).astype(bool)', 'a pair with no verdict counts as supported'),
+    Mutant("tables19", STB, '        v = str(s["verifier"].iloc[0]) if len(s) else Path(p).stem',
+           '        v = Path(p).stem', 'score columns are named after the file, not the verifier'),
+    Mutant("tables19", STB, '        s["best_window"].fillna(-1).to_numpy(int)',
+           '        s["best_window"].fillna(0).to_numpy(int)', "a missing pair's evidence is window 0"),
+    Mutant("tables19", STB, '    s = s.set_index("pair_id").reindex(list(pair_ids))',
+           '    s = s.set_index("pair_id")', "read scores keep the table's order, not the pairs'"),
+    Mutant("tables19", STB, '        pairs[f"score_{v}"] = pairs["pair_id"].map(s["score"]).astype(float)',
+           '        pairs[f"score_{v}"] = s["score"].to_numpy(float)[:len(pairs)]', 'scores are joined by row position, not pair id'),
+    Mutant("helpers19", WH, '    return {s: load_scored(p, score_files[i * per_set:(i + 1) * per_set])',
+           '    return {s: load_scored(p, score_files[i:i + per_set])', "a set gets another set's score files"),
+    Mutant("helpers19", WH, '    if len(pair_files) != len(sets) or per_set * len(sets) != len(score_files):',
+           '    if len(pair_files) != len(sets):', 'a score file too many is dropped silently'),
+    Mutant("helpers19", WH, '    return df[is_eval] if is_eval.any() else df',
+           '    return df[~is_eval] if is_eval.any() else df', 'the evaluation split is the fit part'),
+    Mutant("cli19", CSC, '"score": None if np.isnan(sc) else float(sc),',
+           '"score": float(sc),', 'citebound score writes NaN, which is not JSON'),
+    Mutant("cli19", CSC, '        for key in ("claim", "passage"):',
+           '        for key in ("claim",):', "citebound score does not check the passage's text"),
+    Mutant("cli19", CSC, '            raise CLIError(f"{args.input}:{lineno}: expected \'claim\' and \'passage\' strings")',
+           '            raise CLIError(f"{args.input}:{lineno - 1}: expected \'claim\' and \'passage\' strings")', 'citebound score names the line before the bad record'),
+    Mutant("cli19", CMN, '        print(f"error: {e}", file=sys.stderr)\n        return 2\n    except BrokenPipeError:',
+           '        print(f"error: {e}", file=sys.stderr)\n        return 1\n    except BrokenPipeError:', 'a CLI error exits 1, not the documented 2'),
+    Mutant("cli19", CMN, '        where = e.filename or getattr(args, "out", None) or "output"',
+           '        where = getattr(args, "out", None) or "output"', 'a failed write names --out, not the file that failed'),
+    Mutant("cli19", CMN, '    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)',
+           '    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.9)', 'a mistyped command gets no suggestion'),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1708,6 +1760,11 @@ TESTS = {
     "figures18": ["tests/study/test_figures.py"],
     "attrs18": ["tests/guard/test_displayed_attributes.py", "tests/guard/test_visible_forms.py",
                 "tests/guard/test_stream_differential.py"],
+    "agreement19": ["tests/study/test_pinned_analysis.py", "citebound/study/analysis/agreement.py"],
+    "tables19": ["tests/study/test_pinned_analysis.py", "tests/study/test_schema.py", "citebound/study/scored_tables.py"],
+    "helpers19": ["tests/study/test_schema.py", "citebound/study/workflow_helpers.py"],
+    "cli19": ["tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli_inputs.py",
+              "tests/guard/test_cli_common.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
@@ -1798,8 +1855,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 18: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19],
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 19: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -1824,13 +1881,14 @@ def main() -> int:
     first16 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("Check-COVID accepts an evidence index one past"))
     first17 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a source smaller than the cap loses one pair"))
     first18 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the validation frontier is drawn with its axes"))
+    first19 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the agreement sample depends on the order"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
               10: MUTANTS[first10:first11], 11: MUTANTS[first11:first12],
               12: MUTANTS[first12:first13], 13: MUTANTS[first13:first14],
               14: MUTANTS[first14:first15], 15: MUTANTS[first15:first16], 16: MUTANTS[first16:first17],
-              17: MUTANTS[first17:first18], 18: MUTANTS[first18:]}
+              17: MUTANTS[first17:first18], 18: MUTANTS[first18:first19], 19: MUTANTS[first19:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -188,8 +188,9 @@ def element_state(parent: State, tag: str, attrs: dict[str, str], sheet: bool) -
 
 
 # attributes whose text a browser draws on the page: an image's alt (in place of an image that does not load,
-# which the guard cannot tell), a form field's value and placeholder. Input types not listed draw their value
-# as a text box or a button label (an unknown type is a text box).
+# which the guard cannot tell), a form field's value and placeholder, an option's label (shown in place of its
+# text), and an inline frame's srcdoc (a whole document, drawn in the frame). Input types not listed draw their
+# value as a text box or a button label (an unknown type is a text box).
 _NO_VALUE_INPUTS = {"hidden", "checkbox", "radio", "file", "color", "range", "image", "password"}
 _PLACEHOLDER_INPUTS = {"text", "search", "url", "tel", "email", "password", "number"}
 
@@ -206,6 +207,10 @@ def displayed_attributes(tag: str, attrs: dict[str, str]) -> list[str]:
         return ["alt"]
     if tag == "textarea":
         return ["placeholder"]
+    if tag in ("option", "optgroup"):
+        return ["label"]
+    if tag == "iframe":
+        return ["srcdoc"]
     if tag != "input":
         return []
     kind = attrs.get("type", "").strip().lower() or "text"

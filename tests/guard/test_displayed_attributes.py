@@ -1,8 +1,8 @@
 """Attribute text a browser draws on the page: an image's ``alt`` (in place of an image that does not load),
-a form field's ``value`` and ``placeholder``. A reader may see a claim and its marker there, so an answer
-checks it and fails it closed (obscured: the guard cannot tell whether the image loads, or how much of a
-field's box shows); a passage supports nothing with it. Every other attribute value is markup. Expected
-classes are read by hand from the HTML standard's rendering of each element."""
+a form field's ``value`` and ``placeholder``, an option's ``label``, an inline frame's ``srcdoc``. A reader may
+see a claim and its marker there, so an answer checks it and fails it closed (obscured: the guard cannot tell
+whether the image loads, or how much of a field's box shows); a passage supports nothing with it. Every other
+attribute value is markup. Expected classes are read by hand from the HTML standard's rendering of each element."""
 import numpy as np
 import pytest
 
@@ -50,6 +50,9 @@ def classes(frag: str) -> dict[str, int]:
     ('<input type="password" value="tk1" placeholder="tk2">', {"tk1": HIDDEN, "tk2": OBSCURED}),  # dots; the hint
     ('<input type="image" alt="tk1" value="tk2">', {"tk1": OBSCURED, "tk2": HIDDEN}),
     ('<textarea placeholder="tk1">tk2</textarea>', {"tk1": OBSCURED, "tk2": 0}),  # its contents: uncertain
+    ('<select><option label="tk1">tk2</option><optgroup label="tk3"></optgroup></select>',
+     {"tk1": OBSCURED, "tk2": 0, "tk3": OBSCURED}),  # an option shows its label in place of its text
+    ('<iframe srcdoc="&lt;p&gt;tk1" title="tk2">tk3</iframe>', {"tk1": OBSCURED, "tk2": HIDDEN, "tk3": HIDDEN}),
     ('<div style="display:none"><img alt="tk1"></div>', {"tk1": HIDDEN}),
     ('<img style="display:none" alt="tk1">', {"tk1": HIDDEN}),
     ('<div style="visibility:hidden"><img alt="tk1"></div>', {"tk1": HIDDEN}),
@@ -78,7 +81,8 @@ def test_the_obscured_span_is_the_value_as_written_and_the_rest_of_the_tag_is_ma
     ("input", {"type": " Search "}, ["value", "placeholder"]), ("input", {"type": "reset"}, ["value"]),
     ("input", {"type": "range"}, []), ("input", {"type": "file"}, []), ("input", {"type": "color"}, []),
     ("input", {"type": "week"}, ["value"]), ("textarea", {}, ["placeholder"]), ("area", {"alt": "x"}, []),
-    ("button", {"value": "x"}, []), ("a", {"title": "x"}, []),
+    ("button", {"value": "x"}, []), ("a", {"title": "x"}, []), ("option", {}, ["label"]), ("optgroup", {}, ["label"]),
+    ("iframe", {}, ["srcdoc"]), ("frame", {}, []), ("object", {"data": "x"}, []),
 ])
 def test_displayed_attributes_by_element_and_type(tag, attrs, names):
     assert displayed_attributes(tag, attrs) == names
@@ -101,6 +105,7 @@ def test_a_claim_in_an_image_alt_is_checked_and_fails_closed_with_its_sentence_o
     ('Aspirin reduces heart attacks [1]. <input type="checkbox" value="Aspirin cures cancer [2]">', ["verified"]),
     ('Aspirin reduces heart attacks [1]. <div hidden><img alt="Aspirin cures cancer [2]"></div>', ["verified"]),
     ('Mitochondria produce ATP <input value="[0]">.', ["unverified"]),  # index 0, base 0, in a field
+    ('Mitochondria produce ATP [2]. <iframe srcdoc="Aspirin cures cancer [1]."></iframe>', ["verified", "unverified"]),
 ])
 def test_drawn_attribute_text_at_the_sentence_edges(answer, actions):
     _, r = guard_answer(answer, P, topic, base=0 if "[0]" in answer else 1, reattribute=None)

@@ -7,7 +7,7 @@ its colour is not transparent and stands out from the background behind it). The
 * check every token in ``innerText`` in an answer (it is in :func:`blank_hidden`'s view);
 * fail closed on every token in ``innerText`` that a reader cannot see (it lies in an obscured span);
 * fail closed on every token the browser draws from an attribute (a rendered image's ``alt``, a text box's
-  ``value``): not in ``innerText``, but on the page;
+  ``value``, a frame's ``srcdoc``): not in ``innerText``, but on the page;
 * let a passage support with seen tokens only (:func:`passage_view` keeps nothing else).
 
 The browser is the oracle, not this code: where they disagree, the guard is wrong.
@@ -107,6 +107,11 @@ ORACLE = """() => {
     const r = el.getBoundingClientRect();
     if (r.width > 0 && r.height > 0) drawn.push(el.getAttribute(el.tagName === 'IMG' ? 'alt' : 'value') || '');
   }
+  for (const f of document.querySelectorAll('iframe')) {  // a frame's srcdoc: the document drawn in it
+    const r = f.getBoundingClientRect();
+    if (f.checkVisibility({visibilityProperty: true}) && r.width > 0 && r.height > 0 && f.contentDocument)
+      drawn.push(f.contentDocument.body.innerText);
+  }
   return {inner: inner, seen: seen.join(' '), drawn: drawn.join(' ')};
 }"""
 
@@ -149,6 +154,7 @@ HAND_PICKED = [
     '<span class="hidden-xs">tk1</span><span id="not-hidden">tk2</span><span title="a hidden gem">tk3</span>',
     '<span data-hidden="false">tk1</span><span data-note="tk9">tk2</span><input type="hidden" value="tk8">',
     '<img alt="tk1"><input value="tk2"><div style="display:none"><img alt="tk3"></div><input type=submit value=tk4>',
+    '<iframe srcdoc="<p>tk1</p>"></iframe><iframe hidden srcdoc="tk2"></iframe><iframe srcdoc="&lt;b&gt;tk3"></iframe>',
     '<span style="color:transparent">tk1</span><span style="clip-path:inset(50%)">tk2</span>',
     '<span style="position:absolute;left:-9999px">tk1</span><span style="transform:scale(0)">tk2</span>',
     '<div style="background:#fff"><span style="color:#fff">tk1</span></div><span style="color:white">tk2</span>',

@@ -109,7 +109,7 @@ def response_events(t: Turn, model: str) -> list[dict[str, Any]]:
 
 
 class FakeAPIs(LoopbackServer):
-    def __init__(self, script: Callable[[dict[str, Any]], Turn]):
+    def __init__(self, script: Callable[[dict[str, Any]], Turn], host: str = "127.0.0.1", port: int = 0):
         self.script, self.requests = script, []
         outer = self
 
@@ -149,4 +149,4 @@ class FakeAPIs(LoopbackServer):
                 except OSError:
                     pass
 
-        self.serve(Handler)
+        self.serve(Handler, host, port)

@@ -1,5 +1,5 @@
-"""What the scripted upstreams share: a ThreadingHTTPServer on 127.0.0.1 in a daemon thread, its ``/v1`` base URL,
-and a ``with`` block that starts it and shuts it down (tests and benchmarks only)."""
+"""What the scripted upstreams share: a ThreadingHTTPServer on 127.0.0.1 (or a host and port given) in a daemon
+thread, its ``/v1`` base URL, and a ``with`` block that starts it and shuts it down (tests and benchmarks only)."""
 from __future__ import annotations
 
 import threading
@@ -8,8 +8,8 @@ from typing import Any
 
 
 class LoopbackServer:
-    def serve(self, handler: Any) -> None:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    def serve(self, handler: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.server = ThreadingHTTPServer((host, port), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property

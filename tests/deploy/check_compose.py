@@ -4,19 +4,23 @@ ever 500. Prints one line per check and a JSON summary of what was measured.
 
     python tests/deploy/check_compose.py --lb http://127.0.0.1:8080 --replica http://127.0.0.1:18081 \
         --replica http://127.0.0.1:18082 --token-file SECRETS/admin_token --container guard-1=NAME \
-        --container redis=NAME --out summary.json
+        --container redis=NAME [--upstream-port PORT] --out summary.json
 """
 from __future__ import annotations
 
 import argparse
 import json
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
 
 BODY = {"answer": "Mitochondria produce ATP [1]. The sky is green [2].",
         "passages": ["Mitochondria produce ATP in cells.", "Bananas are yellow when ripe."]}
@@ -77,6 +81,65 @@ def load(lb: str, n: int, threads: int, labels: bool, auth: dict) -> dict:
     return dict(out)
 
 
+def stream_report(lb: str, api: str, body: dict) -> dict | None:
+    """The guard's report event of one streamed request (raw SSE: the SDKs do not surface citebound's own event)."""
+    r = call(httpx.Client(timeout=60), "POST", f"{lb}/v1/{api}", json=body | {"stream": True})
+    assert r is not None and r.status_code == 200, r
+    events = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
+    found = [e["report"] for e in events if e.get("type") == "citebound.report"]
+    return found[0] if len(found) == 1 else None
+
+
+def agent_apis(lb: str, port: int) -> dict:
+    """The guarding proxy's Responses and Messages faces through the load balancer, each driven by its own SDK
+    (openai, anthropic), streamed and not. The replicas' upstream is the scripted one the in-process tests use
+    (tests/fake_apis.py), here on this host at ``port``, reached from the containers as host.containers.internal.
+    Every face must give the report /v1/guard gives for the same answer and passages."""
+    import anthropic
+    import openai
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fake_apis import FakeAPIs, Turn
+
+    ex = json.loads((ROOT / "citebound/examples/answer.json").read_text())
+    words = ex["answer"].split(" ")
+    pieces = [w + " " for w in words[:-1]] + words[-1:]
+    extra = {"citebound": {"passages": ex["passages"]}}
+    msgs = [{"role": "user", "content": "q"}]
+
+    def no_card(report: dict) -> dict:
+        return {k: v for k, v in report.items() if k != "guarantee_card"}
+
+    with FakeAPIs(lambda body: Turn(pieces), host="0.0.0.0", port=port) as up:
+        r = call(httpx.Client(timeout=60), "POST", f"{lb}/v1/guard", json={"answer": ex["answer"], "passages": ex["passages"]})
+        assert r is not None and r.status_code == 200, r
+        want_text, want = r.json()["guarded_answer"], no_card(r.json()["report"])
+        oa = openai.OpenAI(base_url=f"{lb}/v1", api_key="sk-client", max_retries=0)
+        an = anthropic.Anthropic(base_url=lb, api_key="sk-client", max_retries=0)
+        got = {}
+        resp = oa.responses.create(model="m", input="q", extra_body=extra)
+        got["responses"] = (resp.output_text, resp.model_extra["citebound"]["report"])
+        msg = an.messages.create(model="m", max_tokens=50, messages=msgs, extra_body=extra)
+        got["messages"] = ("".join(b.text for b in msg.content if b.type == "text"), msg.model_extra["citebound"]["report"])
+        # streamed: the text through each SDK's stream, the report (an event of citebound's own) from the raw SSE
+        text = "".join(e.delta for e in oa.responses.create(model="m", input="q", extra_body=extra, stream=True)
+                       if e.type == "response.output_text.delta")
+        got["responses streamed"] = (text, stream_report(lb, "responses", {"model": "m", "input": "q"} | extra))
+        text = "".join(e.delta.text for e in an.messages.create(model="m", max_tokens=50, messages=msgs,
+                                                                  extra_body=extra, stream=True)
+                       if e.type == "content_block_delta" and e.delta.type == "text_delta")
+        body = {"model": "m", "max_tokens": 50, "messages": msgs} | extra
+        got["messages streamed"] = (text, stream_report(lb, "messages", body))
+        paths = Counter(q["path"] for q in up.requests)
+    for face, (text, report) in got.items():
+        assert text == want_text, (face, text, want_text)
+        assert report is not None and no_card(report) == want, (face, report, want)
+    assert paths == {"/v1/responses": 3, "/v1/messages": 3}, paths  # one unstreamed, two streamed, per API
+    actions = [(a["cited"], a["action"]) for a in want["audit"]]
+    assert (4, "invalid") in actions and "[4 INVALID]" in want_text, actions
+    return {"faces": sorted(got), "upstream_requests": dict(paths), "actions": actions}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lb", required=True)
@@ -84,6 +147,8 @@ def main() -> int:
     ap.add_argument("--token-file", required=True)
     ap.add_argument("--container", action="append", default=[], help="SERVICE=CONTAINER_NAME")
     ap.add_argument("--ready-bound", type=float, default=6.0, help="seconds for /readyz to follow the store")
+    ap.add_argument("--upstream-port", type=int,
+                    help="the port of the replicas' upstream on this host (the scripted Responses and Messages API)")
     ap.add_argument("--out")
     a = ap.parse_args()
     names = dict(kv.split("=", 1) for kv in a.container)
@@ -102,6 +167,10 @@ def main() -> int:
     assert res == {"guard_ok": 200}, res
     assert all(n >= 20 for n in summary["200_requests"]["per_replica"]), summary["200_requests"]
     print(f"ok: 200 guard requests through the load balancer, 0 errors, per replica {summary['200_requests']['per_replica']}")
+    if a.upstream_port:
+        summary["agent_apis"] = agent_apis(lb, a.upstream_port)
+        print(f"ok: Responses and Messages through the load balancer (the openai and anthropic SDKs, streamed and not): "
+              f"the /v1/guard report and text on every face; {summary['agent_apis']}")
 
     # kill -9 of one replica under load (guard requests and label posts); the load balancer routes around it
     start_labels = monitor(c, reps[1])["labels"]["unsupported"]

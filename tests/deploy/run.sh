@@ -2,8 +2,8 @@
 # The guard where labs deploy, run for real with Podman (as root; CI's): build the base (debootstrap, no
 # registry), the guard's image and the infra image (Redis + HAProxy); run the quickstart's guard in the image
 # read-only, non-root, with no network; bring the compose deployment up (2 replicas, Redis with a password and
-# append-only persistence, HAProxy) and check what its clients see (tests/deploy/check_compose.py: load, kill -9,
-# labels, Redis stopped and started); take it down and check nothing is left; then render the Kubernetes
+# append-only persistence, HAProxy) and check what its clients see (tests/deploy/check_compose.py: load, the
+# Responses and Messages faces through their SDKs, kill -9, labels, Redis stopped and started); take it down and check nothing is left; then render the Kubernetes
 # manifests, check their fields (tests/deploy/check_kube.py) and play the rendered Deployment, ConfigMaps,
 # Secrets and Redis with `podman kube play`, guard through it, and take it down.
 # Usage: bash tests/deploy/run.sh [WORKDIR]
@@ -39,9 +39,11 @@ secrets="$wd/secrets"; rm -rf "$secrets"; mkdir -p "$secrets"
 head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$secrets/redis_password"
 echo "admin-$(head -c 18 /dev/urandom | base64 | tr -d '/+=')" >"$secrets/admin_token"
 chown 10001:10001 "$secrets"/*; chmod 0400 "$secrets"/*
-lb=$(( 20000 + RANDOM % 10000 )); g1=$(( lb + 1 )); g2=$(( lb + 2 ))
+lb=$(( 20000 + RANDOM % 10000 )); g1=$(( lb + 1 )); g2=$(( lb + 2 )); up=$(( lb + 3 ))
+# the replicas' upstream: the scripted Responses and Messages API check_compose.py serves on the host
 compose() { CITEBOUND_SECRETS="$secrets" LB_PORT=$lb GUARD1_PORT=$g1 GUARD2_PORT=$g2 \
-    podman-compose -p "$proj" -f "$root/deploy/compose/compose.yaml" "$@"; }
+    CITEBOUND_TEST_UPSTREAM="http://host.containers.internal:$up/v1" podman-compose -p "$proj" \
+    -f "$root/deploy/compose/compose.yaml" -f "$root/tests/deploy/compose.upstream.yaml" "$@"; }
 kube_down() { podman kube down "$wd/kube.yaml" >/dev/null 2>&1 || true
     podman volume ls -q | grep -E '^citebound-(config|calibrations)-' | xargs -r podman volume rm -f >/dev/null 2>&1 || true; }
 cleanup() { compose down -v >/dev/null 2>&1 || true; kube_down; }
@@ -50,7 +52,7 @@ compose up -d >"$wd/compose-up.log" 2>&1 || { tail -30 "$wd/compose-up.log"; exi
 step "compose up ($proj)"
 "$py" "$root/tests/deploy/check_compose.py" --lb "http://127.0.0.1:$lb" --replica "http://127.0.0.1:$g1" \
     --replica "http://127.0.0.1:$g2" --token-file "$secrets/admin_token" \
-    --container "guard-1=${proj}_guard-1_1" --container "redis=${proj}_redis_1" --out "$wd/compose.json" \
+    --container "guard-1=${proj}_guard-1_1" --container "redis=${proj}_redis_1" --upstream-port "$up" --out "$wd/compose.json" \
     || { for s in guard-1 guard-2 lb redis; do echo "--- $s"; podman logs --tail 15 "${proj}_${s}_1" 2>&1; done; exit 1; }
 compose down -v >"$wd/compose-down.log" 2>&1
 left=$(podman ps -a --filter "label=io.podman.compose.project=$proj" --format '{{.Names}}')

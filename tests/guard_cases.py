@@ -32,6 +32,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "block": {"action": "block", "block_above": 0.3},
     "ignore": {"uncited": "ignore"},
     "open": {"on_error": "open"},
+    "open-remove": {"on_error": "open", "action": "remove"},
 }
 
 COUNTS = ("n_citations", "verified", "reattributed", "flagged", "invalid", "unverified", "uncited",
@@ -107,10 +108,23 @@ CASES = [
     Case("unreadable-open", "open", "Statins lower LDL cholesterol [1a]. Mitochondria produce ATP [2].",
          "Statins lower LDL cholesterol [1a UNVERIFIED]. Mitochondria produce ATP [2].",
          {"n_citations": 2, "verified": 1, "unverified": 1}, 1 / 2),
-    # a blank passage failing open: its marker left as written, counted unverified, not in the budget
+    # a blank passage fails closed even failing open: no verifier failed (failing open passes only what a verifier
+    # failure left unchecked), and a passage whose text is all hidden must not pass a claim unmarked
     Case("blank-open", "open", "Mitochondria produce ATP [2]. Statins lower LDL cholesterol [1].",
-         "Mitochondria produce ATP [2]. Statins lower LDL cholesterol [1].",
-         {"n_citations": 2, "verified": 1, "unverified": 1}, 0.0, passages=[P1, "   "]),
+         "Mitochondria produce ATP [2 UNVERIFIED]. Statins lower LDL cholesterol [1].",
+         {"n_citations": 2, "verified": 1, "unverified": 1}, 1 / 2, passages=[P1, "   "]),
+    # failing open, remove drops a sentence whose citation the guard could not read (no verifier failed): text
+    # styled invisible in the sentence, a blank passage
+    Case("obscured-open-remove", "open-remove",
+         'Statins lower LDL cholesterol <span style="opacity:0">and cure cancer</span> [1]. Mitochondria produce ATP [2].',
+         "Mitochondria produce ATP [2].", {"n_citations": 2, "verified": 1, "unverified": 1, "removed_sentences": 1}, 1 / 2),
+    Case("blank-open-remove", "open-remove", "Mitochondria produce ATP [4]. Statins lower LDL cholesterol [1].",
+         "Statins lower LDL cholesterol [1].", {"n_citations": 2, "verified": 1, "unverified": 1, "removed_sentences": 1},
+         1 / 2, passages=[P1, P2, P3, "  "]),
+    Case("hidden-passage-open", "open", "Mitochondria produce ATP [2]. Statins lower LDL cholesterol [1].",
+         "Mitochondria produce ATP [2 UNVERIFIED]. Statins lower LDL cholesterol [1].",
+         {"n_citations": 2, "verified": 1, "unverified": 1}, 1 / 2,
+         passages=[P1, '<span style="display:none">Mitochondria produce ATP.</span>']),
     # a passage that is only hidden markup is blank: nothing to check against, so unverified
     Case("hidden-passage", "annotate", "Mitochondria produce ATP [2].", "Mitochondria produce ATP [2 UNVERIFIED].",
          {"n_citations": 1, "unverified": 1}, 1.0, passages=[P1, "<!-- Mitochondria produce ATP -->"]),

@@ -157,7 +157,8 @@ def add_policy_args(p: Any) -> None:
     p.add_argument("--on-error", choices=["closed", "open"], default="closed",
                    help="a citation the verifier could not check (an error, a timeout, no score): closed "
                         "marks it [N UNVERIFIED] and sends it to review; open leaves its marker as written. Either way "
-                        "it is counted as unverified, never as verified")
+                        "it is counted as unverified, never as verified. A blank passage, or one whose text a reader "
+                        "cannot see, is no verifier failure: it fails closed under open too")
     p.add_argument("--on-void", choices=["annotate", "flag-all"], default="annotate",
                    help="once returned labels reject the certified miss rate (the drift monitor's state is void): "
                         "annotate guards as before and the guarantee card says void; flag-all passes no "

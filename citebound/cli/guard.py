@@ -101,7 +101,7 @@ class _Run:
             self.budgets.append({k: getattr(report, k) for k in ("review_budget", "n_citations", "uncited",
                                                                   "uncited_policy")})
             for a in report.audit:  # the verifier could not run: the output fails closed, the command says so
-                if a.action == "unverified" and a.reason.startswith(("the verifier failed", "the verifier gave no score")):
+                if a.action == "unverified" and not a.unreadable:  # what no verifier failure explains is unreadable
                     self.verifier_errors += 1
                     self.first_error = self.first_error or a.reason
             if self.args.echo_input:  # what citebound label needs to show each citation's passage

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from citebound.guarding.reattributors import Reattributor, load_reattributor
-from citebound.guarding.report import ACTIONS, CitationAudit, Evidence, GuardReport, normalise_passages  # noqa: F401
+from citebound.guarding.report import ACTIONS, CitationAudit, Evidence, GuardReport, failed, normalise_passages  # noqa: F401
 from citebound.guarding.rewrite import apply as _apply
 from citebound.guarding.rewrite import by_marker as _by_marker
 from citebound.guarding.rewrite import rewrite as _rewrite
@@ -149,9 +149,10 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
                               "invalid" if c.passage_index < 0 else "verified")
             if c.passage_index < 0:
                 a.reason = f"citation [{c.key}] points at no passage (have {len(passages)}, numbered from {base})"
-            elif not passages[c.passage_index].strip():  # fails closed: nothing to check the sentence against
-                a.action, a.reason = "unverified", (f"passage [{c.key}] has no text a reader can see (empty, hidden "
-                                                    "or styled invisible): there is nothing to check it against")
+            elif not passages[c.passage_index].strip():  # fails closed, failing open too: no verifier failed
+                a.action, a.unreadable = "unverified", True
+                a.reason = (f"passage [{c.key}] has no text a reader can see (empty, hidden or styled invisible): "
+                            "there is nothing to check it against")
             elif si in obscured:
                 a.action, a.unreadable = "unverified", True
                 a.reason = ("part of this sentence is text a reader may not see (styled invisible, or styled in a way "
@@ -311,11 +312,10 @@ def _finish(plan: _Plan, remove: bool, mark_reattributed: bool = True, fail_open
     report.uncited_sentences = [[plan.sents[i].start, plan.sents[i].end] for i in plan.uncited]
     for a in audits:
         setattr(report, a.action, getattr(report, a.action) + 1)
-    failed = ("flagged", "invalid") if fail_open else ("flagged", "invalid", "unverified")
     report.set_review_budget(fail_open)
     stands = {a.sentence_index for a in audits if a.action in ("verified", "reattributed")
               or (fail_open and a.action == "unverified" and a.cited >= 0 and not a.unreadable)}
-    drop = {a.sentence_index for a in audits if a.action in failed and a.sentence_index not in stands} if remove else set()
+    drop = {a.sentence_index for a in audits if failed(a, fail_open) and a.sentence_index not in stands} if remove else set()
     report.removed_sentences = len(drop)
     edits = {}
     for si, cs in plan.cites.items():

@@ -47,7 +47,8 @@ class CitationAudit:
     candidates: int = 0
     best_candidate: dict[str, Any] | None = None
     # unverified because the guard could not read what the reader sees (an unreadable marker, text styled
-    # invisible), not because a verifier failed: --on-error open does not pass it
+    # invisible, a passage with no text a reader can see), not because a verifier failed: --on-error open does
+    # not pass it
     unreadable: bool = False
 
 
@@ -92,6 +93,13 @@ class GuardReport:
         review = self.flagged + self.invalid + (unread if fail_open else self.unverified) + extra
         total = self.n_citations + extra
         self.review_budget = review / total if total else 0.0
+
+
+def failed(a: CitationAudit, fail_open: bool = False) -> bool:
+    """Whether a citation does not pass as written: flagged, invalid, or unverified. Failing open
+    (``--on-error open``), an unverified citation passes only where a verifier failure is why (no score, an
+    error, a timeout); one the guard could not read (``unreadable``) fails either way."""
+    return a.action in ("flagged", "invalid") or (a.action == "unverified" and (a.unreadable or not fail_open))
 
 
 def why(a: Mapping[str, Any], rule: str) -> str:

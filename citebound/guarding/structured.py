@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from citebound.guarding.report import CitationAudit, GuardReport
+from citebound.guarding.report import CitationAudit, GuardReport, failed  # noqa: F401 (failed: re-exported)
 from citebound.text.citations import sentences, strip_markers
 from citebound.text.limits import LimitExceeded, Limits
 
@@ -136,9 +136,6 @@ def sentence_starts(p: Plan, where: Any = None) -> list[int | None]:
     return [None if index < 0 else (start if where is None else where(start)) for index, start, _, _ in p.sentence]
 
 
-def failed(a: CitationAudit, fail_open: bool = False) -> bool:
-    """Whether a citation did not pass as written (what ``--action remove`` removes the sentence of)."""
-    return a.action in ("flagged", "invalid") or (a.action == "unverified" and (a.unreadable or not fail_open))
 
 
 def verdict(a: CitationAudit) -> dict[str, Any]:

@@ -62,6 +62,26 @@ def test_a_verifier_that_cannot_run_fails_the_command_and_marks_every_citation(t
     assert [r["report"]["audit"][0]["reason"][:27] for r in rows] == ["the verifier gave no score:"] * 2
 
 
+@pytest.mark.parametrize("on_error", ["closed", "open"])
+def test_a_blank_or_hidden_passage_is_no_verifier_failure_and_fails_closed_either_way(tmp_path, capsys, on_error):
+    """Its citation is [N UNVERIFIED] under --on-error open too (no verifier failed, so nothing is left open), and
+    the command exits 0: nothing went wrong with the verifier."""
+    src = tmp_path / "in.jsonl"
+    answer = "Mitochondria produce ATP [1]. Mitochondria make energy [2]. Mitochondria produce ATP [3]."
+    passages = ["Mitochondria produce ATP.", "   ", '<p hidden>Mitochondria make energy.</p>']
+    src.write_text(json.dumps({"id": 0, "answer": answer, "passages": passages}) + "\n")
+    out = tmp_path / "out.jsonl"
+    code = main(["guard", "--input", str(src), "--verifier", "lexical", "--no-reattribute", "--on-error", on_error,
+                 "--out", str(out), "--quiet"])
+    (row,) = [json.loads(x) for x in out.read_text().splitlines()]
+    assert code == 0 and "could not be checked" not in capsys.readouterr().err
+    assert row["guarded_answer"] == ("Mitochondria produce ATP [1]. Mitochondria make energy [2 UNVERIFIED]. "
+                                     "Mitochondria produce ATP [3 UNVERIFIED].")
+    assert [(a["action"], a["unreadable"]) for a in row["report"]["audit"]] == [
+        ("verified", False), ("unverified", True), ("unverified", True)]
+    assert row["report"]["review_budget"] == pytest.approx(2 / 3)
+
+
 @pytest.mark.parametrize("n,ok", [(0, False), (1, True)])
 def test_batch_answers_of_at_least_1(tmp_path, capsys, n, ok):
     src = tmp_path / "in.jsonl"

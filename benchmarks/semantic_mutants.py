@@ -71,6 +71,7 @@ CTR, CVR = "citebound/cli/train.py", "citebound/cli/verifiers.py"
 FIG = "citebound/study/figures.py"
 AG, STB, WH = "citebound/study/analysis/agreement.py", "citebound/study/scored_tables.py", "citebound/study/workflow_helpers.py"
 CSC, CMN = "citebound/cli/score.py", "citebound/cli/main.py"
+CORE19, CGU19 = "citebound/guarding/core.py", "citebound/cli/guard.py"
 RT, HF, NLI = "citebound/verifiers/runtimes.py", "citebound/verifiers/hf.py", "citebound/verifiers/nli.py"
 MC, HH, AS = "citebound/verifiers/minicheck.py", "citebound/verifiers/hhem.py", "citebound/verifiers/attrscore.py"
 RW, KV = "citebound/guarding/rewrite.py", "citebound/verifiers/contradiction.py"
@@ -1561,6 +1562,13 @@ MUTANTS = [
            '        where = getattr(args, "out", None) or "output"', 'a failed write names --out, not the file that failed'),
     Mutant("cli19", CMN, '    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)',
            '    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.9)', 'a mistyped command gets no suggestion'),
+    # failing open (this session's fix): written with its tests, so a check that each test catches its bug
+    Mutant("failopen19", CORE19, '                a.action, a.unreadable = "unverified", True\n                a.reason = (f"passage [{c.key}]',
+           '                a.action = "unverified"\n                a.reason = (f"passage [{c.key}]', 'failing open passes a citation of a blank or hidden passage as written'),
+    Mutant("failopen19", CORE19, 'if failed(a, fail_open) and a.sentence_index not in stands}',
+           'if a.action in (("flagged", "invalid") if fail_open else ("flagged", "invalid", "unverified")) and a.sentence_index not in stands}', 'failing open, remove keeps a sentence whose citation could not be read'),
+    Mutant("failopen19", CGU19, '                if a.action == "unverified" and not a.unreadable:',
+           '                if a.action == "unverified":', 'citebound guard counts a blank passage as a verifier failure (exit 2)'),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1766,6 +1774,7 @@ TESTS = {
     "helpers19": ["tests/study/test_schema.py", "tests/study/test_scored_tables.py", "citebound/study/workflow_helpers.py"],
     "cli19": ["tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli_inputs.py",
               "tests/guard/test_cli_common.py", "tests/guard/test_cli_score.py"],
+    "failopen19": ["tests/guard/test_cross_face.py", "tests/guard/test_cli_guard_edges.py", "tests/guard/test_structured.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",

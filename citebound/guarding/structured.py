@@ -136,8 +136,6 @@ def sentence_starts(p: Plan, where: Any = None) -> list[int | None]:
     return [None if index < 0 else (start if where is None else where(start)) for index, start, _, _ in p.sentence]
 
 
-
-
 def verdict(a: CitationAudit) -> dict[str, Any]:
     """A citation's verdict as the ``citebound`` field of its citation object says it."""
     return {"action": a.action, "score": a.score, "reason": a.reason, "passage": a.cited if a.cited >= 0 else None} | (

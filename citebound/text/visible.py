@@ -47,7 +47,7 @@ import html
 import re
 from dataclasses import dataclass, field
 
-from citebound.text.css import VOID, State, displayed_attributes, element_state, unreadable  # noqa: F401
+from citebound.text.css import VOID, State, displayed_attributes, element_state, unreadable  # noqa: F401 (re-exported)
 
 # zero-width and other invisible format characters
 INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
@@ -215,7 +215,7 @@ class _Scanner:
         del self.stack[k:]
 
     def displayed(self, tag: str, attrs: dict[str, str], where: dict[str, tuple[int, int]]) -> list[tuple[int, int]]:
-        """Where the values a browser may draw of the element opened here lie (empty where it is not rendered)."""
+        """The spans of the element's attribute values a browser may draw (none where the element is not rendered)."""
         names = displayed_attributes(tag, attrs)
         if not names:
             return []

@@ -135,8 +135,10 @@ def agent_apis(lb: str, port: int) -> dict:
         assert text == want_text, (face, text, want_text)
         assert report is not None and no_card(report) == want, (face, report, want)
     assert paths == {"/v1/responses": 3, "/v1/messages": 3}, paths  # one unstreamed, two streamed, per API
-    actions = [(a["cited"], a["action"]) for a in want["audit"]]
-    assert (4, "invalid") in actions and "[4 INVALID]" in want_text, actions
+    # the README's quickstart result: two citations moved to the passage that supports them, one pointing at none
+    actions = [(a["cited"], a["action"], a["new_pointer"]) for a in want["audit"]]
+    assert actions == [(1, "verified", None), (2, "reattributed", 3), (3, "reattributed", 2), (4, "invalid", None)], actions
+    assert "[3 (was 2)]" in want_text and "[2 (was 3)]" in want_text and "[4 INVALID]" in want_text, want_text
     return {"faces": sorted(got), "upstream_requests": dict(paths), "actions": actions}
 
 

@@ -18,6 +18,7 @@ rootfs=$(mktemp -d /tmp/citebound-rootfs.XXXXXX)
 trap 'rm -rf "$rootfs"' EXIT
 debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates "$suite" "$rootfs" "$mirror" \
     >"$rootfs.log" 2>&1 || { tail -20 "$rootfs.log"; echo "error: debootstrap $suite from $mirror failed (log: $rootfs.log)"; exit 1; }
+rm -f "$rootfs.log"  # kept only when debootstrap fails
 rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/doc/* \
     "$rootfs"/usr/share/man/* "$rootfs"/usr/share/locale/* "$rootfs"/usr/share/info/*
 tar -C "$rootfs" -c . | podman import \

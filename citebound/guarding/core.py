@@ -313,8 +313,7 @@ def _finish(plan: _Plan, remove: bool, mark_reattributed: bool = True, fail_open
     for a in audits:
         setattr(report, a.action, getattr(report, a.action) + 1)
     report.set_review_budget(fail_open)
-    stands = {a.sentence_index for a in audits if a.action in ("verified", "reattributed")
-              or (fail_open and a.action == "unverified" and a.cited >= 0 and not a.unreadable)}
+    stands = {a.sentence_index for a in audits if not failed(a, fail_open)}  # a citation that passes as written
     drop = {a.sentence_index for a in audits if failed(a, fail_open) and a.sentence_index not in stands} if remove else set()
     report.removed_sentences = len(drop)
     edits = {}

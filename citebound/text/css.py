@@ -193,6 +193,8 @@ def element_state(parent: State, tag: str, attrs: dict[str, str], sheet: bool) -
 # value as a text box or a button label (an unknown type is a text box).
 _NO_VALUE_INPUTS = {"hidden", "checkbox", "radio", "file", "color", "range", "image", "password"}
 _PLACEHOLDER_INPUTS = {"text", "search", "url", "tel", "email", "password", "number"}
+_NO_PLACEHOLDER_INPUTS = (_NO_VALUE_INPUTS - {"password"}) | {"submit", "reset", "button", "date", "datetime-local",
+                                                              "month", "time", "week"}
 
 
 def displayed_attributes(tag: str, attrs: dict[str, str]) -> list[str]:
@@ -216,9 +218,4 @@ def displayed_attributes(tag: str, attrs: dict[str, str]) -> list[str]:
     kind = attrs.get("type", "").strip().lower() or "text"
     if kind == "image":
         return ["alt"]
-    names = [] if kind in _NO_VALUE_INPUTS else ["value"]
-    known = kind in _NO_VALUE_INPUTS or kind in _PLACEHOLDER_INPUTS or kind in (
-        "submit", "reset", "button", "date", "datetime-local", "month", "time", "week")
-    if kind in _PLACEHOLDER_INPUTS or not known:
-        names.append("placeholder")
-    return names
+    return ([] if kind in _NO_VALUE_INPUTS else ["value"]) + ([] if kind in _NO_PLACEHOLDER_INPUTS else ["placeholder"])

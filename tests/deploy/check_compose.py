@@ -83,10 +83,11 @@ def load(lb: str, n: int, threads: int, labels: bool, auth: dict) -> dict:
 
 def stream_report(lb: str, api: str, body: dict) -> dict | None:
     """The guard's report event of one streamed request (raw SSE: the SDKs do not surface citebound's own event)."""
+    from service_helpers import sse_data
+
     r = call(httpx.Client(timeout=60), "POST", f"{lb}/v1/{api}", json=body | {"stream": True})
     assert r is not None and r.status_code == 200, r
-    events = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")]
-    found = [e["report"] for e in events if e.get("type") == "citebound.report"]
+    found = [e["report"] for e in sse_data(r) if e.get("type") == "citebound.report"]
     return found[0] if len(found) == 1 else None
 
 

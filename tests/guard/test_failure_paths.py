@@ -213,3 +213,36 @@ def test_streamed_citations_past_their_limit_end_the_stream_naming_it(n, refused
         assert not any(e.get("type") == "message_stop" for e in evs)
     else:
         assert evs[-1]["type"] == "message_stop" and stream_report("messages", evs)["n_citations"] == 2
+
+
+@pytest.mark.parametrize("fail_open,kept", [
+    # failing open, a citation the verifier could not score stands as written: its sentence stays beside a flagged one
+    (True, ["Mitochondria make ATP [0][1 UNVERIFIED].", "Aspirin thins blood [1]. Mitochondria make ATP [0]."]),
+    # failing closed it stands for nothing: the sentence goes with its flagged citation
+    (False, ["", "Aspirin thins blood [1]."]),
+])
+def test_remove_keeps_a_sentence_a_verifier_failure_stands_for_only_when_failing_open(fail_open, kept):
+    """Two answers in one batch (unequal lengths, base 0, two citations in a sentence). The scorer raises for the
+    pair ("Mitochondria make ATP.", passage 0) only, so that citation is unverified by a verifier failure, not
+    unreadable; [1] of the same sentence is flagged (score 0). Remove drops a sentence none of whose citations stands."""
+    import numpy as np
+
+    from citebound.guarding.core import guard_answers
+
+    passages = ["Mitochondria produce ATP in cells.", "Aspirin thins blood."]
+
+    def scorer(claims, texts):
+        if any(c.startswith("Mitochondria") and t == passages[0] for c, t in zip(claims, texts)):
+            raise RuntimeError("the verifier fell over")
+        s = np.array([1.0 if c.split()[0] in t else 0.0 for c, t in zip(claims, texts)])
+        return s, s > 0.5
+
+    items = [("Mitochondria make ATP [0][1].", passages, 0),
+             ("Aspirin thins blood [1]. Mitochondria make ATP [0].", passages, 0)]
+    out = guard_answers(items, scorer, reattribute=None, remove=True, fail_open=fail_open)
+    assert [t for t, _ in out] == kept
+    first, second = out[0][1], out[1][1]
+    assert [(a.cited, a.action, a.unreadable) for a in first.audit] == [(0, "unverified", False), (1, "flagged", False)]
+    assert [(a.cited, a.action) for a in second.audit] == [(1, "verified"), (0, "unverified")]
+    assert first.audit[0].reason.startswith("the verifier failed: RuntimeError: the verifier fell over")
+    assert [r.removed_sentences for _, r in out] == ([0, 0] if fail_open else [1, 1])

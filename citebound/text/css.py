@@ -12,7 +12,7 @@ HIDDEN_TAGS = {"template", "head"}
 UNCERTAIN_TAGS = {"select", "datalist", "option", "optgroup", "svg", "math", "object", "video", "audio", "canvas",
                    "map", "frameset", "dialog", "button", "meter", "progress", "ruby", "rt", "rp", "marquee"}
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
-         "param", "keygen"}
+         "param", "keygen", "image"}
 _NAMED_COLOURS = {"white": (255, 255, 255), "black": (0, 0, 0), "red": (255, 0, 0), "green": (0, 128, 0),
                   "blue": (0, 0, 255), "yellow": (255, 255, 0), "gray": (128, 128, 128), "grey": (128, 128, 128),
                   "silver": (192, 192, 192), "snow": (255, 250, 250), "ivory": (255, 255, 240),
@@ -189,12 +189,27 @@ def element_state(parent: State, tag: str, attrs: dict[str, str], sheet: bool) -
 
 # attributes whose text a browser draws on the page: an image's alt (in place of an image that does not load,
 # which the guard cannot tell), a form field's value and placeholder, an option's label (shown in place of its
-# text), and an inline frame's srcdoc (a whole document, drawn in the frame). Input types not listed draw their
-# value as a text box or a button label (an unknown type is a text box).
+# text), an inline frame's srcdoc (a whole document, drawn in the frame), a document the answer carries as a URL
+# (a frame's, an embed's or an object's data: or javascript: URL) and an SVG image carried as a data: URL (its
+# <text> is drawn). Input types not listed draw their value as a text box or a button label (an unknown type is a
+# text box).
 _NO_VALUE_INPUTS = {"hidden", "checkbox", "radio", "file", "color", "range", "image", "password"}
 _PLACEHOLDER_INPUTS = {"text", "search", "url", "tel", "email", "password", "number"}
 _NO_PLACEHOLDER_INPUTS = (_NO_VALUE_INPUTS - {"password"}) | {"submit", "reset", "button", "date", "datetime-local",
                                                               "month", "time", "week"}
+
+
+_FRAMES = {"iframe": "src", "frame": "src", "embed": "src", "object": "data"}  # the attribute naming the document
+
+
+def _carried(url: str, image: bool) -> bool:
+    """Whether a URL carries its document in the answer: a data: URL (for an image, an SVG one: its <text> is
+    drawn) or, for a frame, a javascript: URL. Read as a browser reads a URL: the ends stripped of spaces and
+    controls, tabs and newlines removed anywhere, the scheme in any case (``" JAVA&#9;SCRIPT:'x'"`` runs)."""
+    url = re.sub("[\t\n\r]", "", url).strip("".join(map(chr, range(33)))).lower()
+    if url.startswith("data:"):
+        return not image or "svg" in url.split(",", 1)[0]
+    return not image and url.startswith("javascript:")
 
 
 def displayed_attributes(tag: str, attrs: dict[str, str]) -> list[str]:
@@ -204,18 +219,22 @@ def displayed_attributes(tag: str, attrs: dict[str, str]) -> list[str]:
     (['alt'], [])
     >>> displayed_attributes("input", {}), displayed_attributes("input", {"type": " Password "})
     (['value', 'placeholder'], ['placeholder'])
+    >>> displayed_attributes("iframe", {"src": "data:text/html,<p>x"}), displayed_attributes("iframe", {"src": "/p"})
+    (['srcdoc', 'src'], ['srcdoc'])
     """
-    if tag == "img":
-        return ["alt"]
+    svg = ["src"] if _carried(attrs.get("src", ""), image=True) else []
+    if tag in ("img", "image"):  # <image> is an <img> in HTML
+        return ["alt"] + svg
     if tag == "textarea":
         return ["placeholder"]
     if tag in ("option", "optgroup"):
         return ["label"]
-    if tag == "iframe":
-        return ["srcdoc"]
+    if tag in _FRAMES:
+        carried = [_FRAMES[tag]] if _carried(attrs.get(_FRAMES[tag], ""), image=False) else []
+        return (["srcdoc"] if tag == "iframe" else []) + carried
     if tag != "input":
         return []
     kind = attrs.get("type", "").strip().lower() or "text"
     if kind == "image":
-        return ["alt"]
+        return ["alt"] + svg
     return ([] if kind in _NO_VALUE_INPUTS else ["value"]) + ([] if kind in _NO_PLACEHOLDER_INPUTS else ["placeholder"])

@@ -15,8 +15,9 @@ character into one of four classes:
   a box under 2px with ``overflow:hidden``, a closed ``<details>``, a style the guard cannot read
   (``var()``, ``calc()``, escapes), and, where the text carries a stylesheet, everything; and the attribute
   text a browser draws on the page: an image's ``alt`` (drawn where the image does not load, which the guard
-  cannot tell), a form field's ``value`` and ``placeholder``, an option's ``label`` and an inline frame's
-  ``srcdoc`` (:func:`citebound.text.css.displayed_attributes`);
+  cannot tell), a form field's ``value`` and ``placeholder``, an option's ``label``, an inline frame's
+  ``srcdoc``, and a document carried as a ``data:`` or ``javascript:`` URL in a frame, an embed, an object or
+  (SVG) an image (:func:`citebound.text.css.displayed_attributes`);
 * **uncertain** (passages only): a tag never closed before the end, ``<textarea>``/``<select>`` and the
   like. An answer keeps it as text.
 

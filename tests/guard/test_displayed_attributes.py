@@ -1,5 +1,7 @@
 """Attribute text a browser draws on the page: an image's ``alt`` (in place of an image that does not load),
-a form field's ``value`` and ``placeholder``, an option's ``label``, an inline frame's ``srcdoc``. A reader may
+a form field's ``value`` and ``placeholder``, an option's ``label``, an inline frame's ``srcdoc``, a document
+carried as a ``data:`` or ``javascript:`` URL in a frame, an embed or an object, and an SVG image carried as a
+``data:`` URL (Chromium draws each: tests/guard/test_visibility_browser.py reads every frame's text). A reader may
 see a claim and its marker there, so an answer checks it and fails it closed (obscured: the guard cannot tell
 whether the image loads, or how much of a field's box shows); a passage supports nothing with it. Every other
 attribute value is markup. Expected classes are read by hand from the HTML standard's rendering of each element."""
@@ -53,6 +55,23 @@ def classes(frag: str) -> dict[str, int]:
     ('<select><option label="tk1">tk2</option><optgroup label="tk3"></optgroup></select>',
      {"tk1": OBSCURED, "tk2": 0, "tk3": OBSCURED}),  # an option shows its label in place of its text
     ('<iframe srcdoc="&lt;p&gt;tk1" title="tk2">tk3</iframe>', {"tk1": OBSCURED, "tk2": HIDDEN, "tk3": HIDDEN}),
+    ('<iframe src="data:text/html,&lt;p&gt;tk1" name="tk2"></iframe>', {"tk1": OBSCURED, "tk2": HIDDEN}),
+    ("<iframe src=\"javascript:'tk1'\"></iframe><iframe src='https://x.org/tk2'></iframe>",
+     {"tk1": OBSCURED, "tk2": HIDDEN}),  # a page from elsewhere is not text the answer carries
+    ('<iframe src=" JAVA&#9;SCRIPT:tk1"></iframe><iframe src="Data:,tk2"></iframe>', {"tk1": OBSCURED, "tk2": OBSCURED}),
+    ('<iframe src="&#1;data:,tk1"></iframe><iframe src="da&#10;ta:,tk2"></iframe>', {"tk1": OBSCURED, "tk2": OBSCURED}),
+    ('<iframe src="x data:,tk1"></iframe><iframe src="/data:,tk2"></iframe>', {"tk1": HIDDEN, "tk2": HIDDEN}),
+    ('<embed src="data:,tk1"><object data="data:,tk2" src="data:,tk3">tk4</object>',
+     {"tk1": OBSCURED, "tk2": OBSCURED, "tk3": HIDDEN, "tk4": 0}),
+    ('<frame src="data:,tk1"><embed data="data:,tk2"><object src="data:,tk3"></object>',
+     {"tk1": OBSCURED, "tk2": HIDDEN, "tk3": HIDDEN}),  # each reads its own attribute
+    ('<img src="data:image/svg+xml,&lt;svg&gt;&lt;text&gt;tk1" alt="tk2">', {"tk1": OBSCURED, "tk2": OBSCURED}),
+    ('<img src="DATA:Image/SVG+XML;base64,tk1"><img src="data:image/png;base64,tk2">',
+     {"tk1": OBSCURED, "tk2": HIDDEN}),  # a PNG's pixels are a picture, as any image's
+    ('<image src="data:image/svg+xml,tk1">tk2', {"tk1": OBSCURED, "tk2": 0}),  # <image> is a void <img>
+    ('<input type="image" src="data:image/svg+xml,tk1"><input src="data:image/svg+xml,tk2">',
+     {"tk1": OBSCURED, "tk2": HIDDEN}),  # a text box draws no image
+    ('<img src="javascript:tk1"><video poster="data:image/svg+xml,tk2"></video>', {"tk1": HIDDEN, "tk2": HIDDEN}),
     ('<div style="display:none"><img alt="tk1"></div>', {"tk1": HIDDEN}),
     ('<img style="display:none" alt="tk1">', {"tk1": HIDDEN}),
     ('<div style="visibility:hidden"><img alt="tk1"></div>', {"tk1": HIDDEN}),
@@ -83,6 +102,9 @@ def test_the_obscured_span_is_the_value_as_written_and_the_rest_of_the_tag_is_ma
     ("input", {"type": "week"}, ["value"]), ("textarea", {}, ["placeholder"]), ("area", {"alt": "x"}, []),
     ("button", {"value": "x"}, []), ("a", {"title": "x"}, []), ("option", {}, ["label"]), ("optgroup", {}, ["label"]),
     ("iframe", {}, ["srcdoc"]), ("frame", {}, []), ("object", {"data": "x"}, []),
+    ("iframe", {"src": "data:,x"}, ["srcdoc", "src"]), ("frame", {"src": "data:,x"}, ["src"]),
+    ("embed", {"src": "javascript:x"}, ["src"]), ("object", {"data": "data:,x"}, ["data"]),
+    ("img", {"src": "data:image/svg+xml,x"}, ["alt", "src"]), ("img", {"src": "data:,svg"}, ["alt"]),
 ])
 def test_displayed_attributes_by_element_and_type(tag, attrs, names):
     assert displayed_attributes(tag, attrs) == names
@@ -106,6 +128,8 @@ def test_a_claim_in_an_image_alt_is_checked_and_fails_closed_with_its_sentence_o
     ('Aspirin reduces heart attacks [1]. <div hidden><img alt="Aspirin cures cancer [2]"></div>', ["verified"]),
     ('Mitochondria produce ATP <input value="[0]">.', ["unverified"]),  # index 0, base 0, in a field
     ('Mitochondria produce ATP [2]. <iframe srcdoc="Aspirin cures cancer [1]."></iframe>', ["verified", "unverified"]),
+    ('Mitochondria produce ATP [2] <iframe src="data:text/html,Aspirin%20cures%20cancer"></iframe>.', ["unverified"]),
+    ('Mitochondria produce ATP [2] <iframe src="https://example.org/a"></iframe>.', ["verified"]),
 ])
 def test_drawn_attribute_text_at_the_sentence_edges(answer, actions):
     _, r = guard_answer(answer, P, topic, base=0 if "[0]" in answer else 1, reattribute=None)

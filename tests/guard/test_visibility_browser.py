@@ -7,7 +7,8 @@ its colour is not transparent and stands out from the background behind it). The
 * check every token in ``innerText`` in an answer (it is in :func:`blank_hidden`'s view);
 * fail closed on every token in ``innerText`` that a reader cannot see (it lies in an obscured span);
 * fail closed on every token the browser draws from an attribute (a rendered image's ``alt``, a text box's
-  ``value``, a frame's ``srcdoc``): not in ``innerText``, but on the page;
+  ``value``, the document in each frame shown: a ``srcdoc``, a ``data:`` or ``javascript:`` URL): not in
+  ``innerText``, but on the page;
 * let a passage support with seen tokens only (:func:`passage_view` keeps nothing else).
 
 The browser is the oracle, not this code: where they disagree, the guard is wrong.
@@ -107,11 +108,6 @@ ORACLE = """() => {
     const r = el.getBoundingClientRect();
     if (r.width > 0 && r.height > 0) drawn.push(el.getAttribute(el.tagName === 'IMG' ? 'alt' : 'value') || '');
   }
-  for (const f of document.querySelectorAll('iframe')) {  // a frame's srcdoc: the document drawn in it
-    const r = f.getBoundingClientRect();
-    if (f.checkVisibility({visibilityProperty: true}) && r.width > 0 && r.height > 0 && f.contentDocument)
-      drawn.push(f.contentDocument.body.innerText);
-  }
   return {inner: inner, seen: seen.join(' '), drawn: drawn.join(' ')};
 }"""
 
@@ -129,9 +125,27 @@ def page():
         browser.close()
 
 
+SHOWN_FRAME = """(e) => { const r = e.getBoundingClientRect();
+                            return e.checkVisibility({visibilityProperty: true}) && r.width > 0 && r.height > 0; }"""
+DOCUMENT_TEXT = "() => document.body ? document.body.innerText : document.documentElement.textContent"
+
+
+def frame_text(page) -> str:
+    """The text of every document drawn in a frame whose frame element, and each one above it, is on the page
+    (a srcdoc, a data: or javascript: URL; Playwright reads a frame of another origin too)."""
+    out = []
+    for f in page.frames[1:]:
+        g, shown = f, True
+        while shown and g.parent_frame is not None:
+            shown, g = g.frame_element().evaluate(SHOWN_FRAME), g.parent_frame
+        out += [f.evaluate(DOCUMENT_TEXT)] if shown else []
+    return " ".join(out)
+
+
 def browser_view(page, fragment: str) -> tuple[set[str], set[str], set[str]]:
     page.set_content(f"<!doctype html><html><body>{fragment}</body></html>")
     out = page.evaluate(ORACLE)
+    out["drawn"] += " " + frame_text(page)
     return tuple(set(TOKEN.findall(out[k])) for k in ("inner", "seen", "drawn"))
 
 
@@ -155,6 +169,12 @@ HAND_PICKED = [
     '<span data-hidden="false">tk1</span><span data-note="tk9">tk2</span><input type="hidden" value="tk8">',
     '<img alt="tk1"><input value="tk2"><div style="display:none"><img alt="tk3"></div><input type=submit value=tk4>',
     '<iframe srcdoc="<p>tk1</p>"></iframe><iframe hidden srcdoc="tk2"></iframe><iframe srcdoc="&lt;b&gt;tk3"></iframe>',
+    # a document the answer carries as a URL: drawn in the frame, an embed or an object
+    '<iframe src="data:text/html,<p>tk1</p>"></iframe><iframe src="javascript:\'tk2\'"></iframe><embed src="data:,tk3">',
+    '<object data="data:text/plain,tk1"></object><iframe src=" JAVA&#9;SCRIPT:\'tk2\'"></iframe>'
+    '<iframe src="data:image/svg+xml,<svg xmlns=\'http://www.w3.org/2000/svg\'><text y=\'20\'>tk3</text></svg>">'
+    '</iframe><iframe style="display:none" src="data:,tk4"></iframe><iframe srcdoc="<iframe src=\'data:,tk5\'>">'
+    '</iframe>',
     '<span style="color:transparent">tk1</span><span style="clip-path:inset(50%)">tk2</span>',
     '<span style="position:absolute;left:-9999px">tk1</span><span style="transform:scale(0)">tk2</span>',
     '<div style="background:#fff"><span style="color:#fff">tk1</span></div><span style="color:white">tk2</span>',

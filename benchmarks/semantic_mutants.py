@@ -58,6 +58,7 @@ BI, TR, HD = "citebound/calibration/binomial.py", "citebound/verifiers/trained.p
 GP, EM, LX = "citebound/verifiers/graph.py", "citebound/verifiers/embedding.py", "citebound/verifiers/lexical.py"
 LJ, CE, IO = "citebound/verifiers/llm_judge.py", "citebound/scoring/chat_endpoint.py", "citebound/scoring/io.py"
 RA, CV = "citebound/study/analysis/reattribution.py", "citebound/study/analysis/conformal_eval.py"
+GST, GCD, PRC = "citebound/guarding/stream.py", "citebound/guarding/card.py", "citebound/calibration/precision.py"
 ST, GC, CFI = "citebound/calibration/stats.py", "citebound/calibration/groups.py", "citebound/calibration/files.py"
 LO, SM, CO = "citebound/scoring/loader.py", "citebound/serving/models.py", "citebound/cli/common.py"
 GV, LB, VB = "citebound/guarding/convert.py", "citebound/scoring/llm_backends.py", "citebound/verifiers/base.py"
@@ -1570,6 +1571,91 @@ MUTANTS = [
            'if a.action in (("flagged", "invalid") if fail_open else ("flagged", "invalid", "unverified")) and a.sentence_index not in stands}', 'failing open, remove keeps a sentence whose citation could not be read'),
     Mutant("failopen19", CGU19, '                if a.action == "unverified" and not a.unreadable:',
            '                if a.action == "unverified":', 'citebound guard counts a blank passage as a verifier failure (exit 2)'),
+    # round 20 (2026-12-04, eighth session): the guard's own assembly, the stream's segments and reports, the
+    # card and its monitor keys, the citation parser's ranges and budgets, precision's bound: modules of over 200
+    # lines with two or three mutants before, written from the code before any test was read
+    Mutant("guard20", G, '        tau = in_force(keeper.cal)[1] if own else self.tau',
+           '        tau = self.tau', "a group's citations are judged at the pooled tau, not the group's own"),
+    Mutant("guard20", G, 'guarantee_line(keeper.cal) if own else self.guarantee',
+           'self.guarantee', "a group's report carries the pooled guarantee line"),
+    Mutant("guard20", G, '        keeper.observe(reports)\n        card = keeper.card(group, fallback)',
+           '        card = keeper.card(group, fallback)\n        keeper.observe(reports)', "the card a report carries is the one from before this call's scores"),
+    Mutant("guard20", G, 'if self.action != "block" or not report.review_budget > self.block_above:',
+           'if self.action != "block" or not report.review_budget >= self.block_above:', "an answer whose review budget equals --block-above is withheld"),
+    Mutant("guard20", G, 'f"{report.flagged + report.invalid + report.unverified} of {report.n_citations} "',
+           'f"{report.flagged + report.unverified} of {report.n_citations} "', "the block reason leaves invalid citations out of its count"),
+    Mutant("guard20", G, '        for i, r in zip(ok, done):\n            out[i] = r',
+           '        for i, r in enumerate(done):\n            out[i] = r', "guard_each puts the results in the first slots, over a bad answer's error"),
+    Mutant("guard20", G, 'else (self.base if base is None else base)',
+           'else self.base', "guard_many ignores the base the call gives"),
+    Mutant("guard20", G, 'not 0 <= float(block_above) < 1:',
+           'not 0 <= float(block_above) <= 1:', "block_above 1 (nothing is ever withheld) is accepted"),
+    Mutant("guard20", G, '        self.base, self.remove, self.mark_reattributed = base, self.action == "remove", mark_reattributed',
+           '        self.base, self.remove, self.mark_reattributed = base, remove, mark_reattributed', "action='remove' without remove=True does not remove"),
+    Mutant("guard20", G, 'open_end=not final, block=False)',
+           'open_end=False, block=False)', "a streamed segment is guarded as if it ended the answer"),
+    Mutant("guard20", G, '        if cal is not None and cal["verifier_hash"] == getattr(self.scorer, "hash", None):',
+           '        if cal is not None:', "the shipped calibration applies to a verifier run otherwise than it was calibrated"),
+    Mutant("guard20", G, '    if remove and action != "remove":',
+           '    if False:', "remove=True beside another action is accepted silently"),
+    Mutant("stream20", GST, '        out.uncited_sentences += [[lo + offset, hi + offset] for lo, hi in r.uncited_sentences]',
+           '        out.uncited_sentences += [[lo, hi] for lo, hi in r.uncited_sentences]', "a later segment's uncited sentence spans are not shifted to the whole answer"),
+    Mutant("stream20", GST, '    out.guarantee_card = parts[-1][1].guarantee_card',
+           '    out.guarantee_card = parts[0][1].guarantee_card', "a streamed report carries its first segment's card"),
+    Mutant("stream20", GST, '"removed_sentences", "hidden_regions", "uncited")',
+           '"removed_sentences", "hidden_regions")', "a streamed report's uncited count is the first segment's"),
+    Mutant("stream20", GST, '    out.set_review_budget(fail_open)',
+           '    out.set_review_budget()', "a streamed report's review budget fails closed on verifier failures under --on-error open"),
+    Mutant("stream20", GST, 'view[q] not in "[("',
+           'view[q] not in "["', "a stream cuts before the next sentence's leading (2) marker"),
+    Mutant("stream20", GST, '        total = self.committed + len(self.held)',
+           '        total = len(self.held)', "a stream's length counts only the held text: a long stream passes max_answer_chars"),
+    Mutant("stream20", GST, '        out, self.pending = ("" if removed_any else self.pending), ""',
+           '        out, self.pending = (self.pending if removed_any else ""), ""', "a stream keeps its trailing whitespace only when sentences were removed"),
+    Mutant("stream20", GST, '        went_out = self.sent - self.parts[-1][1].n_sentences',
+           '        went_out = self.sent', "a blocked stream's reason counts the withheld segment as sent"),
+    Mutant("stream20", GST, '        self.offset += len(segment)',
+           '        self.offset += len(guarded)', "segment offsets advance by the guarded (annotated) text's length"),
+    Mutant("stream20", GST, '        return self.joiner.finish(rep.removed_sentences > 0), rep',
+           '        return self.joiner.finish(rep.flagged > 0), rep', "a stream drops its trailing whitespace when a citation was flagged"),
+    Mutant("card20", GCD, '    return float(cal.get("delta") or (cal.get("pac") or {}).get("delta") or 0.1)',
+           '    return float((cal.get("pac") or {}).get("delta") or cal.get("delta") or 0.1)', "the card's delta is the PAC bound's, not the calibration's own"),
+    Mutant("card20", GCD, '''        self.key = f"{self.hash}:{group or (cal or {}).get('group') or 'pooled'}"''',
+           '''        self.key = f"{group or (cal or {}).get('group') or 'pooled'}"''', "monitor state is keyed by group only: a new calibration inherits the old one's state"),
+    Mutant("card20", GCD, '        return self.on_void == "flag-all" and self.state in ("void", "unavailable")',
+           '        return self.on_void == "flag-all" and self.state == "void"', "with flag-all, a store that cannot be read lets citations pass"),
+    Mutant("card20", GCD, '[a.score for r in reports for a in r.audit if a.score is not None]',
+           '[a.score for r in reports for a in r.audit if a.score is not None and a.action == "verified"]', "the monitor sees only the scores of citations that passed"),
+    Mutant("card20", GCD, '                self.unobserved += len(scores)',
+           '                self.unobserved += 1', "unobserved counts calls, not scores"),
+    Mutant("card20", GCD, '            history = m.history + [{"reset_at": at,',
+           '            history = [{"reset_at": at,', "a reset drops the card's earlier history"),
+    Mutant("card20", GCD, '"tau": tau, "conformal_tau": cal["tau"],',
+           '"tau": cal["tau"], "conformal_tau": tau,', "the card shows the conformal tau as the one in force"),
+    Mutant("card20", GCD, 'if cal.get("monitor_scores_unsupported") and cal.get("monitor_scores_supported") else None)',
+           'if False else None)', "the monitor never gets the per-class scores (the label-shift-robust alarm is off)"),
+    Mutant("citations20", C, '            if max_range is not None and hi - lo + 1 > max_range:',
+           '            if max_range is not None and hi - lo > max_range:', "a range one longer than max_range expands"),
+    Mutant("citations20", C, '        if budget is not None and len(ids) + len(new) > budget:',
+           '        if budget is not None and len(ids) + len(new) >= budget:', "a marker making exactly its budget of citations is refused"),
+    Mutant("citations20", C, '            new = range(lo, hi + 1) if hi >= lo else [lo, hi]',
+           '            new = range(lo, hi + 1) if hi > lo else [lo, hi]', "[3-3] names passage 3 twice"),
+    Mutant("citations20", C, '        left = None if max_citations is None else max_citations - len(out)',
+           '        left = max_citations', "the per-sentence citation cap applies per marker"),
+    Mutant("citations20", C, '            out[-1] = Sentence(prev.index, prev.start, lo + len(lead), prev.text + " " + lead)',
+           '            out[-1] = Sentence(prev.index, prev.start, prev.end, prev.text + " " + lead)', "a leading marker joins the sentence before in its text, not its span"),
+    Mutant("citations20", C, '        while end < len(s) and s[end] in " ,;":',
+           '        while end < len(s) and s[end] in " ,":', "leading markers separated by ';' stop after the first"),
+    Mutant("citations20", C, '    return id_table is not None and any(not k.strip("[]").isdigit() for k in id_table)',
+           '    return id_table is not None and all(not k.strip("[]").isdigit() for k in id_table)', "a citation list mixing numbers and author-year ids reads author-year markers as prose"),
+    Mutant("citations20", C, '        if not cites:\n            continue\n        ext.n_cited_sentences += 1',
+           '        ext.n_cited_sentences += 1\n        if not cites:\n            continue', "every sentence is counted as cited"),
+    Mutant("precision20", PRC, '    bad = (1 - pi) * m_up\n    good = pi * (1 - f_up)',
+           '    bad = pi * m_up\n    good = (1 - pi) * (1 - f_up)', "the supported share weighs the unsupported side"),
+    Mutant("precision20", PRC, 'float(level)) if n1 else 1.0 for k in k1])',
+           'float(level)) if n1 else 0.0 for k in k1])', "with no supported calibration citations, the false-flag bound is 0"),
+    Mutant("precision20", PRC, '    ok = bound <= q',
+           '    ok = bound < q', "a tau whose bound equals q is not certified"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1776,6 +1862,15 @@ TESTS = {
     "cli19": ["tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli_inputs.py",
               "tests/guard/test_cli_common.py", "tests/guard/test_cli_score.py"],
     "failopen19": ["tests/guard/test_cross_face.py", "tests/guard/test_cli_guard_edges.py", "tests/guard/test_structured.py"],
+    "guard20": ["tests/guard/test_guarding.py", "tests/guard/test_actions.py", "tests/guard/test_guard_api_edges.py",
+                "tests/guard/test_groups.py", "tests/guard/test_card.py", "citebound/guarding/guard.py"],
+    "stream20": ["tests/guard/test_stream_differential.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_hostile_streams.py",
+                 "tests/guard/test_structured.py", "citebound/guarding/stream.py"],
+    "card20": ["tests/guard/test_card.py", "tests/guard/test_monitor.py", "tests/guard/test_state.py", "tests/guard/test_store_down.py",
+               "tests/guard/test_groups.py", "citebound/guarding/card.py"],
+    "citations20": ["tests/guard/test_citations.py", "tests/guard/test_guarding.py", "tests/guard/test_limits.py",
+                    "citebound/text/citations.py"],
+    "precision20": ["tests/guard/test_precision.py", "citebound/calibration/precision.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
@@ -1866,8 +1961,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=[2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19],
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 19: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 21)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 20: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -1893,13 +1988,15 @@ def main() -> int:
     first17 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a source smaller than the cap loses one pair"))
     first18 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the validation frontier is drawn with its axes"))
     first19 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the agreement sample depends on the order"))
+    first20 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a group's citations are judged at the pooled tau"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
               10: MUTANTS[first10:first11], 11: MUTANTS[first11:first12],
               12: MUTANTS[first12:first13], 13: MUTANTS[first13:first14],
               14: MUTANTS[first14:first15], 15: MUTANTS[first15:first16], 16: MUTANTS[first16:first17],
-              17: MUTANTS[first17:first18], 18: MUTANTS[first18:first19], 19: MUTANTS[first19:]}
+              17: MUTANTS[first17:first18], 18: MUTANTS[first18:first19], 19: MUTANTS[first19:first20],
+              20: MUTANTS[first20:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

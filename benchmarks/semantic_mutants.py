@@ -59,6 +59,7 @@ GP, EM, LX = "citebound/verifiers/graph.py", "citebound/verifiers/embedding.py",
 LJ, CE, IO = "citebound/verifiers/llm_judge.py", "citebound/scoring/chat_endpoint.py", "citebound/scoring/io.py"
 RA, CV = "citebound/study/analysis/reattribution.py", "citebound/study/analysis/conformal_eval.py"
 GST, GCD, PRC = "citebound/guarding/stream.py", "citebound/guarding/card.py", "citebound/calibration/precision.py"
+MON, CAL, INP = "citebound/calibration/monitor.py", "citebound/cli/calibrate.py", "citebound/cli/inputs.py"
 ST, GC, CFI = "citebound/calibration/stats.py", "citebound/calibration/groups.py", "citebound/calibration/files.py"
 LO, SM, CO = "citebound/scoring/loader.py", "citebound/serving/models.py", "citebound/cli/common.py"
 GV, LB, VB = "citebound/guarding/convert.py", "citebound/scoring/llm_backends.py", "citebound/verifiers/base.py"
@@ -1656,6 +1657,45 @@ MUTANTS = [
            'float(level)) if n1 else 0.0 for k in k1])', "with no supported calibration citations, the false-flag bound is 0"),
     Mutant("precision20", PRC, '    ok = bound <= q',
            '    ok = bound < q', "a tau whose bound equals q is not certified"),
+    # round 21 (2026-12-04, eighth session): the drift monitor's mixture martingale and label counts, citebound
+    # calibrate's grid, share check, reused scores and summary lines, and the CLI's input reader: written from the
+    # code before any test of it was read
+    Mutant("monitor21", MON, '            p = conformal_p(self._seen, float(s), theta)\n            bisect.insort(self._seen, float(s))',
+           '            bisect.insort(self._seen, float(s))\n            p = conformal_p(self._seen, float(s), theta)', "each deployed score's p-value counts the score itself among those seen before"),
+    Mutant("monitor21", MON, '"labels": [t.missed, t.n, t.void_after], "history": self.history[-50:]}',
+           '"labels": [t.missed, t.n, t.void_after], "history": self.history}', "the stored state grows with every reset"),
+    Mutant("monitor21", MON, '        self.label_p = miss_rate_p(t.missed, t.n, self.alpha)',
+           '        self.label_p = miss_rate_p(missed, n_unsupported, self.alpha)', "the card's label p-value is the last batch's, not all labels'"),
+    Mutant("monitor21", MON, '    return binom_sf(missed - 1, n_unsupported, alpha)',
+           '    return binom_sf(missed, n_unsupported, alpha)', "the label p-value is P(X > missed), not P(X >= missed)"),
+    Mutant("monitor21", MON, '    return (greater + theta * (equal + 1)) / (len(seen_sorted) + 1)',
+           '    return (greater + theta * equal) / (len(seen_sorted) + 1)', "the smoothed p-value leaves the new score out of its ties"),
+    Mutant("calibrate21", CAL, '    if s.min() < grid[0] or s.max() > grid[-1]:',
+           '    if s.min() < grid[0] or s.max() >= grid[-1]:', "a score equal to the grid's top is refused"),
+    Mutant("calibrate21", CAL, '    if not 2 <= n <= MAX_GRID:',
+           '    if not 2 <= n < MAX_GRID:', "the largest documented grid (N = 10,001) is refused"),
+    Mutant("calibrate21", CAL, '    upper = upper_bound(k, n, args.delta)',
+           '    upper = upper_bound(n - k, n, args.delta)', "the supported share is tested with the unsupported count"),
+    Mutant("calibrate21", CAL, '"not_labelled": int(sizes[0]) - labelled,',
+           '"not_labelled": int(sizes[0]) - len(r.labels),', "can't-tell records are counted as not labelled"),
+    Mutant("calibrate21", CAL, '    flagged = float(np.mean(np.asarray(scores, float) <= tau)) if len(scores) else 0.0',
+           '    flagged = float(np.mean(np.asarray(scores, float) < tau)) if len(scores) else 0.0', "the printed flag rate leaves out scores equal to tau (a pass needs score > tau)"),
+    Mutant("calibrate21", CAL, '        if r.carried and all(h == want and is_score(sc) for sc, h in r.carried):',
+           '        if r.carried and any(h == want and is_score(sc) for sc, h in r.carried):', "--labels reuses carried scores when only some records carry this verifier's"),
+    Mutant("calibrate21", CAL, '    res = calibrate_two_sided(np.asarray(scores, float), labels, args.alpha, args.beta, args.delta, grid,\n                              args.ltt_method)',
+           '    res = calibrate_two_sided(np.asarray(scores, float), labels, args.alpha, args.beta, args.delta, grid)', "--ltt-method is ignored (always Bonferroni)"),
+    Mutant("calibrate21", CAL, '    args.grid = args.grid or "0,1,201"',
+           '    args.grid = args.grid or "0,1,101"', "the default grid has 101 thresholds, not the documented 201"),
+    Mutant("calibrate21", CAL, '        if isinstance(rec, dict) and rec.get("judgement") == "cant_tell" and rec.get("label") is None:',
+           '        if isinstance(rec, dict) and rec.get("judgement") == "cant_tell":', "a can't-tell record that carries a label is dropped"),
+    Mutant("inputs21", INP, '        if len(data) > cap:',
+           '        if len(data) >= cap:', "stdin of exactly max_request_bytes is refused"),
+    Mutant("inputs21", INP, '    if size > cap:',
+           '    if size >= cap:', "a file of exactly max_request_bytes is refused"),
+    Mutant("inputs21", INP, '        line = data[:e.start].count(b"\\n") + 1',
+           '        line = data[:e.start].count(b"\\n")', "a bad byte is reported one line early"),
+    Mutant("inputs21", INP, '    for lineno, line in enumerate(lines, 1):',
+           '    for lineno, line in enumerate(lines):', "JSONL line numbers count from 0"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1862,14 +1902,19 @@ TESTS = {
     "cli19": ["tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli_inputs.py",
               "tests/guard/test_cli_common.py", "tests/guard/test_cli_score.py"],
     "failopen19": ["tests/guard/test_cross_face.py", "tests/guard/test_cli_guard_edges.py", "tests/guard/test_structured.py"],
-    "guard20": ["tests/guard/test_guarding.py", "tests/guard/test_actions.py", "tests/guard/test_guard_api_edges.py",
+    "guard20": ["tests/guard/test_guard_assembly.py", "tests/guard/test_guarding.py", "tests/guard/test_actions.py", "tests/guard/test_guard_api_edges.py",
                 "tests/guard/test_groups.py", "tests/guard/test_card.py", "citebound/guarding/guard.py"],
-    "stream20": ["tests/guard/test_stream_differential.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_hostile_streams.py",
+    "stream20": ["tests/guard/test_guard_assembly.py", "tests/guard/test_stream_differential.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_hostile_streams.py",
                  "tests/guard/test_structured.py", "citebound/guarding/stream.py"],
-    "card20": ["tests/guard/test_card.py", "tests/guard/test_monitor.py", "tests/guard/test_state.py", "tests/guard/test_store_down.py",
+    "card20": ["tests/guard/test_guard_assembly.py", "tests/guard/test_card.py", "tests/guard/test_monitor.py", "tests/guard/test_state.py", "tests/guard/test_store_down.py",
                "tests/guard/test_groups.py", "citebound/guarding/card.py"],
     "citations20": ["tests/guard/test_citations.py", "tests/guard/test_guarding.py", "tests/guard/test_limits.py",
                     "citebound/text/citations.py"],
+    "monitor21": ["tests/guard/test_monitor.py", "tests/guard/test_closed_loop.py", "tests/guard/test_card.py",
+                  "citebound/calibration/monitor.py"],
+    "calibrate21": ["tests/guard/test_cli.py", "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_groups.py",
+                    "tests/guard/test_calibrate_in_force.py", "tests/guard/test_ltt.py", "tests/guard/test_calibration_summary.py"],
+    "inputs21": ["tests/guard/test_cli_inputs.py", "tests/guard/test_cli.py", "tests/guard/test_read_records.py"],
     "precision20": ["tests/guard/test_precision.py", "citebound/calibration/precision.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
@@ -1961,8 +2006,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 21)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 20: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 22)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 21: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -1989,6 +2034,7 @@ def main() -> int:
     first18 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the validation frontier is drawn with its axes"))
     first19 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the agreement sample depends on the order"))
     first20 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a group's citations are judged at the pooled tau"))
+    first21 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("each deployed score's p-value counts"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -1996,7 +2042,7 @@ def main() -> int:
               12: MUTANTS[first12:first13], 13: MUTANTS[first13:first14],
               14: MUTANTS[first14:first15], 15: MUTANTS[first15:first16], 16: MUTANTS[first16:first17],
               17: MUTANTS[first17:first18], 18: MUTANTS[first18:first19], 19: MUTANTS[first19:first20],
-              20: MUTANTS[first20:]}
+              20: MUTANTS[first20:first21], 21: MUTANTS[first21:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -134,3 +134,27 @@ def test_author_year_groups_and_bracket_ids_in_a_table():
 def test_expand_numeric_degenerate_range():
     from citebound.text.citations import expand_numeric
     assert expand_numeric("3-3") == [3] and expand_numeric("2 - 4") == [2, 3, 4] and expand_numeric("5") == [5]
+
+
+def test_the_per_sentence_citation_cap_counts_every_marker_of_the_sentence():
+    """max_citations bounds the sentence, not each marker: [1-2] then [3-4] makes 4 (> 3); [1-2] [3] makes 3."""
+    import pytest
+
+    from citebound.text.citations import sentence_citations, sentences
+    from citebound.text.limits import LimitExceeded
+
+    ok = "X holds [1-2] [3]."
+    assert [c.key for c in sentence_citations(ok, sentences(ok)[0], 5, max_citations=3)] == ["1", "2", "3"]
+    over = "X holds [1-2] [3-4]."
+    with pytest.raises(LimitExceeded, match="sentence 0 makes more than 3 citations"):
+        sentence_citations(over, sentences(over)[0], 5, max_citations=3)
+
+
+def test_leading_markers_joined_by_semicolons_all_belong_to_the_sentence_before():
+    from citebound.text.citations import sentences
+
+    text = "A is B. [1]; [2] C is D."
+    # 'A is B.' is 0-7, '[1]; [2]' 8-16, 'C is D.' 17-24
+    assert [(s.text, s.start, s.end) for s in sentences(text)] == [("A is B. [1]; [2]", 0, 16), ("C is D.", 17, 24)]
+    ex = extract_pairs(text, 2)
+    assert [(p.sentence_index, p.passage_index) for p in ex.pairs] == [(0, 0), (0, 1)]

@@ -95,3 +95,21 @@ def test_the_deployed_tau_is_the_smallest_certified_one_and_its_bound_is_reporte
             continue
         assert r["tau"] == pytest.approx(min(certified)), draw
         assert r["fdr_bound_at_tau"] == pytest.approx(bounds[list(grid).index(min(certified))], rel=1e-6), draw
+
+
+def test_a_tau_whose_bound_equals_q_is_certified_and_no_supported_labels_certify_nothing():
+    """'bound <= q' certifies: at q equal to the bound (checked against scipy), the tau is deployed. With no
+    supported calibration citation the false-flag rate is unbounded (f_up = 1), so FDR's bound is 1 at every tau."""
+    s = np.r_[[0.9] * 2, [0.1] * 28, [0.8] * 30]
+    y = np.r_[np.zeros(30, int), np.ones(30, int)]
+    level = 0.1 / 2
+    m_up, f_up = stats.beta.ppf(1 - level, 2 + 1, 30 - 2), stats.beta.ppf(1 - level, 0 + 1, 30)
+    want = 0.5 * m_up / (0.5 * m_up + 0.5 * (1 - f_up))
+    bound = float(fdr_bounds(s, y, [0.5], 0.1, 0.5)[0])
+    assert bound == pytest.approx(want, rel=1e-9)
+    r = calibrate_precision(s, y, q=bound, delta=0.1, supported_share_min=0.5, grid=[0.5])
+    assert (r["tau"], r["certified"], r["fdr_bound_at_tau"]) == (0.5, 1, bound)
+    only_unsupported = calibrate_precision([0.1] * 40, [0] * 40, q=0.5, delta=0.1, supported_share_min=0.9,
+                                           grid=[0.2, 0.5])
+    assert (only_unsupported["tau"], only_unsupported["certified"]) == (None, 0)
+    assert fdr_bounds([0.1] * 40, [0] * 40, [0.2, 0.5], 0.1, 0.9).tolist() == [1.0, 1.0]

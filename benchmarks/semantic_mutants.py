@@ -60,6 +60,7 @@ LJ, CE, IO = "citebound/verifiers/llm_judge.py", "citebound/scoring/chat_endpoin
 RA, CV = "citebound/study/analysis/reattribution.py", "citebound/study/analysis/conformal_eval.py"
 GST, GCD, PRC = "citebound/guarding/stream.py", "citebound/guarding/card.py", "citebound/calibration/precision.py"
 MON, CAL, INP = "citebound/calibration/monitor.py", "citebound/cli/calibrate.py", "citebound/cli/inputs.py"
+CGU22, CMO22, CSV22 = "citebound/cli/guard.py", "citebound/cli/monitor.py", "citebound/cli/serve.py"
 ST, GC, CFI = "citebound/calibration/stats.py", "citebound/calibration/groups.py", "citebound/calibration/files.py"
 LO, SM, CO = "citebound/scoring/loader.py", "citebound/serving/models.py", "citebound/cli/common.py"
 GV, LB, VB = "citebound/guarding/convert.py", "citebound/scoring/llm_backends.py", "citebound/verifiers/base.py"
@@ -1696,6 +1697,45 @@ MUTANTS = [
            '        line = data[:e.start].count(b"\\n")', "a bad byte is reported one line early"),
     Mutant("inputs21", INP, '    for lineno, line in enumerate(lines, 1):',
            '    for lineno, line in enumerate(lines):', "JSONL line numbers count from 0"),
+    # round 22 (2026-12-04, eighth session): citebound guard's batches, groups, echo and exit status, citebound
+    # monitor's label counts and group, citebound serve's token, port and upstream credentials: written from the
+    # code before any test of it was read
+    Mutant("guardcli22", CGU22, '            for i, r in zip(idx, done):\n                out[i] = r',
+           '            for i, r in enumerate(done):\n                out[i] = r', "a chunk of two groups' answers gets each result in the wrong record"),
+    Mutant("guardcli22", CGU22, '            by.setdefault(g if g is not None else self.args.group, []).append(i)',
+           '            by.setdefault(g, []).append(i)', "--group is not the default for records without one"),
+    Mutant("guardcli22", CGU22, '"guarded_answer": None if report.blocked else text,',
+           '"guarded_answer": text,', "a blocked answer's guarded_answer is an empty string, not null"),
+    Mutant("guardcli22", CGU22, '                              citation_base=self.args.base if base is None else base)',
+           '                              citation_base=self.args.base)', "--echo-input writes --base, not the record's own citation_base"),
+    Mutant("guardcli22", CGU22, '                    self.fail(f"{self.args.input}:{item[0]}: {e1}", item[1], item[0])',
+           '                    self.fail(f"{self.args.input}:{chunk[0][0]}: {e1}", item[1], item[0])', "an answer past a limit in a batch is named by the batch's first line"),
+    Mutant("guardcli22", CGU22, '        chunk = valid[start:start + args.batch_answers]',
+           '        chunk = valid[start:start + args.batch_answers - 1]', "the last answer of every batch is dropped"),
+    Mutant("guardcli22", CGU22, '    return 2 if state.totals["failed_answers"] or state.verifier_errors else 0',
+           '    return 2 if state.totals["failed_answers"] else 0', "a run whose verifier failed exits 0"),
+    Mutant("guardcli22", CGU22, '    if args.proposals < 1:',
+           '    if args.proposals < 0:', "--proposals 0 (re-attribution that tries nothing) is accepted"),
+    Mutant("monitorcli22", CMO22, '            passed = float(rec["score"]) > tau',
+           '            passed = float(rec["score"]) >= tau', "a labelled score equal to tau counts as passed"),
+    Mutant("monitorcli22", CMO22, '            passed = rec["guard_action"] == "verified"',
+           '            passed = rec["guard_action"] in ("verified", "reattributed")', "a re-attributed citation (its own passage failed) counts as passed"),
+    Mutant("monitorcli22", CMO22, '        if rec["label"] == 0:\n            unsupported += 1\n            missed += passed',
+           '        missed += passed\n        if rec["label"] == 0:\n            unsupported += 1', "supported citations that passed count as missed"),
+    Mutant("monitorcli22", CMO22, '    keeper = pooled if args.group is None or fallback else GuaranteeKeeper(cal["groups"][args.group], seed=args.seed)',
+           '    keeper = pooled', "--group reads the pooled calibration's monitor"),
+    Mutant("monitorcli22", CMO22, '        if rec.get("verifier_hash") is not None and rec["verifier_hash"] != vhash:',
+           '        if rec.get("verifier_hash") != vhash:', "labels without a verifier_hash are skipped as another verifier's"),
+    Mutant("servecli22", CSV22, '    if len(token) < MIN_TOKEN_CHARS:',
+           '    if len(token) <= MIN_TOKEN_CHARS:', "an admin token of exactly the documented minimum is refused"),
+    Mutant("servecli22", CSV22, 'if not "\\x21" <= ch <= "\\x7e"), None)',
+           'if not "\\x20" <= ch <= "\\x7e"), None)', "an admin token with a space is accepted"),
+    Mutant("servecli22", CSV22, '    if mode & 0o077:',
+           '    if mode & 0o007:', "a secret file its group can read raises no warning"),
+    Mutant("servecli22", CSV22, '    if not 0 < args.port < 65536:',
+           '    if not 0 <= args.port < 65536:', "--port 0 is accepted"),
+    Mutant("servecli22", CSV22, '    auth = args.upstream_auth or ("own" if key else "client")',
+           '    auth = args.upstream_auth or "client"', "--upstream-key-file alone is refused instead of meaning --upstream-auth own"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1915,6 +1955,12 @@ TESTS = {
     "calibrate21": ["tests/guard/test_cli.py", "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_groups.py",
                     "tests/guard/test_calibrate_in_force.py", "tests/guard/test_ltt.py", "tests/guard/test_calibration_summary.py"],
     "inputs21": ["tests/guard/test_cli_inputs.py", "tests/guard/test_cli.py", "tests/guard/test_read_records.py"],
+    "guardcli22": ["tests/guard/test_cli.py", "tests/guard/test_cli_guard_edges.py", "tests/guard/test_groups.py",
+                   "tests/guard/test_cli_options.py", "tests/guard/test_actions.py"],
+    "monitorcli22": ["tests/guard/test_card.py", "tests/guard/test_groups.py", "tests/guard/test_closed_loop.py",
+                     "tests/guard/test_monitor.py", "tests/guard/test_cli_options.py"],
+    "servecli22": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py",
+                   "tests/guard/test_config_file.py", "tests/guard/test_security.py", "tests/guard/test_admin_strict.py"],
     "precision20": ["tests/guard/test_precision.py", "citebound/calibration/precision.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
@@ -2006,8 +2052,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 22)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 21: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 23)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 22: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2035,6 +2081,7 @@ def main() -> int:
     first19 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the agreement sample depends on the order"))
     first20 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a group's citations are judged at the pooled tau"))
     first21 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("each deployed score's p-value counts"))
+    first22 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk of two groups' answers"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2042,7 +2089,8 @@ def main() -> int:
               12: MUTANTS[first12:first13], 13: MUTANTS[first13:first14],
               14: MUTANTS[first14:first15], 15: MUTANTS[first15:first16], 16: MUTANTS[first16:first17],
               17: MUTANTS[first17:first18], 18: MUTANTS[first18:first19], 19: MUTANTS[first19:first20],
-              20: MUTANTS[first20:first21], 21: MUTANTS[first21:]}
+              20: MUTANTS[first20:first21], 21: MUTANTS[first21:first22],
+              22: MUTANTS[first22:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -71,3 +71,67 @@ def test_labels_from_two_samples_are_refused(tmp_path, capsys):
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["calibrate", "--labels", str(f), "--verifier", "lexical"]) == 2
     assert "labels from more than one sample (seeds [1, 2], sizes [4])" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("n,ok", [(10_001, True), (10_002, False), (2, True), (1, False)])
+def test_the_grid_takes_two_to_10001_thresholds(tmp_path, capsys, n, ok):
+    f = scores_file(tmp_path)
+    rc = main(["calibrate", "--scores", str(f), "--verifier", "lexical", "--beta", "0.6", "--grid", f"0,1,{n}",
+               "--out", str(tmp_path / "c.json")])
+    err = capsys.readouterr().err
+    assert rc == (0 if ok else 2), err
+    assert (f"--grid 0,1,{n}: N must be 2..10001 thresholds" in err) is not ok
+    assert (tmp_path / "c.json").exists() is ok
+
+
+def test_a_label_samples_cant_tell_and_unlabelled_citations_are_counted_apart(tmp_path, capsys):
+    """Sample of 10: 6 labelled 0/1, 2 can't-tell (no label), 1 can't-tell that still carries a label (it counts
+    as labelled), 1 never labelled (absent): labelled = 7 + 2 = 9, not_labelled = 10 - 9 = 1."""
+    meta = {"sample_seed": 7, "sample_size": 10, "verifier": "lexical", "labeller": "ann"}
+    rows = [{"claim": "statins lower ldl", "passage": "statins lower ldl in adults", "label": 1, **meta}] * 3
+    rows += [{"claim": "statins cure colds", "passage": "aspirin thins blood", "label": 0, **meta}] * 3
+    rows += [{"claim": "x y", "passage": "x y", "label": None, "judgement": "cant_tell", **meta}] * 2
+    rows += [{"claim": "aspirin thins blood", "passage": "aspirin thins blood", "label": 1, "judgement": "cant_tell",
+              **meta}]
+    f = tmp_path / "l.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["calibrate", "--labels", str(f), "--verifier", "lexical", "--out", str(tmp_path / "c.json")]) == 0
+    cal = json.loads((tmp_path / "c.json").read_text())
+    assert (cal["n_unsupported"], cal["n_supported"]) == (3, 4)
+    assert cal["sample"] == {"seed": 7, "size": 10, "labelled": 9, "cant_tell": 2, "not_labelled": 1,
+                             "labellers": ["ann"]}
+    assert "2 can't-tell and 1 unlabelled citations of the 10 sampled are left out" in capsys.readouterr().err
+
+
+def test_labels_reuse_carried_scores_only_when_every_record_carries_this_verifiers(tmp_path, capsys):
+    """Two of three records carry a score under the shipped lexical verifier's hash, one carries none: all three are
+    scored again (lexical: the share of the claim's terms in the passage), never a carried score used."""
+    from citebound.calibrations import shipped
+
+    want = shipped("lexical")["verifier_hash"]
+    rows = [{"claim": "statins lower ldl", "passage": "statins lower ldl", "label": 1, "score": 0.123,
+             "verifier_hash": want},
+            {"claim": "statins cure colds", "passage": "aspirin thins blood", "label": 0, "score": 0.456,
+             "verifier_hash": want},
+            {"claim": "statins cure colds", "passage": "statins thin blood", "label": 0}]
+    f = tmp_path / "l.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["calibrate", "--labels", str(f), "--verifier", "lexical", "--out", str(tmp_path / "c.json")]) == 0
+    assert "scoring 3 labelled citations with lexical" in capsys.readouterr().err
+    scores = json.loads((tmp_path / "c.json").read_text())["monitor_scores"]
+    assert 0.123 not in scores and 0.456 not in scores and len(scores) == 3
+    rows[2].update(score=0.789, verifier_hash=want)
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["calibrate", "--labels", str(f), "--verifier", "lexical", "--out", str(tmp_path / "c.json")]) == 0
+    assert "reusing the scores the 3 labels carry" in capsys.readouterr().err
+    assert sorted(json.loads((tmp_path / "c.json").read_text())["monitor_scores"]) == [0.123, 0.456, 0.789]
+
+
+def test_the_deployed_line_counts_a_score_equal_to_tau_as_flagged():
+    """Pass iff score > tau: of 0.1, 0.5, 0.5, 0.9 at tau 0.5, three are flagged (75.0%)."""
+    from citebound.cli.calibrate import deployed_line
+
+    summary = {"alpha": 0.1, "tau": 0.4, "pac": {"tau": 0.5, "delta": 0.1, "guarantee": "g"}}
+    assert deployed_line(summary, [0.1, 0.5, 0.5, 0.9]) == (
+        "tau in force (pac) = 0.5, flagging 75.0% of the labelled citations; conformal tau 0.4 (not deployed)\n"
+        "  guarantee: g")

@@ -80,3 +80,26 @@ def test_labelled_pairs_read_whole_and_an_empty_file_is_refused(tmp_path):
     e.write_text("\n")
     with pytest.raises(CLIError, match="no labelled pairs"):
         labelled_pairs(str(e), with_source=False)
+
+
+@pytest.mark.parametrize("size,cap,ok", [(10, 10, True), (11, 10, False), (0, 10, True), (9, 10, True)])
+def test_stdin_of_the_cap_is_read_and_one_byte_more_is_not(monkeypatch, size, cap, ok):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a" * size)))
+    if ok:
+        assert open_in("-", max_bytes=cap).read() == "a" * size
+    else:
+        with pytest.raises(CLIError) as e:
+            open_in("-", max_bytes=cap)
+        assert str(e.value) == f"stdin has more than {cap} bytes; the limit is {cap} (max_request_bytes)"
+
+
+@pytest.mark.parametrize("data,line,byte", [(b"\xff{}", 1, 0), (b'{"a": 1}\n{"b": "\xe9"}\n', 2, 16),
+                                           (b"\n\n\n\xc3", 4, 3)])
+def test_a_byte_that_is_not_utf8_is_named_by_its_line_and_offset(tmp_path, data, line, byte):
+    f = tmp_path / "in.jsonl"
+    f.write_bytes(data)
+    with pytest.raises(CLIError, match=rf"^{f}:{line}: not UTF-8 text \(byte {byte}: "):
+        open_in(str(f))

@@ -84,3 +84,21 @@ def test_the_label_test_against_scipy_and_void():
         m.labels(3, 2)
     with pytest.raises(ValueError, match="finite"):
         DriftMonitor([float("nan")])
+
+
+def test_the_stored_state_keeps_the_last_50_resets_and_the_card_the_last_10():
+    """The state is of fixed size whatever the history: 60 resets are stored as the last 50 (10..59)."""
+    from citebound.calibration.state import MemoryStore
+    from citebound.guarding.card import GuaranteeKeeper
+
+    m = DriftMonitor([0.1, 0.2, 0.3])
+    m.history = [{"i": i} for i in range(60)]
+    assert [h["i"] for h in m.dump()["history"]] == list(range(10, 60))
+    assert [h["i"] for h in m.card()["history"]] == list(range(50, 60))
+    cal = {"alpha": 0.1, "tau": 0.2, "monitor_scores": [0.1, 0.2, 0.3], "pac": {"tau": None, "delta": 0.1}}
+    store = MemoryStore()
+    keeper = GuaranteeKeeper(cal, store=store)
+    for i in range(55):
+        keeper.reset(f"r{i}")
+    stored = store.get(keeper.key)["history"]
+    assert len(stored) == 50 and (stored[0]["by"], stored[-1]["by"]) == ("r5", "r54")

@@ -1722,8 +1722,10 @@ MUTANTS = [
            '            passed = rec["guard_action"] in ("verified", "reattributed")', "a re-attributed citation (its own passage failed) counts as passed"),
     Mutant("monitorcli22", CMO22, '        if rec["label"] == 0:\n            unsupported += 1\n            missed += passed',
            '        missed += passed\n        if rec["label"] == 0:\n            unsupported += 1', "supported citations that passed count as missed"),
-    Mutant("monitorcli22", CMO22, '    keeper = pooled if args.group is None or fallback else GuaranteeKeeper(cal["groups"][args.group], seed=args.seed)',
-           '    keeper = pooled', "--group reads the pooled calibration's monitor"),
+    # (first written against a redundant branch that rebuilt the group's keeper, where it was equivalent: the branch
+    # is gone, and the mutant follows the line that resolves the group)
+    Mutant("monitorcli22", CMO22, '        keeper, fallback = Calibrations(cal, seed=args.seed).resolve(args.group)',
+           '        keeper, fallback = Calibrations(cal, seed=args.seed).resolve(None)', "--group reads the pooled calibration's monitor"),
     Mutant("monitorcli22", CMO22, '        if rec.get("verifier_hash") is not None and rec["verifier_hash"] != vhash:',
            '        if rec.get("verifier_hash") != vhash:', "labels without a verifier_hash are skipped as another verifier's"),
     Mutant("servecli22", CSV22, '    if len(token) < MIN_TOKEN_CHARS:',

@@ -134,14 +134,13 @@ def label_counts(path: str, keeper: Any) -> tuple[int, int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from citebound.guarding.card import Calibrations, GuaranteeKeeper
+    from citebound.guarding.card import Calibrations
 
     cal = _calibration(args)
     try:
-        pooled, fallback = Calibrations(cal, seed=args.seed).resolve(args.group)
+        keeper, fallback = Calibrations(cal, seed=args.seed).resolve(args.group)  # a group's own, or the pooled one
     except ValueError as e:
         raise CLIError(str(e)) from None
-    keeper = pooled if args.group is None or fallback else GuaranteeKeeper(cal["groups"][args.group], seed=args.seed)
     if keeper.monitor is None:
         raise CLIError(f"group {args.group!r}'s calibration carries no monitor_scores: recalibrate")
     mon, target = keeper.monitor, keeper.cal.get("group") or "pooled"

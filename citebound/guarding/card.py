@@ -31,7 +31,8 @@ def calibration_hash(cal: Mapping[str, Any]) -> str:
 
 
 def calibration_delta(cal: Mapping[str, Any]) -> float:
-    """The calibration's delta: its own (two-sided), else its PAC bound's, else 0.1."""
+    """The calibration's delta: a top-level one (a file written by hand), else its PAC bound's (citebound calibrate
+    writes it there; its two-sided and precision rules use the same --delta), else 0.1."""
     return float(cal.get("delta") or (cal.get("pac") or {}).get("delta") or 0.1)
 
 

@@ -85,3 +85,14 @@ def test_a_lone_surrogate_in_a_scored_pair_is_a_422_naming_it(url):
     r = httpx.post(f"{url}/v1/score", content=body, headers={"content-type": "application/json"})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "pairs", 1, "claim"]
     assert "surrogate" in r.json()["detail"][0]["msg"]
+
+
+@pytest.mark.parametrize("token,bad", [(b"abcdefgh ijklmnopq", 9), (b"abcdefgh\tijklmnopq", 9),
+                                       (b"abcdefghijklmnop\x7f", 17), (b"!bcdefghijklmno~", None)])
+def test_a_token_character_outside_printable_ascii_is_named(tmp_path, token, bad):
+    """0x21 '!' to 0x7e '~' travel in a header as they are; a space (0x20), a tab or DEL (0x7f) does not."""
+    if bad is None:
+        assert admin_token(_token_file(tmp_path, token)) == token.decode()
+        return
+    with pytest.raises(CLIError, match=f"character {bad} of the token"):
+        admin_token(_token_file(tmp_path, token))

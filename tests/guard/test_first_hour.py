@@ -42,6 +42,21 @@ def test_echo_input_keeps_each_answers_own_passages_across_a_batch_boundary(tmp_
         assert g["report"]["n_citations"] == len(rec["passages"])
 
 
+def test_echo_input_writes_each_answers_own_citation_base(tmp_path, capsys):
+    """--base 1; the second record says citation_base 0: its echo says 0 (what citebound label reads its markers by),
+    the others 1, and its [0] was checked against its first passage."""
+    recs = [{"id": "a", "answer": "Statins lower LDL [1].", "passages": ["Statins lower LDL."]},
+            {"id": "b", "answer": "Statins lower LDL [0].", "passages": ["Statins lower LDL."], "citation_base": 0},
+            {"id": "c", "answer": "Statins lower LDL [1].", "passages": ["Statins lower LDL."], "citation_base": 1}]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rc, out, _ = run(["guard", "--input", str(src), "--verifier", "lexical", "--echo-input", "--base", "1",
+                      "--batch-answers", "3", "--quiet"], capsys)
+    got = [json.loads(x) for x in out.splitlines()]
+    assert rc == 0 and [g["citation_base"] for g in got] == [1, 0, 1]
+    assert [g["report"]["verified"] for g in got] == [1, 1, 1]
+
+
 def test_every_sampled_citation_of_id_less_answers_can_be_labelled(tmp_path, capsys):
     from citebound.cli.label import make_label_session
     from citebound.cli.main import build_parser

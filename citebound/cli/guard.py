@@ -116,7 +116,7 @@ class _Run:
     def _guard_groups(self, chunk: list[tuple[int, Any, str, list[str], int | None]]) -> list[Any]:
         """Each answer guarded under its group's calibration (its record's 'group', else --group), in order."""
         from citebound.calibration.groups import check_group_name
-        from citebound.text.limits import GuardInputError, LimitExceeded
+        from citebound.text.limits import GuardInputError
 
         by: dict[str | None, list[int]] = {}
         for i, (lineno, rec, *_) in enumerate(chunk):  # each record's group was checked as it was read
@@ -126,29 +126,11 @@ class _Run:
         for g, idx in by.items():
             try:
                 done = self.guard.guard_many([chunk[i][2:5] for i in idx], group=g)
-            except LimitExceeded:
-                raise
             except GuardInputError as e:  # an unknown group names the answers' file and line
                 raise CLIError(f"{self.args.input}:{chunk[idx[0]][0]}: {e}") from None
             for i, r in zip(idx, done):
                 out[i] = r
         return out
-
-    def flush_checked(self, chunk: list[tuple[int, Any, str, list[str], int | None]]) -> None:
-        """flush, and where one answer is past a limit, guard the others alone and report that one."""
-        from citebound.text.limits import LimitExceeded
-
-        try:
-            self.flush(chunk)
-        except LimitExceeded as e:
-            if not self.batch:
-                raise CLIError(f"{self.args.input}: {e}") from None
-            for item in chunk:
-                try:
-                    self.flush([item])
-                except LimitExceeded as e1:
-                    self.fail(f"{self.args.input}:{item[0]}: {e1}", item[1], item[0])
-        chunk.clear()
 
     def fail(self, message: str, rec: Any = None, lineno: int | None = None, printed: bool = False) -> None:
         if not printed:
@@ -232,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
     bar = tqdm(total=len(valid), desc="guard", unit="answer", disable=not batch or args.quiet, file=sys.stderr)
     for start in range(0, len(valid), args.batch_answers):  # one verifier call spans these answers
         chunk = valid[start:start + args.batch_answers]
-        state.flush_checked(list(chunk))
+        state.flush(chunk)  # every answer was checked against the limits as it was read: none is past one here
         bar.update(len(chunk))
     bar.close()
     state.close()

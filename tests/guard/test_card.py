@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 pytest.importorskip("fastapi")
+from calibration_helpers import calibrate  # noqa: E402
 from service_helpers import running  # noqa: E402
 
 from citebound import Guard, examples  # noqa: E402
@@ -49,16 +50,11 @@ def test_a_void_guarantee_flags_everything_when_asked():
 
 def test_flag_all_acts_on_void_only_not_on_suspect(tmp_path):
     """A suspect monitor (scores drifted, no labels) asks for labels; it does not stop the guard passing."""
-    from citebound.cli.main import main
-
     # a calibration whose unsupported citations score 0.001..0.3 and supported 0.301..0.4: a deployed score of
     # 1.0 is far above what any mix of the two gives, so a run of them turns the monitor suspect
     recs = [{"score": round(0.001 * i, 4), "label": 0} for i in range(1, 301)]
     recs += [{"score": round(0.3 + 0.001 * i, 4), "label": 1} for i in range(1, 101)]
-    (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-    assert main(["calibrate", "--scores", str(tmp_path / "s.jsonl"), "--verifier", "lexical", "--out",
-                 str(tmp_path / "c.json")]) == 0
-    g = Guard("lexical", calibration=str(tmp_path / "c.json"), on_void="flag-all")
+    g = Guard("lexical", calibration=str(calibrate(tmp_path, recs)), on_void="flag-all")
     for _ in range(40):
         _, rep = g.guard("Statins lower LDL cholesterol [1].", ["Statins lower LDL cholesterol in adults."])
     assert rep.guarantee_card["monitor"]["state"] == "suspect" and not g.keeper.flag_all

@@ -2,14 +2,12 @@
 reason, the base a call gives, streaming under remove, the shipped calibration's verifier check, and the card's
 monitor (its store key, unobserved scores, reset history, which alarm). Expected values are worked by hand from a
 fixed scorer: a claim scores 0.9 when the cited passage holds its first word, else 0.1."""
-import json
-
 import numpy as np
 import pytest
+from calibration_helpers import calibrate
 
 from citebound import Guard
 from citebound.calibrations import shipped
-from citebound.cli.main import main
 from citebound.guarding.guard import GuardInputError
 
 P = ["Statins lower LDL cholesterol.", "Mitochondria make ATP.", "Aspirin thins blood."]
@@ -34,11 +32,9 @@ def grouped(tmp_path, capsys):
     recs = [{"score": round(0.01 * i, 2), "label": 0, "group": "big"} for i in range(1, 23)]
     recs += [{"score": round(0.30 + 0.01 * i, 2), "label": 0, "group": "small"} for i in range(1, 22)]
     recs += [{"score": 0.95, "label": 1, "group": g} for g in ("big", "small", "big")]
-    (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-    assert main(["calibrate", "--scores", str(tmp_path / "s.jsonl"), "--verifier-id", "fixed", "--out",
-                 str(tmp_path / "c.json")]) == 0
+    out = calibrate(tmp_path, recs, "--verifier-id", "fixed")
     capsys.readouterr()
-    return tmp_path / "c.json"
+    return out
 
 
 def test_a_groups_report_carries_its_own_guarantee_line(grouped):
@@ -134,10 +130,7 @@ def own_calibration(tmp_path):
     """A lexical calibration other than the shipped one (another hash)."""
     recs = [{"score": round(0.002 * i, 3), "label": 0} for i in range(1, 201)]
     recs += [{"score": round(0.5 + 0.002 * i, 3), "label": 1} for i in range(1, 101)]
-    (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-    assert main(["calibrate", "--scores", str(tmp_path / "s.jsonl"), "--verifier", "lexical", "--out",
-                 str(tmp_path / "c.json")]) == 0
-    return tmp_path / "c.json"
+    return calibrate(tmp_path, recs)
 
 
 def test_two_calibrations_sharing_a_store_keep_their_own_monitors(tmp_path, own_calibration):

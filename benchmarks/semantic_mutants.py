@@ -1779,6 +1779,21 @@ MOVED = {
         "citebound/serving/monitor_routes.py",
         "        req = await admin_request(request, ResetIn)\n        if isinstance(req, JSONResponse):\n            return req\n        who =",
         "        req = ResetIn.model_validate(await request.json())\n        who ="),
+    # the seventh session's failing-open fix moved 'stands' and the fail rule onto report.failed, and the CLI's count
+    # onto the unreadable flag; the visibility scanner's tags carry their attribute spans; an image's src may be drawn
+    "--action remove drops a sentence whose only surviving citation": (
+        CORE, "stands = {a.sentence_index for a in audits if not failed(a, fail_open)}",
+        'stands = {a.sentence_index for a in audits if not failed(a, fail_open) and a.action != "reattributed"}'),
+    "--on-error open passes a citation with nothing to check": ("citebound/guarding/report.py", None, None),
+    "a tag longer than MAX_TAG is still read": (
+        "citebound/text/visible.py", "            return (attrs, end.end(), where) if end.end() - lt <= MAX_TAG else None",
+        "            return attrs, end.end(), where"),
+    "a served verifier's failures leave the command's status 0": (
+        "citebound/cli/guard.py", '                if a.action == "unverified" and not a.unreadable:',
+        '                if a.action == "unverified" and not a.unreadable and a.reason.startswith("the verifier failed"):'),
+    "an image's alt is not checked": (
+        CSS9, '    if tag in ("img", "image"):  # <image> is an <img> in HTML\n        return ["alt"] + svg',
+        '    if tag in ("img", "image"):  # <image> is an <img> in HTML\n        return svg'),
 }
 for _k, _m in enumerate(MUTANTS):
     for _start, (_path, _old, _new) in MOVED.items():

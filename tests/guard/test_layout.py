@@ -76,3 +76,20 @@ def test_core_modules_and_functions_stay_small(path):
 
 # functions over 80 lines kept whole on purpose (the reason is in their docstrings)
 LONG_BY_DESIGN: set[str] = set()
+
+
+def test_every_semantic_mutant_still_applies_to_the_code_once():
+    """benchmarks/semantic_mutants.py plants each bug by replacing one exact text: a change that rewrites a mutated
+    line must move its mutant (MOVED) with it, or the bug it stands for is no longer tried."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("semantic_mutants", ROOT / "benchmarks" / "semantic_mutants.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["semantic_mutants"] = mod  # dataclasses look their module up
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        del sys.modules["semantic_mutants"]
+    stale = [(m.path, m.why) for m in mod.MUTANTS if (ROOT / m.path).read_text().count(m.old) != 1]
+    assert not stale, f"{len(stale)} of {len(mod.MUTANTS)} mutants no longer match their code once: {stale[:5]}"
+    assert all((ROOT / t).exists() for files in mod.TESTS.values() for t in files)

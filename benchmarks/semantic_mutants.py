@@ -61,6 +61,7 @@ RA, CV = "citebound/study/analysis/reattribution.py", "citebound/study/analysis/
 GST, GCD, PRC = "citebound/guarding/stream.py", "citebound/guarding/card.py", "citebound/calibration/precision.py"
 MON, CAL, INP = "citebound/calibration/monitor.py", "citebound/cli/calibrate.py", "citebound/cli/inputs.py"
 CGU22, CMO22, CSV22 = "citebound/cli/guard.py", "citebound/cli/monitor.py", "citebound/cli/serve.py"
+LBC23, LAP23, SMD23 = "citebound/cli/label.py", "citebound/labelling/app.py", "citebound/serving/models.py"
 ST, GC, CFI = "citebound/calibration/stats.py", "citebound/calibration/groups.py", "citebound/calibration/files.py"
 LO, SM, CO = "citebound/scoring/loader.py", "citebound/serving/models.py", "citebound/cli/common.py"
 GV, LB, VB = "citebound/guarding/convert.py", "citebound/scoring/llm_backends.py", "citebound/verifiers/base.py"
@@ -1738,6 +1739,24 @@ MUTANTS = [
            '    if not 0 <= args.port < 65536:', "--port 0 is accepted"),
     Mutant("servecli22", CSV22, '    auth = args.upstream_auth or ("own" if key else "client")',
            '    auth = args.upstream_auth or "client"', "--upstream-key-file alone is refused instead of meaning --upstream-auth own"),
+    # round 23 (2026-12-04, eighth session): citebound label's input lines, sample size and next commands, the
+    # labelling page's body bound, the service's request models: written from the code before any test of it was read
+    Mutant("labelcli23", LBC23, '        lines.append(int(rec.get("line") or lineno) if "report" in rec else lineno)',
+           '        lines.append(lineno)', "a label of a guarded record points at the guarded file's line, not its input's"),
+    Mutant("labelcli23", LBC23, '    if args.sample is not None and args.sample < 1:',
+           '    if args.sample is not None and args.sample < 0:', "--sample 0 is accepted"),
+    Mutant("labelcli23", LBC23, '''    verifier = f"--verifier {q(args.verifier)}" + "".join(f" --override {q(o)}" for o in args.override or []) + (''',
+           '''    verifier = f"--verifier {q(args.verifier)}" + (''', "the printed recalibration command drops the verifier's overrides"),
+    Mutant("labelcli23", LBC23, '    out = [f"citebound calibrate --labels {q(args.out)} {verifier} --alpha {args.alpha:g} --out cal.json"]',
+           '    out = [f"citebound calibrate --labels {q(args.out)} {verifier} --out cal.json"]', "the printed recalibration command drops the panel's alpha"),
+    Mutant("labelapp23", LAP23, 'not size.isdigit() or int(size) > MAX_BODY_BYTES:',
+           'not size.isdigit() or int(size) >= MAX_BODY_BYTES:', "a label body of exactly the bound is refused"),
+    Mutant("models23", SMD23, '    if m.ctxs is not None:\n        m.passages, m.ctxs = m.ctxs, None',
+           '    if False:\n        m.passages, m.ctxs = m.ctxs, None', "'ctxs' is not read as the passages"),
+    Mutant("models23", SMD23, '    return_original: bool = Field(False,',
+           '    return_original: bool = Field(True,', "the upstream's unguarded text is returned unless a client asks not to"),
+    Mutant("models23", SMD23, '    model_config = ConfigDict(extra="forbid")',
+           '    model_config = ConfigDict(extra="ignore")', "a misspelt field of /v1/guard is ignored, not refused"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -1978,6 +1997,10 @@ TESTS = {
                      "tests/guard/test_monitor.py", "tests/guard/test_cli_options.py"],
     "servecli22": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py",
                    "tests/guard/test_config_file.py", "tests/guard/test_security.py", "tests/guard/test_admin_strict.py"],
+    "labelcli23": ["tests/guard/test_labelling.py", "tests/guard/test_label_cli_refusals.py", "tests/guard/test_first_hour.py"],
+    "labelapp23": ["tests/guard/test_labelling.py", "tests/guard/test_security.py", "tests/guard/test_hostile.py"],
+    "models23": ["tests/guard/test_request_models.py", "tests/guard/test_service.py", "tests/guard/test_body_errors.py",
+                 "tests/guard/test_proxy_routes.py", "tests/guard/test_chat_effects.py", "tests/guard/test_api_effects.py"],
     "precision20": ["tests/guard/test_precision.py", "citebound/calibration/precision.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
@@ -2069,8 +2092,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 23)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 22: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 24)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2099,6 +2122,7 @@ def main() -> int:
     first20 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a group's citations are judged at the pooled tau"))
     first21 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("each deployed score's p-value counts"))
     first22 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk of two groups' answers"))
+    first23 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a label of a guarded record points"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2107,7 +2131,7 @@ def main() -> int:
               14: MUTANTS[first14:first15], 15: MUTANTS[first15:first16], 16: MUTANTS[first16:first17],
               17: MUTANTS[first17:first18], 18: MUTANTS[first18:first19], 19: MUTANTS[first19:first20],
               20: MUTANTS[first20:first21], 21: MUTANTS[first21:first22],
-              22: MUTANTS[first22:]}
+              22: MUTANTS[first22:first23], 23: MUTANTS[first23:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -203,12 +203,13 @@ def test_empty_unchecked_fields_are_not_reported_and_filled_ones_are():
     assert last["unchecked_fields"] == ["refusal"]
 
 
-@pytest.mark.parametrize("return_original", [False, True])
+@pytest.mark.parametrize("return_original", [None, False, True])
 def test_a_blocked_answers_403_withholds_the_claims_unless_the_original_was_asked_for(return_original):
     """Unstreamed, --action block above 0.3: "... [1]. Unicorns sing opera loudly [2]." has 1 of 2 citations
     flagged (budget 1/2): a 403 in OpenAI's shape with the report, whose claims are null and whose text is nowhere
-    in the body, unless the request asked for the original."""
-    r, _ = _whole({"role": "assistant", "content": GOOD + BAD.rstrip()}, {"return_original": return_original},
+    in the body, unless the request asked for the original (None: the request does not say; withheld)."""
+    extra = {} if return_original is None else {"return_original": return_original}
+    r, _ = _whole({"role": "assistant", "content": GOOD + BAD.rstrip()}, extra,
                   action="block", block_above=0.3, reattributor=None)
     assert r.status_code == 403 and r.json()["error"]["code"] == "blocked"
     rep = r.json()["citebound"]["report"]

@@ -550,3 +550,21 @@ def test_the_proxy_puts_the_passages_into_the_upstream_prompt_only_when_asked(te
     else:
         assert sent[0] == {"role": "system", "content": f"Use these:\n[1] {PASSAGES[0]}\n\n[2] {PASSAGES[1]}"}
         assert sent[1:] == CHAT["messages"]
+
+
+@pytest.mark.parametrize("extra,code", [(0, 200), (1, 413)])
+def test_a_label_body_of_exactly_the_bound_is_read_and_one_byte_more_is_not(tmp_path, extra, code):
+    """MAX_BODY_BYTES is the largest body taken: a label padded with JSON whitespace to exactly it is recorded."""
+    from fastapi.testclient import TestClient
+
+    from citebound.labelling.app import MAX_BODY_BYTES
+
+    client = TestClient(_labelling_app(tmp_path), base_url="http://127.0.0.1:8766")
+    item = client.get("/api/state").json()["item"]["item_id"]
+    body = json.dumps({"item_id": item, "judgement": "supported"}).encode()
+    body = body[:-1] + b" " * (MAX_BODY_BYTES + extra - len(body)) + b"}"
+    assert len(body) == MAX_BODY_BYTES + extra
+    r = client.post("/api/label", headers={"x-citebound-token": "T0K", "content-type": "application/json"},
+                    content=body)
+    assert r.status_code == code, r.text
+    assert (tmp_path / "l.jsonl").exists() is (code == 200)

@@ -45,3 +45,34 @@ def test_the_values_beside_each_refusal_start_the_page(extra, served, answers, t
     assert main(["label", "--input", str(answers), "--out", str(tmp_path / "l.jsonl"), "--port", "8799", *extra]) == 0
     assert served and served[0]["port"] == 8799
     assert "labelling 1 sampled citations" in capsys.readouterr().err
+
+
+def test_a_guarded_records_labels_point_at_its_input_line_and_a_raw_ones_at_its_own(tmp_path):
+    """citebound guard --echo-input writes each answer's input line ('line'): a label sampled from it names that line
+    (12, 30), not the guarded file's (1, 2); a raw answer's is its own line (3), and a 'line' of 0 falls back to it."""
+    import json
+
+    from citebound.cli.label import read_answers
+
+    rec = {"answer": "Statins lower LDL [1].", "passages": ["Statins lower LDL."]}
+    rows = [rec | {"report": {}, "line": 12}, rec | {"report": {}, "line": 30}, rec, rec | {"report": {}, "line": 0}]
+    f = tmp_path / "g.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    records, lines = read_answers(str(f))
+    assert len(records) == 4 and lines == [12, 30, 3, 4]
+
+
+def test_the_printed_next_steps_recalibrate_with_the_same_verifier_and_alpha(tmp_path):
+    import argparse
+
+    from citebound.cli.label import next_steps
+
+    args = argparse.Namespace(verifier="embedding", override=["window=400", "batch_size=8"], model="my model",
+                              alpha=0.05, out=str(tmp_path / "l.jsonl"), input="g.jsonl", reports_only=True)
+    same = "--verifier embedding --override window=400 --override batch_size=8 --model 'my model'"
+    assert next_steps(args) == [
+        f"citebound calibrate --labels {tmp_path}/l.jsonl {same} --alpha 0.05 --out cal.json",
+        f"citebound monitor --reports g.jsonl {same} --labels {tmp_path}/l.jsonl"]
+    args.reports_only, args.override, args.model = False, None, None
+    assert next_steps(args) == [f"citebound calibrate --labels {tmp_path}/l.jsonl --verifier embedding --alpha 0.05 "
+                                "--out cal.json"]

@@ -1810,6 +1810,10 @@ MOVED = {
     "a served verifier's failures leave the command's status 0": (
         "citebound/cli/guard.py", '                if a.action == "unverified" and not a.unreadable:',
         '                if a.action == "unverified" and not a.unreadable and a.reason.startswith("the verifier failed"):'),
+    "failing open, remove keeps a sentence whose citation could not be read": (
+        CORE, "stands = {a.sentence_index for a in audits if not failed(a, fail_open)}",
+        'stands = {a.sentence_index for a in audits if not (a.action in ("flagged", "invalid") '
+        'or (a.action == "unverified" and not fail_open))}'),
     "an image's alt is not checked": (
         CSS9, '    if tag in ("img", "image"):  # <image> is an <img> in HTML\n        return ["alt"] + svg',
         '    if tag in ("img", "image"):  # <image> is an <img> in HTML\n        return svg'),

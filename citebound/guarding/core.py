@@ -314,7 +314,7 @@ def _finish(plan: _Plan, remove: bool, mark_reattributed: bool = True, fail_open
         setattr(report, a.action, getattr(report, a.action) + 1)
     report.set_review_budget(fail_open)
     stands = {a.sentence_index for a in audits if not failed(a, fail_open)}  # a citation that passes as written
-    drop = {a.sentence_index for a in audits if failed(a, fail_open) and a.sentence_index not in stands} if remove else set()
+    drop = {a.sentence_index for a in audits} - stands if remove else set()  # every citation of the sentence failed
     report.removed_sentences = len(drop)
     edits = {}
     for si, cs in plan.cites.items():

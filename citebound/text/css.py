@@ -200,13 +200,14 @@ _NO_PLACEHOLDER_INPUTS = (_NO_VALUE_INPUTS - {"password"}) | {"submit", "reset",
 
 
 _FRAMES = {"iframe": "src", "frame": "src", "embed": "src", "object": "data"}  # the attribute naming the document
+_URL_EDGES = "".join(map(chr, range(33)))  # C0 controls and space: a URL parser strips them from both ends
 
 
 def _carried(url: str, image: bool) -> bool:
     """Whether a URL carries its document in the answer: a data: URL (for an image, an SVG one: its <text> is
     drawn) or, for a frame, a javascript: URL. Read as a browser reads a URL: the ends stripped of spaces and
     controls, tabs and newlines removed anywhere, the scheme in any case (``" JAVA&#9;SCRIPT:'x'"`` runs)."""
-    url = re.sub("[\t\n\r]", "", url).strip("".join(map(chr, range(33)))).lower()
+    url = re.sub("[\t\n\r]", "", url).strip(_URL_EDGES).lower()
     if url.startswith("data:"):
         return not image or "svg" in url.split(",", 1)[0]
     return not image and url.startswith("javascript:")
@@ -222,9 +223,11 @@ def displayed_attributes(tag: str, attrs: dict[str, str]) -> list[str]:
     >>> displayed_attributes("iframe", {"src": "data:text/html,<p>x"}), displayed_attributes("iframe", {"src": "/p"})
     (['srcdoc', 'src'], ['srcdoc'])
     """
-    svg = ["src"] if _carried(attrs.get("src", ""), image=True) else []
+    def svg() -> list[str]:  # an image's src, when it carries an SVG document
+        return ["src"] if _carried(attrs.get("src", ""), image=True) else []
+
     if tag in ("img", "image"):  # <image> is an <img> in HTML
-        return ["alt"] + svg
+        return ["alt"] + svg()
     if tag == "textarea":
         return ["placeholder"]
     if tag in ("option", "optgroup"):
@@ -236,5 +239,5 @@ def displayed_attributes(tag: str, attrs: dict[str, str]) -> list[str]:
         return []
     kind = attrs.get("type", "").strip().lower() or "text"
     if kind == "image":
-        return ["alt"] + svg
+        return ["alt"] + svg()
     return ([] if kind in _NO_VALUE_INPUTS else ["value"]) + ([] if kind in _NO_PLACEHOLDER_INPUTS else ["placeholder"])

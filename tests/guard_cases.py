@@ -60,6 +60,10 @@ class Case:
 MIXED = "Statins lower LDL cholesterol [1]. Unicorns sing opera loudly [2]. Mitochondria produce ATP [1]."
 MIXED_GUARDED = ("Statins lower LDL cholesterol [1]. Unicorns sing opera loudly [2 UNVERIFIED]. "
                  "Mitochondria produce ATP [2 (was 1)].")
+CARRIED = ('Statins lower LDL cholesterol [1]<iframe src="data:text/html,Aspirin cures cancer [2]"></iframe>. '
+           "Mitochondria produce ATP [2].")
+CARRIED_MARKED = ('Statins lower LDL cholesterol [1 UNVERIFIED]<iframe src="data:text/html,Aspirin cures cancer '
+                  '[2 UNVERIFIED]"></iframe>. Mitochondria produce ATP [2].')
 ALL_GOOD = "Statins lower LDL cholesterol [1]. Mitochondria produce ATP [2]. Aspirin inhibits platelet aggregation [3]."
 
 CASES = [
@@ -146,6 +150,18 @@ CASES = [
     Case("obscured-passage", "annotate", "Mitochondria produce ATP [2].", "Mitochondria produce ATP [2 UNVERIFIED].",
          {"n_citations": 1, "flagged": 1}, 1.0,
          passages=[P1, 'Cells. <span style="color:transparent">Mitochondria produce ATP</span>', P3]),
+    # a document carried in a URL is drawn for the reader (Chromium draws a data: frame's text): obscured text,
+    # so every citation of the sentence touching it is unverified, the marker inside the URL included (3
+    # citations, 2 unverified), failing open too; remove drops that sentence
+    Case("carried-in-url", "annotate", CARRIED, CARRIED_MARKED, {"n_citations": 3, "verified": 1, "unverified": 2}, 2 / 3),
+    Case("carried-in-url-open", "open", CARRIED, CARRIED_MARKED, {"n_citations": 3, "verified": 1, "unverified": 2},
+         2 / 3),
+    Case("carried-in-url-open-remove", "open-remove", CARRIED, "Mitochondria produce ATP [2].",
+         {"n_citations": 3, "verified": 1, "unverified": 2, "removed_sentences": 1}, 2 / 3),
+    # a passage whose support is carried in a URL supports nothing: its visible text ("Cells.") lacks the terms
+    Case("carried-passage", "annotate", "Mitochondria produce ATP [2].", "Mitochondria produce ATP [2 UNVERIFIED].",
+         {"n_citations": 1, "flagged": 1}, 1.0,
+         passages=[P1, 'Cells. <iframe src="data:text/html,Mitochondria produce ATP"></iframe>', P3]),
     # a citation form the guard does not parse, beside a parsed marker: counted for review, never clean
     Case("superscript-beside-marker", "annotate", "Mitochondria produce ATP [2]\u00b3.",
          "Mitochondria produce ATP [2]\u00b3 [UNVERIFIED].", {"n_citations": 2, "verified": 1, "unverified": 1}, 1 / 2),

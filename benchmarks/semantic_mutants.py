@@ -62,6 +62,7 @@ GST, GCD, PRC = "citebound/guarding/stream.py", "citebound/guarding/card.py", "c
 MON, CAL, INP = "citebound/calibration/monitor.py", "citebound/cli/calibrate.py", "citebound/cli/inputs.py"
 CGU22, CMO22, CSV22 = "citebound/cli/guard.py", "citebound/cli/monitor.py", "citebound/cli/serve.py"
 LBC23, LAP23, SMD23 = "citebound/cli/label.py", "citebound/labelling/app.py", "citebound/serving/models.py"
+ST24, SS24 = "citebound/guarding/structured.py", "citebound/calibration/state.py"
 ST, GC, CFI = "citebound/calibration/stats.py", "citebound/calibration/groups.py", "citebound/calibration/files.py"
 LO, SM, CO = "citebound/scoring/loader.py", "citebound/serving/models.py", "citebound/cli/common.py"
 GV, LB, VB = "citebound/guarding/convert.py", "citebound/scoring/llm_backends.py", "citebound/verifiers/base.py"
@@ -1757,6 +1758,82 @@ MUTANTS = [
            '    return_original: bool = Field(True,', "the upstream's unguarded text is returned unless a client asks not to"),
     Mutant("models23", SMD23, '    model_config = ConfigDict(extra="forbid")',
            '    model_config = ConfigDict(extra="ignore")', "a misspelt field of /v1/guard is ignored, not refused"),
+    # round 24 (2026-12-05, ninth session): structured citations' placement and counts, the state stores' backends
+    # and probe, the conformal threshold's inputs and ranks, the local chat endpoint, the verifier loader, the CLI's
+    # shared options: the modules of over 120 lines with the fewest mutants per line, written from the code before
+    # any test of them was read
+    Mutant("struct24", ST24, '        pos = min(max(c.at - 1, 0), max(len(answer) - 1, 0))',
+           '        pos = min(max(c.at, 0), max(len(answer) - 1, 0))', "a citation whose span ends where the next sentence starts is attached to that next sentence"),
+    Mutant("struct24", ST24, '        k = bisect.bisect_right(starts, pos) - 1  # the last sentence',
+           '        k = bisect.bisect_left(starts, pos) - 1  # the last sentence', "a citation attached at a sentence's first character belongs to the sentence before"),
+    Mutant("struct24", ST24, '        items.append((f"{claim.rstrip()} [{seen[c.text] + base}]", ext, base))',
+           '        items.append((f"{claim.rstrip()} [{seen[c.text] + base}]", ext[:], base))', "an earlier citation cannot be re-attributed to a text a later citation quotes"),
+    Mutant("struct24", ST24, '        setattr(report, a.action, getattr(report, a.action) + 1)',
+           '        if a.action != "unverified":\n            setattr(report, a.action, getattr(report, a.action) + 1)', "a structured citation with nothing to check is not counted as unverified"),
+    Mutant("struct24", ST24, '        report.uncited -= len(now_cited)\n',
+           '', "a sentence a structured citation cites still counts as uncited"),
+    Mutant("struct24", ST24, '        report.uncited -= len(now_cited)\n',
+           '        report.uncited -= sum(1 for q in cited_at if q is not None)\n', "the uncited count drops by one per citation, not per sentence"),
+    Mutant("struct24", ST24, '    report.set_review_budget(fail_open)\n    return report',
+           '    report.set_review_budget(False)\n    return report', "failing open, the budget counts structured citations the verifier failed on"),
+    Mutant("struct24", ST24, '    return [None if index < 0 else', '    return [None if index <= 0 else', "a structured citation of the first sentence (index 0) leaves it uncited"),
+    Mutant("struct24", ST24, '    return apply(answer, {}, sorted(set(spans))) if spans else answer',
+           '    return apply(answer, {}, sorted(spans)) if spans else answer', "a sentence that two failed citations cite is cut twice"),
+    Mutant("struct24", ST24, '    add(report, audits(p, cites, results), sentence_starts(p), guard.on_error == "open")',
+           '    add(report, audits(p, cites, results), sentence_starts(p))', "the library's face counts failing-open verifier failures in the budget"),
+    Mutant("struct24", ST24, '            out[s.end] = sg[j].end\n', '', "an annotation ending at a sentence's end moves past the whitespace after it"),
+    Mutant("struct24", ST24, '        if j < len(sg) and _without_markers(s.text) == _without_markers(sg[j].text):',
+           '        if j < len(sg) and s.text == sg[j].text:', "a sentence whose marker the guard rewrote is taken for removed: its annotations move to the next sentence"),
+    Mutant("state24", SS24, '        return _decode(self._call(lambda: self._redis.get(f"citebound:{key}")), f"{self.url} key {key!r}")',
+           '        return _decode(self._call(lambda: self._redis.get(key)), f"{self.url} key {key!r}")', "Redis get reads another key than update writes (no state is ever found)"),
+    Mutant("state24", SS24, '                    except self._watch_error:\n                        continue',
+           '                    except self._watch_error:\n                        return None', "a Redis update that meets another replica's write gives up instead of retrying"),
+    Mutant("state24", SS24, '        self._redis = redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s,',
+           '        self._redis = redis.Redis.from_url(url, socket_connect_timeout=timeout_s,', "a Redis that stops answering holds every call (no read timeout)"),
+    Mutant("state24", SS24, '        self.url = redact_url(url)', '        self.url = url', "the Redis password appears in every error and in /readyz"),
+    Mutant("state24", SS24, '                                           **({"password": password} if password else {}))',
+           '                                           )', "the password file is never sent to Redis"),
+    Mutant("state24", SS24, '        if db.in_transaction:\n            db.execute("ROLLBACK")', '        if False:\n            db.execute("ROLLBACK")',
+           "a failed update leaves its transaction open, holding the write lock"),
+    Mutant("state24", SS24, '                if "locked" not in str(e) or time.monotonic() >= deadline:',
+           '                if True:', "a process opening a new store while another switches it to WAL fails at once"),
+    Mutant("state24", SS24, '        if not self.available:\n            raise StoreUnavailable(self.reason)\n        try:',
+           '        try:', "a store known to be down is still called (each request waits on it)"),
+    Mutant("state24", SS24, '    if url.startswith(("redis://", "rediss://", "unix://")):',
+           '    if url.startswith(("redis://", "rediss://")):', "a unix:// socket URL is refused"),
+    Mutant("state24", SS24, '    if "://" in path or not path.strip() or (path == url and url.startswith(("sqlite:", "memory:"))):',
+           '    if "://" in path or not path.strip():', "'memory:' (one slash short) opens a file named memory:"),
+    Mutant("conformal24", CF, '        neg = s[(y == 0) & np.isfinite(s)]', '        neg = s[y == 0]', "non-finite unsupported scores are counted in the calibration"),
+    Mutant("conformal24", CF, '    return max(1, int(math.ceil(round(n * level, 9))))', '    return max(1, int(math.ceil(n * level)))',
+           "float error moves the rank (10 x 0.3 is ranked 4)"),
+    Mutant("conformal24", CF, '            tau = np.array([self.group_tau.get(str(g), self.tau) for g in groups])',
+           '            tau = np.array([self.group_tau.get(g, self.tau) for g in groups])', "a group given as a number never finds its own tau"),
+    Mutant("conformal24", CF, 'for v in np.unique(g[mask])}', 'for v in np.unique(g)}',
+           "a group with no unsupported labels flags everything (tau = inf) instead of using the pooled tau"),
+    Mutant("conformal24", CF, '        out["conformal"].append((test <= tau[:, None]).mean(1))',
+           '        out["conformal"].append((test < tau[:, None]).mean(1))', "a held-out score tied with tau is not counted as caught"),
+    Mutant("conformal24", CF, '        if binom_cdf(mid - 1, n, 1 - alpha) >= 1 - delta:',
+           '        if binom_cdf(mid, n, 1 - alpha) >= 1 - delta:', "the PAC rank is one too small"),
+    Mutant("conformal24", CF, '        if binom_cdf(mid - 1, n, 1 - alpha) >= 1 - delta:',
+           '        if binom_cdf(mid - 1, n, 1 - alpha) > 1 - delta:', "a cdf of exactly 1 - delta does not qualify the rank"),
+    Mutant("chatep24", CE, '        return "\\n".join(p.get("text", "") for p in content', '        return "".join(p.get("text", "") for p in content',
+           "a message's text parts are run together"),
+    Mutant("chatep24", CE, '                    self._send(200, chat_completion(out, body.get("model") or outer.model))',
+           '                    self._send(200, chat_completion(out, outer.model))', "the response names the server's model, not the one asked for"),
+    Mutant("loader24", LO, '        if cfg.get("kind") == "trained" and model_path:  # --model DIR',
+           '        if False:  # --model DIR', "--model DIR is ignored for a trained verifier: the shipped head scores"),
+    Mutant("loader24", LO, '        cfg.update({k: v for k, v in (runtime or {}).items() if v is not None})',
+           '        cfg.update(dict(runtime or {}))', "an unset runtime option (None) replaces the definition's value"),
+    Mutant("loader24", LO, '    for v in needed.values():\n        apply_runtime(v, runtime)',
+           '    for v in [cfg]:\n        apply_runtime(v, runtime)', "--runtime does not reach a stacked verifier's bases"),
+    Mutant("loader24", LO, '    if cfg.get("kind") == "trained" and model_path:\n        return verifier_hash',
+           '    if False:\n        return verifier_hash', "the configured hash of a trained verifier leaves out its head"),
+    Mutant("loader24", LO, '                and not Path(m).exists():', '                :', "a local model folder named like a hub id (org/name) is refused offline"),
+    Mutant("common24", CO, '            out[key] = json.loads(value)', '            out[key] = value', "--override values are never parsed as JSON (a number stays a string)"),
+    Mutant("common24", CO, '    return None if value.strip().lower() == "none" else value', '    return None if value == "none" else value',
+           "--cache-dir None (any case) makes a folder named None"),
+    Mutant("common24", CO, ' or "not a database" in str(e) or "readonly" in str(e):', ' or "readonly" in str(e):',
+           "a --state file that is not a database is retried for 30 s instead of refused at once"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2006,6 +2083,19 @@ TESTS = {
     "models23": ["tests/guard/test_request_models.py", "tests/guard/test_service.py", "tests/guard/test_body_errors.py",
                  "tests/guard/test_proxy_routes.py", "tests/guard/test_chat_effects.py", "tests/guard/test_api_effects.py"],
     "precision20": ["tests/guard/test_precision.py", "citebound/calibration/precision.py"],
+    "struct24": ["tests/guard/test_structured.py", "tests/guard/test_api_adapters.py", "tests/guard/test_api_effects.py",
+                 "tests/guard/test_cross_face.py", "tests/guard/test_guard_api_edges.py", "citebound/guarding/structured.py"],
+    "state24": ["tests/guard/test_state.py", "tests/guard/test_state_concurrency.py", "tests/guard/test_store_down.py",
+                "tests/guard/test_store_probe.py", "tests/guard/test_monitor.py", "citebound/calibration/state.py"],
+    "conformal24": ["tests/guard/test_conformal_stats.py", "tests/guard/test_edges.py", "tests/guard/test_pinned.py",
+                    "tests/guard/test_calibration_summary.py", "tests/study/test_pinned_analysis.py",
+                    "citebound/calibration/conformal.py"],
+    "chatep24": ["tests/study/test_chat_endpoint.py", "tests/study/test_paperqa.py", "citebound/scoring/chat_endpoint.py"],
+    "loader24": ["tests/guard/test_model_verifiers.py", "tests/guard/test_remote_verifier.py", "tests/guard/test_verifiers.py",
+                 "tests/guard/test_runtime_keys.py", "tests/guard/test_verifier_factory.py", "tests/guard/test_cli.py",
+                 "citebound/scoring/loader.py"],
+    "common24": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli_inputs.py",
+                 "tests/guard/test_cli.py", "citebound/cli/common.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
@@ -2096,8 +2186,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 24)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 25)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2127,6 +2217,7 @@ def main() -> int:
     first21 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("each deployed score's p-value counts"))
     first22 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk of two groups' answers"))
     first23 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a label of a guarded record points"))
+    first24 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation whose span ends where the next"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2135,7 +2226,8 @@ def main() -> int:
               14: MUTANTS[first14:first15], 15: MUTANTS[first15:first16], 16: MUTANTS[first16:first17],
               17: MUTANTS[first17:first18], 18: MUTANTS[first18:first19], 19: MUTANTS[first19:first20],
               20: MUTANTS[first20:first21], 21: MUTANTS[first21:first22],
-              22: MUTANTS[first22:first23], 23: MUTANTS[first23:]}
+              22: MUTANTS[first22:first23], 23: MUTANTS[first23:first24],
+              24: MUTANTS[first24:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

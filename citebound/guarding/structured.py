@@ -143,10 +143,11 @@ def verdict(a: CitationAudit) -> dict[str, Any]:
 
 
 def remove_sentences(answer: str, spans: Sequence[tuple[int, int]]) -> str:
-    """``answer`` without the sentences ``spans`` ([start, end)), each taking the whitespace after it."""
+    """``answer`` without the sentences ``spans`` ([start, end), in any order, repeats allowed), each taking the
+    whitespace after it."""
     from citebound.guarding.rewrite import apply
 
-    return apply(answer, {}, sorted(set(spans))) if spans else answer
+    return apply(answer, {}, list(spans)) if spans else answer
 
 
 def check(guard: Any, answer: str, cites: Sequence[Attached], passages: Sequence[str], base: int = 1,

@@ -166,3 +166,30 @@ def test_pac_rank_equals_an_exhaustive_search_at_every_scale(alpha, delta):
         return int(ks[binom.cdf(ks - 1, n, 1 - alpha) >= 1 - delta][0])
     for n in [*range(0, 301), 99_999, 100_000, 100_001, 1_000_000]:
         assert pac_rank(n, alpha, delta) == exhaustive(n), n
+
+
+@pytest.mark.parametrize("n,alpha,k", [
+    (9, 0.7, 3),    # (9 + 1) x 0.3 = 3 exactly; in floats 10 x (1 - 0.7) = 3.0000000000000004
+    (19, 0.85, 3),  # 20 x 0.15 = 3; in floats 3.0000000000000004
+    (9, 0.1, 9), (10, 0.1, 10), (19, 0.05, 19), (4, 0.5, 3),  # 10 x 0.9 = 9; 11 x 0.9 = 9.9; 20 x 0.95 = 19; 5 x 0.5 = 2.5
+])
+def test_the_conformal_rank_is_exact_where_float_products_overshoot_an_integer(n, alpha, k):
+    assert conformal_rank(n, alpha) == k
+    neg = [0.1 * i for i in range(1, n + 1)]  # the k-th smallest is 0.1 k
+    assert ConformalGuard(alpha=alpha).calibrate(neg, [0] * n).tau == pytest.approx(0.1 * k)
+
+
+def test_mondrian_groups_numbers_and_a_group_without_unsupported_labels():
+    """alpha 0.5. Group 1's unsupported [0.1, 0.2, 0.3]: k = ceil(4 x 0.5) = 2, tau 0.2; group 2's [0.6, 0.7, 0.8]:
+    tau 0.7; group 3 has only supported labels, so no tau of its own: the pooled one, k = ceil(7 x 0.5) = 4 of the
+    six, 0.6. Groups given as numbers find their own tau (the taus are keyed by the group's text)."""
+    scores = [0.1, 0.2, 0.3, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
+    labels = [0, 0, 0, 0, 0, 0, 1, 1, 1]
+    groups = [1, 1, 1, 2, 2, 2, 3, 3, 1]
+    g = ConformalGuard(alpha=0.5).calibrate(scores, labels, groups)
+    assert (g.tau, g.group_tau) == (0.6, {"1": 0.2, "2": 0.7})
+    # 0.25: above group 1's 0.2 (passes), under the pooled 0.6; 0.65: under group 2's 0.7, above the pooled 0.6;
+    # 0.65 in group 3: the pooled 0.6 (passes), never an infinite tau that flags every citation of the group
+    got = g.predict([0.25, 0.2, 0.65, 0.7, 0.65, 0.6], groups=[1, 1, 2, 2, 3, 3]).tolist()
+    assert got == [False, True, True, True, False, True]
+    assert g.predict([0.25], groups=["1"]).tolist() == [False]  # the same group by its text

@@ -36,6 +36,20 @@ def test_no_update_is_lost_under_many_threads(tmp_path, url):
     assert _hammer(store) == 1600
 
 
+def test_no_redis_update_is_lost_under_many_threads(tmp_path):
+    """Redis, 8 threads x 60 updates of one key: exactly 480. The read and the write straddle a yield, so writers
+    meet each other's writes (WATCH fails) and must retry, not give up."""
+    pytest.importorskip("redis", reason="the [redis] extra")
+    from test_state import _redis
+
+    p, url = _redis(tmp_path)
+    try:
+        assert _hammer(open_store(url), each=60) == 480
+    finally:
+        p.terminate()
+        p.wait(10)
+
+
 def _keeper(seed=0):
     rng = np.random.default_rng(seed)
     cal = {"alpha": 0.1, "tau": 0.5, "delta": 0.1, "verifier": "x", "verifier_hash": "h",

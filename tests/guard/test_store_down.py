@@ -140,3 +140,16 @@ def test_sqlite_urls_relative_and_absolute(tmp_path, monkeypatch):
     assert open_store(f"sqlite:///{tmp_path}/sub/abs.db").path == f"{tmp_path}/sub/abs.db"
     assert (tmp_path / "sub" / "abs.db").exists()
     assert open_store("sub/plain.db").path == "sub/plain.db" and (tmp_path / "sub" / "plain.db").exists()
+
+
+def test_a_state_file_that_is_no_database_is_refused_at_once_not_waited_for(tmp_path, capsys):
+    """--state-wait is for a store that does not answer yet (Redis starting beside the service); a file that is not
+    a SQLite database never will: refused in well under the 30 s wait, with SQLite's reason."""
+    from citebound.cli.main import main
+
+    (tmp_path / "cal.json").write_text('{"alpha": 0.1}')
+    t0 = time.monotonic()
+    assert main(["serve", "--state-wait", "30", "--verifier", "lexical", "--state", str(tmp_path / "cal.json")]) == 2
+    assert time.monotonic() - t0 < 10
+    err = capsys.readouterr().err
+    assert err.startswith("error: --state: the store does not answer") and "not a database" in err

@@ -199,3 +199,18 @@ def _csv(path):
 
     with open(path) as f:
         return list(csv.DictReader(f))
+
+
+def test_the_scorer_of_a_trained_verifier_scores_with_the_head_given_by_model_path(tmp_path):
+    """--model DIR (load_scorer's model_path) is the head that scores: a head of no feature with intercept 2 gives
+    every pair 1 / (1 + e^-2) = 0.8808; another with intercept -2 gives 0.1192. The scorer stamps the hash that
+    configured_hash computes for that folder without loading it, and a different one for the other head."""
+    from citebound.scoring.loader import configured_hash, load_scorer
+
+    up, down = one_feature_head(tmp_path, None, "up", 2.0), one_feature_head(tmp_path, None, "down", -2.0)
+    s_up, s_down = load_scorer("trained", model_path=up), load_scorer("trained", model_path=down)
+    assert s_up(CLAIMS[:2], WINDOWS[:2])[0] == pytest.approx([0.880797] * 2, abs=1e-6)
+    assert s_down(CLAIMS[:2], WINDOWS[:2])[0] == pytest.approx([0.119203] * 2, abs=1e-6)
+    assert s_up.cfg["model"] == str(up)
+    assert s_up.hash == configured_hash(s_up.cfg | {"model": "results/models/trained"}, up) != s_down.hash
+    assert s_down.hash == configured_hash({"name": "trained", **s_down.cfg}, down)

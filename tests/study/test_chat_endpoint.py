@@ -3,6 +3,7 @@ max_batch requests, usage counts prompt and completion, and a streamed answer's 
 leading whitespace included (each read through the openai SDK where a client meets it)."""
 import json
 
+import httpx
 import openai
 
 from citebound.scoring.chat_endpoint import LocalChatServer, chat_completion, stream_chunks
@@ -54,3 +55,19 @@ def test_a_streamed_answer_is_its_words_with_their_whitespace_leading_whitespace
         stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}], stream=True)
         got = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     assert got == text
+
+
+def test_the_answer_names_the_model_the_client_asked_for_and_the_servers_own_when_none_was_asked():
+    """paper-qa's litellm checks the model it asked for: a request for "asked" is answered as "asked" (the server
+    serves one model under any name), streamed or not; /v1/models lists the server's own name."""
+    with LocalChatServer(Reverser(), model="m") as srv:
+        client = openai.OpenAI(base_url=srv.base_url, api_key="x", max_retries=0, timeout=20)
+        r = client.chat.completions.create(model="asked", messages=[{"role": "user", "content": "ab"}])
+        chunks = list(client.chat.completions.create(model="asked", messages=[{"role": "user", "content": "ab"}],
+                                                     stream=True))
+        listed = [m.id for m in client.models.list()]
+        bare = httpx.post(f"{srv.base_url}/chat/completions", json={"messages": [{"role": "user", "content": "ab"}]},
+                          timeout=20).json()
+    assert (r.model, r.choices[0].message.content) == ("asked", "ba")
+    assert {c.model for c in chunks} == {"asked"} and listed == ["m"]
+    assert (bare["model"], bare["choices"][0]["message"]["content"]) == ("m", "ba")

@@ -1834,6 +1834,68 @@ MUTANTS = [
            "--cache-dir None (any case) makes a folder named None"),
     Mutant("common24", CO, ' or "not a database" in str(e) or "readonly" in str(e):', ' or "readonly" in str(e):',
            "a --state file that is not a database is retried for 30 s instead of refused at once"),
+    # round 25 (2026-12-05, ninth session): the service's app (JSON depth, drain, metrics labels, the workers'
+    # secrets file), the audit page, Learn-then-Test's counts and split, the MCP tools, the labelling store: written
+    # from the code before any test of them was read
+    Mutant("app25", APP, '    if depth > MAX_JSON_DEPTH:', '    if depth >= MAX_JSON_DEPTH:', "a body nesting exactly MAX_JSON_DEPTH levels is refused"),
+    Mutant("app25", APP, '''_STRUCTURE = re.compile(rb'"(?:[^"\\\\]|\\\\.)*(?:"|\\\\?\\Z)|[\\[{]|[\\]}]', re.S)''',
+           '''_STRUCTURE = re.compile(rb'"[^"]*(?:"|\\Z)|[\\[{]|[\\]}]', re.S)''',
+           "an escaped quote ends a string for the depth scan (brackets inside the string count)"),
+    Mutant("app25", APP, '        if state.draining and endpoint != "other" and time.monotonic()',
+           '        if state.draining and time.monotonic()', "while draining, /healthz and /livez answer 503 (a liveness probe kills the draining pod)"),
+    Mutant("app25", APP, 'state.metrics.requests.labels(_endpoint(path), str(status)).inc())',
+           'state.metrics.requests.labels(path, str(status)).inc())', "a refused body is counted under its raw path (any URL becomes a metrics label)"),
+    Mutant("app25", APP, '    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)',
+           '    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)', "the workers' config file (admin token, upstream credentials) is readable by every user"),
+    Mutant("app25", APP, '        os.remove(path)\n        os.rmdir(folder)', '        pass',
+           "the workers' config file with its secrets is left on disk after serve ends"),
+    Mutant("audit25", A, "    return f\"{k} {noun}{'s' * (k != 1)}\"", "    return f\"{k} {noun}{'s' * (k > 1)}\"",
+           "the page says '0 citation', '0 answer'"),
+    Mutant("audit25", A, '''        a["action"] in ("flagged", "invalid", "unverified") for a in r.get("audit", []))''',
+           '''        a["action"] in ("flagged", "invalid") for a in r.get("audit", []))''', "an answer whose only problem is a citation that could not be checked is hidden by the review filter"),
+    Mutant("audit25", A, '    review = {a["sentence_index"] for a in audit if a["action"] in ("flagged", "invalid", "unverified")}',
+           '    review = {a["sentence_index"] for a in audit if a["action"] in ("flagged", "invalid")}', "a sentence whose citation could not be checked is not highlighted for review"),
+    Mutant("audit25", A, '''    ev = a.get("new_evidence") if a["action"] == "reattributed" else a.get("evidence")\n    if ev:''',
+           '''    ev = a.get("evidence")\n    if ev:''', "a re-attributed citation's tip shows the evidence of the passage it failed on"),
+    Mutant("audit25", A, '''        kind = "passes" if a["action"] in ("verified", "reattributed") else "review"''',
+           '''        kind = "passes" if a["action"] == "verified" else "review"''', "re-attributed rows stay under the review filter"),
+    Mutant("audit25", A, '''    card = (entries[-1].report.get("guarantee_card") or {}) if entries else {}''',
+           '''    card = (entries[0].report.get("guarantee_card") or {}) if entries else {}''', "the page's monitor state is the first answer's, not the run's last"),
+    Mutant("audit25", A, '''    return str(a["cited"]) if a["cited"] >= 0 else escape(''', '''    return str(a["cited"]) if a["cited"] > 0 else escape(''',
+           "a citation of passage 0 (base 0) is shown by its marker's text, not its number"),
+    Mutant("audit25", A, '    if int(ev.get("start", 0)) > 0 and text[:1].isalnum():', '    if int(ev.get("start", 0)) >= 0 and text[:1].isalnum():',
+           "an evidence window that starts at offset 0 loses its first word"),
+    Mutant("audit25", A, '    if len(str(ev["text"])) >= window and text[-1:].isalnum():', '    if len(str(ev["text"])) > window and text[-1:].isalnum():',
+           "an evidence window of exactly the window size keeps its cut last word"),
+    Mutant("ltt25", "citebound/calibration/ltt.py", '    missed = len(neg) - np.searchsorted(neg, grid, side="right")',
+           '    missed = len(neg) - np.searchsorted(neg, grid, side="left")', "an unsupported score equal to tau counts as missed (it is flagged)"),
+    Mutant("ltt25", "citebound/calibration/ltt.py", '    flagged = np.searchsorted(pos, grid, side="right")',
+           '    flagged = np.searchsorted(pos, grid, side="left")', "a supported score equal to tau is not counted as flagged"),
+    Mutant("ltt25", "citebound/calibration/ltt.py", '        return certify(np.maximum(binomial_ps(k0, n0, a), binomial_ps(k1, n1, b)), method, delta, order)',
+           '        return certify(np.minimum(binomial_ps(k0, n0, a), binomial_ps(k1, n1, b)), method, delta, order)',
+           "the union null is rejected when either risk's is (one rate certified, the other not)"),
+    Mutant("ltt25", "citebound/calibration/ltt.py", '    return s[~learn], y[~learn], np.lexsort((np.arange(len(grid)), p))',
+           '    return s, y, np.lexsort((np.arange(len(grid)), p))', "the fixed sequence is tested on the citations that ordered it too"),
+    Mutant("ltt25", "citebound/calibration/ltt.py", '        learn[rng.permutation(idx)[: int(round(SPLIT * len(idx)))]] = True',
+           '        learn[rng.permutation(idx)[: int(SPLIT * len(idx))]] = True', "the ordering split takes floor(0.3 n) of a class, not its rounding"),
+    Mutant("ltt25", "citebound/calibration/ltt.py", '    if n == 0:\n        return np.ones(len(k))', '    if n == 0:\n        return np.zeros(len(k))',
+           "with no labels of a class, every tau certifies that class's rate"),
+    Mutant("mcp25", "citebound/serving/mcp_server.py", '    out = {"guarded_answer": None if report.blocked else text,',
+           '    out = {"guarded_answer": text,', "a blocked answer's text is given to the agent"),
+    Mutant("mcp25", "citebound/serving/mcp_server.py", '    if citation_base not in (0, 1) or isinstance(citation_base, bool):',
+           '    if citation_base not in (0, 1):', "citation_base true is taken for 1"),
+    Mutant("mcp25", "citebound/serving/mcp_server.py", '    guard.limits.check_passages([passage])\n', '',
+           "verify_citation's passage is not held to the passage limits"),
+    Mutant("store25", "citebound/labelling/store.py", '''                         "score": None if math.isnan(sc) else sc})''', '''                         "score": sc})''',
+           "a citation the verifier gave no score keeps NaN, not null"),
+    Mutant("store25", "citebound/labelling/store.py", '        if win is not None and best[k] >= 0:', '        if win is not None and best[k] > 0:',
+           "a best window at index 0 is shown as the whole passage"),
+    Mutant("store25", "citebound/labelling/store.py", '            if a.action == "invalid" or a.cited < 0:', '            if a.action == "invalid" or a.cited <= 0:',
+           "a citation of passage 0 (base 0) is never sampled"),
+    Mutant("store25", "citebound/labelling/store.py", ''' != JUDGEMENTS[rec["judgement"]] or isinstance(rec.get("label"), bool):''',
+           ''' != JUDGEMENTS[rec["judgement"]]:''', "a hand-edited label true is accepted for supported"),
+    Mutant("store25", "citebound/labelling/store.py", ''' or not isinstance(score, (int, float)) or not math.isfinite(score)):''',
+           ''' or not isinstance(score, (int, float))):''', "a labels file whose score is NaN is accepted"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2083,6 +2145,17 @@ TESTS = {
     "models23": ["tests/guard/test_request_models.py", "tests/guard/test_service.py", "tests/guard/test_body_errors.py",
                  "tests/guard/test_proxy_routes.py", "tests/guard/test_chat_effects.py", "tests/guard/test_api_effects.py"],
     "precision20": ["tests/guard/test_precision.py", "citebound/calibration/precision.py"],
+    "app25": ["tests/guard/test_service.py", "tests/guard/test_body_errors.py", "tests/guard/test_serve_boundaries.py",
+              "tests/guard/test_security.py", "tests/guard/test_complexity.py", "tests/guard/test_store_down.py",
+              "tests/guard/test_observed_effects.py", "citebound/serving/app.py"],
+    "audit25": ["tests/guard/test_audit_page.py", "tests/guard/test_unchecked.py", "tests/guard/test_first_hour.py",
+                "tests/guard/test_security.py", "citebound/guarding/audit_page.py"],
+    "ltt25": ["tests/guard/test_ltt.py", "tests/guard/test_ltt_brute_force.py", "tests/guard/test_calibration_edges.py",
+              "citebound/calibration/ltt.py"],
+    "mcp25": ["tests/guard/test_mcp.py", "tests/guard/test_mcp_inputs.py", "tests/guard/test_mcp_config.py",
+              "citebound/serving/mcp_server.py"],
+    "store25": ["tests/guard/test_labelling.py", "tests/guard/test_label_cli_refusals.py", "tests/guard/test_behaviours.py",
+                "tests/guard/test_hostile.py", "citebound/labelling/store.py"],
     "struct24": ["tests/guard/test_structured_effects.py", "tests/guard/test_structured.py", "tests/guard/test_api_adapters.py", "tests/guard/test_api_effects.py",
                  "tests/guard/test_cross_face.py", "tests/guard/test_guard_api_edges.py", "citebound/guarding/structured.py"],
     "state24": ["tests/guard/test_state_backends.py", "tests/guard/test_state.py", "tests/guard/test_state_concurrency.py", "tests/guard/test_store_down.py",
@@ -2186,8 +2259,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 25)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 26)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 and 25: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2218,6 +2291,7 @@ def main() -> int:
     first22 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk of two groups' answers"))
     first23 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a label of a guarded record points"))
     first24 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation whose span ends where the next"))
+    first25 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a body nesting exactly MAX_JSON_DEPTH"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2227,7 +2301,7 @@ def main() -> int:
               17: MUTANTS[first17:first18], 18: MUTANTS[first18:first19], 19: MUTANTS[first19:first20],
               20: MUTANTS[first20:first21], 21: MUTANTS[first21:first22],
               22: MUTANTS[first22:first23], 23: MUTANTS[first23:first24],
-              24: MUTANTS[first24:]}
+              24: MUTANTS[first24:first25], 25: MUTANTS[first25:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

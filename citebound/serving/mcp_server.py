@@ -177,6 +177,8 @@ def build_server(guard: Guard) -> Any:
             raise ToolError(f"citebound could not check this citation: {type(e).__name__}: {str(e)[:300]}") from None
 
     return server
+
+
 def rpc_problem(line: str) -> tuple[Any, int, str] | None:
     """(id, JSON-RPC error code, message) for a line that must be answered with an error before the SDK
     sees it, or None: not JSON (-32700), not a request object (-32600), ``params`` that is not an object or

@@ -129,3 +129,54 @@ def test_holm_step_down_equals_closed_testing_on_small_families():
         m = int(rng.integers(1, 8))
         p = rng.choice([0.0, 0.01, 0.0125, 0.02, 0.025, 0.05, 0.1, 0.5], size=m).tolist()
         assert holm_closed_testing_fast(p, 0.1) == holm_closed_testing(p, 0.1), p
+
+
+def split_fixed_sequence_by_hand(scores, labels, grid, alpha, beta, delta, seed=0):
+    """The split fixed sequence from its definition: numpy's default_rng(seed) permutes class 0's indices, then
+    class 1's; the first round(0.3 n_c) of each order the grid (by their union p-value, then the grid's order);
+    only the rest test it, each tau at delta, until the first that fails."""
+    rng = np.random.default_rng(seed)
+    learn = set()
+    for c in (0, 1):
+        idx = [i for i in range(len(labels)) if labels[i] == c]
+        learn |= {int(i) for i in rng.permutation(idx)[: int(round(0.3 * len(idx)))]}
+    lo = [i for i in range(len(labels)) if i in learn]
+    hi = [i for i in range(len(labels)) if i not in learn]
+    p_learn = [_p_by_hand(scores[lo], labels[lo], t, alpha, beta) for t in grid]
+    p_test = [_p_by_hand(scores[hi], labels[hi], t, alpha, beta) for t in grid]
+    passed = []
+    for j in sorted(range(len(grid)), key=lambda j: (p_learn[j], j)):
+        if p_test[j] > delta:
+            break
+        passed.append(float(grid[j]))
+    return sorted(passed)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_split_fixed_sequence_orders_on_its_share_and_tests_on_the_rest(seed):
+    """Class sizes whose 0.3 share is not whole (29 -> 8.7 -> 9, 19 -> 5.7 -> 6 on top of a random size) and
+    scores rounded to the grid (ties): the certified set is the definition's, seed by seed."""
+    rng = np.random.default_rng(100 + seed)
+    n0, n1 = 29 + 10 * int(rng.integers(5, 15)), 19 + 10 * int(rng.integers(5, 15))
+    scores = np.round(np.concatenate([rng.beta(2, 5, n0), rng.beta(5, 2, n1)]), 2)
+    labels = np.array([0] * n0 + [1] * n1)
+    perm = rng.permutation(n0 + n1)  # the classes interleaved: the split must find each class's indices
+    scores, labels = scores[perm], labels[perm]
+    grid = np.round(np.arange(0, 101) / 100, 2)
+    alpha, beta, delta = 0.2, 0.45, 0.1
+    want = split_fixed_sequence_by_hand(scores, labels, grid, alpha, beta, delta)
+    out = calibrate_two_sided(scores, labels, alpha, beta, delta, grid=grid, method="fixed_sequence")
+    assert want, "the case must certify something"
+    assert out.certified == pytest.approx(want)
+    assert out.tau == pytest.approx(min(want))
+
+
+@pytest.mark.parametrize("method", ["bonferroni", "holm", "fixed_sequence"])
+@pytest.mark.parametrize("missing", [0, 1])
+def test_a_class_with_no_labels_certifies_no_threshold(method, missing):
+    """No label of a class: its rate cannot be bounded (its p-value is 1 at every tau), so nothing is certified,
+    however clean the other class looks."""
+    scores = np.round(np.linspace(0.01, 0.99, 300), 2)
+    labels = np.full(300, 1 - missing)
+    out = calibrate_two_sided(scores, labels, 0.1, 0.1, 0.1, method=method, best_bounds=False)
+    assert (out.certified, out.tau) == ([], None)

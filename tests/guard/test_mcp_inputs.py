@@ -72,3 +72,29 @@ def test_the_compact_report_cuts_a_claim_past_200_characters(guard, n, shown):
         assert len(want) == 200 and not want.endswith("\u2026")
     else:
         assert want.endswith("\u2026") and len(want) == shown + 1
+
+
+def test_verify_citations_passage_is_held_to_the_guards_passage_limit():
+    """A Guard whose passages may have 50 characters: a passage of 50 is checked, one of 51 refused, naming the
+    limit (LimitExceeded is a GuardInputError: the tool's error, never a score of a text past the limit)."""
+    from citebound.text.limits import LimitExceeded, Limits
+
+    g = Guard("lexical", reattributor=None, limits=Limits(max_passage_chars=50))
+    ok = verify_citation(g, "Aspirin inhibits platelet cyclooxygenase", ASPIRIN[:50].ljust(50))
+    assert ok["verdict"] in ("passes", "fails") and ok["score"] is not None
+    with pytest.raises(LimitExceeded, match="max_passage_chars"):
+        verify_citation(g, "Aspirin inhibits platelet cyclooxygenase", ASPIRIN[:50] + "x")
+
+
+def test_a_blocked_answers_text_never_reaches_the_agent():
+    """block past 0.3: one citation of one flagged (no passage holds 'unicorns'): budget 1 > 0.3, withheld: no
+    guarded text, the reason and the counts. (Its report may quote the claims, as /v1/guard's does: the agent sent
+    the answer itself; the proxy, whose caller never saw the upstream's text, leaves them out.)"""
+    g = Guard("lexical", reattributor=None, action="block", block_above=0.3, threshold=0.5)
+    for detail in ("compact", "full"):
+        out = guard_answer(g, "Unicorns sing opera loudly [1].", [ASPIRIN], detail=detail)
+        assert out["guarded_answer"] is None and "budget" in out["blocked"]
+        counts = out["counts"] if detail == "compact" else out["report"]
+        assert (counts["blocked"], counts["flagged"], counts["review_budget"]) == (True, 1, 1.0)
+    ok = guard_answer(g, ANSWER, [ASPIRIN])
+    assert ok["guarded_answer"] == ANSWER and "blocked" not in ok

@@ -1,0 +1,136 @@
+"""The service app's own edges (citebound/serving/app.py), each worked out by hand: the JSON depth bound at
+exactly its limit and a string's escaped quote, the liveness probes answering while the service drains, a refused
+body counted under its route (never under whatever URL a client sent), and the secrets file that --workers
+hands its workers: readable by this user only, and gone when the service ends."""
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from citebound.serving.app import MAX_JSON_DEPTH, json_depth, json_problem
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+@pytest.mark.parametrize("body,depth", [
+    (nested(MAX_JSON_DEPTH), 64), (nested(MAX_JSON_DEPTH + 1), 65), (b'{"a": 1}', 1), (b"1", 0),
+    (b'{"a\\"[[[": 1}', 1),  # an escaped quote does not end the string: its brackets are text
+    (b'["\\\\", [1]]', 2),  # an escaped backslash does: the string ends at the next quote
+    (b'["[[[", "]]]]"]', 1), (b'{"x": "{\\"y\\": [["}', 1),
+])
+def test_json_depth_skips_every_string_and_counts_every_level(body, depth):
+    assert json_depth(body) == depth
+
+
+def test_a_body_exactly_at_the_depth_limit_is_read_and_one_deeper_refused():
+    assert json_problem(nested(64)) is None
+    assert json_problem(nested(65)) == "the JSON nests 65 levels deep; the limit is 64"
+    assert json_problem(b'{"a\\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[": 1}') is None
+
+
+@pytest.fixture
+def served():
+    """The app on uvicorn in this process, with its state at hand."""
+    import uvicorn
+
+    from citebound.serving import create_app
+    from citebound.serving.state import ServeConfig
+    from tests.service_helpers import free_port, wait_ready
+
+    app = create_app(ServeConfig(verifier="lexical", reattributor=None))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    t = threading.Thread(target=server.run, daemon=True)
+    t.start()
+    url = f"http://127.0.0.1:{port}"
+    assert wait_ready(url)
+    yield url, app.state.citebound
+    server.should_exit = True
+    t.join(timeout=10)
+
+
+def test_while_draining_the_liveness_probes_answer_and_the_routes_refuse(served):
+    """Past the drain's grace: /readyz 503 (send nothing more), /v1/guard 503, but /healthz and /livez 200 (a
+    liveness probe that failed now would kill the pod before its in-flight requests finish)."""
+    url, state = served
+    state.draining, state.draining_since = True, time.monotonic() - 60
+    got = {p: httpx.get(url + p, timeout=10).status_code for p in ("/healthz", "/livez", "/readyz")}
+    got["/v1/guard"] = httpx.post(url + "/v1/guard", json={"answer": "A [1].", "passages": ["a"]}, timeout=10).status_code
+    assert got == {"/healthz": 200, "/livez": 200, "/readyz": 503, "/v1/guard": 503}
+    state.draining = False
+
+
+def test_a_refused_body_is_counted_under_its_route_never_under_the_url_sent(served):
+    url, state = served
+    big = b"x" * (state.cfg.limits.max_request_bytes + 1)
+    for path in ("/v1/guard", "/v1/made-up-by-a-client", "/anything/else"):
+        assert httpx.post(url + path, content=big, timeout=30).status_code == 413
+    metrics = httpx.get(url + "/metrics", timeout=10).text
+    lines = [x for x in metrics.splitlines() if x.startswith("citebound_requests_total{")]
+    assert 'citebound_requests_total{endpoint="/v1/guard",status="413"} 1.0' in lines
+    assert 'citebound_requests_total{endpoint="other",status="413"} 2.0' in lines
+    assert "made-up" not in metrics and "/anything" not in metrics
+
+
+def _descendants(pid: int) -> list[int]:
+    parent = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out += kids
+        todo += kids
+    return out
+
+
+def _environ(pid: int) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_text(errors="replace")
+    except OSError:
+        return {}
+    return dict(x.split("=", 1) for x in raw.split("\0") if "=" in x)
+
+
+def test_the_workers_secrets_file_is_this_users_alone_and_gone_when_the_service_ends(tmp_path):
+    """--workers 2: the config (which holds the admin token) reaches the workers as a file named in the
+    environment; it must be mode 0600 in a 0700 folder while the service runs, and removed when it stops."""
+    from tests.service_helpers import free_port, wait_ready
+
+    token = "a-test-admin-token-0123456789"
+    (tmp_path / "token").write_text(token + "\n")
+    port = free_port()
+    srv = subprocess.Popen([sys.executable, "-m", "citebound.cli.main", "serve", "--verifier", "lexical",
+                            "--no-reattribute", "--port", str(port), "--workers", "2", "--state",
+                            str(tmp_path / "m.sqlite"), "--admin-token-file", str(tmp_path / "token")],
+                           cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_ready(f"http://127.0.0.1:{port}", attempts=1200)
+        named = {e["CITEBOUND_SERVE_CONFIG_FILE"] for e in map(_environ, _descendants(srv.pid))
+                 if "CITEBOUND_SERVE_CONFIG_FILE" in e}
+        assert len(named) == 1  # the workers' (a process's own environment file shows what it started with)
+        path = Path(named.pop())
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        assert path.stat().st_uid == os.getuid() and token in path.read_text()
+    finally:
+        srv.send_signal(signal.SIGTERM)
+        srv.wait(60)
+    assert not path.exists() and not path.parent.exists()

@@ -17,6 +17,7 @@ import httpx
 import numpy as np
 import pytest
 from conftest import ROOT
+from failing_scorer import Failing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from service_helpers import running
@@ -230,21 +231,6 @@ def test_a_batch_returns_one_result_or_one_error_per_answer():
     assert "no text a reader can see" in res[2]["report"]["audit"][0]["reason"]
     c = r.json()["counts"]
     assert (c["answers"], c["failed_answers"], c["n_citations"], c["unverified"]) == (3, 1, 3, 1)
-
-
-class Failing:
-    """A scorer that raises on any claim containing 'boom' (a stand-in for a verifier error one text causes)."""
-
-    name, hash, windowing = "failing", "f" * 16, {"window_chars": 600, "stride": 300, "claim_cap": 600}
-
-    def __init__(self):
-        from citebound.scoring.loader import load_scorer
-        self.inner = load_scorer("lexical")
-
-    def score(self, claims, passages):
-        if any("boom" in c for c in claims):
-            raise RuntimeError("verifier failed on this text")
-        return self.inner.score(claims, passages)
 
 
 def test_a_scorer_error_fails_only_the_request_whose_units_caused_it():

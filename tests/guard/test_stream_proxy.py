@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 openai = pytest.importorskip("openai")
+from failing_scorer import Failing  # noqa: E402
 from fake_stream import FakeStreamingOpenAI, Script, sse_bytes  # noqa: E402
 from service_helpers import running  # noqa: E402
 from stream_cases import PASSAGES, answer, code_point_pieces, pieces  # noqa: E402
@@ -151,27 +152,11 @@ def test_block_in_a_stream_withholds_only_what_is_not_yet_sent():
         assert r.status_code == 403 and r.json()["report"]["blocked"] and "review budget 0.333" in r.json()["detail"]
 
 
-class Failing:
-    """A scorer that raises on claims about unicorns (a verifier error one text causes)."""
-
-    name, hash, windowing = "failing", "f" * 16, {"window_chars": 600, "stride": 300, "claim_cap": 600}
-
-    def __init__(self):
-        from citebound.scoring.loader import load_scorer
-        self.inner = load_scorer("lexical")
-        self.cfg = self.inner.cfg
-
-    def score(self, claims, passages):
-        if any("Unicorns" in c for c in claims):
-            raise RuntimeError("verifier failed on this text")
-        return self.inner.score(claims, passages)
-
-
 @pytest.mark.parametrize("on_error,marker", [("closed", "[1 UNVERIFIED]"), ("open", "[1]")])
 def test_a_citation_the_verifier_could_not_check_fails_closed(on_error, marker):
     text = "Statins lower LDL cholesterol [1]. Unicorns sing opera loudly [1]."
     with FakeStreamingOpenAI(lambda body: Script(sentences_as_pieces(text))) as up, \
-            running(ServeConfig(verifier="lexical", upstream=up.base_url, on_error=on_error), scorer=Failing()) as url:
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, on_error=on_error), scorer=Failing("Unicorns")) as url:
         got, extra, _ = _stream(client(url), "q")
         assert got == f"Statins lower LDL cholesterol [1]. Unicorns sing opera loudly {marker}."
         rep = extra["report"]

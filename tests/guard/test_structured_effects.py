@@ -4,6 +4,8 @@ verifier failure on a structured citation leaves the review budget, in the libra
 sentence two failed citations cite is removed once."""
 from __future__ import annotations
 
+from failing_scorer import Failing
+
 from citebound import Guard
 from citebound.guarding import structured
 from citebound.guarding.structured import Attached
@@ -25,21 +27,6 @@ def test_a_citation_is_re_attributed_to_a_text_that_only_a_later_citation_quotes
     assert [(v["at"], v["action"], v["passage"], v.get("moved_to"), v.get("moved_score")) for v in got] == [
         (0, "reattributed", 1, 2, 1.0), (1, "reattributed", 2, 1, 1.0)]
     assert (text, rep.n_citations, rep.reattributed, rep.uncited, rep.review_budget) == (TEXT, 2, 2, 0, 0.0)
-
-
-class Failing:
-    """Lexical, except that it raises on any batch holding a claim with 'boom' (one text's verifier error)."""
-
-    name, hash, windowing = "failing", "f" * 16, {"window_chars": 600, "stride": 300, "claim_cap": 600}
-
-    def __init__(self):
-        from citebound.scoring.loader import load_scorer
-        self.inner = load_scorer("lexical")
-
-    def score(self, claims, passages):
-        if any("boom" in c for c in claims):
-            raise RuntimeError("verifier failed on this text")
-        return self.inner.score(claims, passages)
 
 
 def test_failing_open_a_verifier_failure_on_a_structured_citation_leaves_the_budget_and_closed_counts_it():

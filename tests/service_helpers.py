@@ -30,12 +30,20 @@ def wait_ready(url: str, path: str = "/readyz", attempts: int = 600, pause: floa
 @contextmanager
 def running(cfg, scorer=None):
     """Serve ``create_app(cfg, scorer)`` with uvicorn until the block ends; yields the base URL."""
-    import uvicorn
-
     from citebound.serving import create_app
 
+    with serving(create_app(cfg, scorer)) as url:
+        yield url
+
+
+@contextmanager
+def serving(app):
+    """Serve an app already made (a test that reaches into ``app.state``) until the block ends; yields the base
+    URL once it is ready."""
+    import uvicorn
+
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(cfg, scorer), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     t = threading.Thread(target=server.run, daemon=True)
     t.start()
     url = f"http://127.0.0.1:{port}"

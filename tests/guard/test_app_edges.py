@@ -9,7 +9,6 @@ import signal
 import stat
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -44,22 +43,13 @@ def test_a_body_exactly_at_the_depth_limit_is_read_and_one_deeper_refused():
 @pytest.fixture
 def served():
     """The app on uvicorn in this process, with its state at hand."""
-    import uvicorn
-
     from citebound.serving import create_app
     from citebound.serving.state import ServeConfig
-    from tests.service_helpers import free_port, wait_ready
+    from tests.service_helpers import serving
 
     app = create_app(ServeConfig(verifier="lexical", reattributor=None))
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    t = threading.Thread(target=server.run, daemon=True)
-    t.start()
-    url = f"http://127.0.0.1:{port}"
-    assert wait_ready(url)
-    yield url, app.state.citebound
-    server.should_exit = True
-    t.join(timeout=10)
+    with serving(app) as url:
+        yield url, app.state.citebound
 
 
 def test_while_draining_the_liveness_probes_answer_and_the_routes_refuse(served):

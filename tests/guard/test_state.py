@@ -150,13 +150,18 @@ def test_two_workers_share_one_sqlite_monitor_over_http(tmp_path):
         srv.wait(30)
 
 
-def _redis(tmp_path):
+def start_redis(tmp_path, *args):
+    """A redis-server with no persistence, in ``tmp_path``, with ``args`` (a port, a password, a socket)."""
     exe = shutil.which("redis-server")
     if exe is None:
         pytest.fail("redis-server is not installed (.ci/run installs Debian's redis-server)")
+    return subprocess.Popen([exe, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path),
+                             *args], stdout=subprocess.DEVNULL)
+
+
+def _redis(tmp_path):
     port = free_port()
-    p = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                          "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+    p = start_redis(tmp_path, "--port", str(port))
     for _ in range(100):
         try:
             socket.create_connection(("127.0.0.1", port), 0.2).close()

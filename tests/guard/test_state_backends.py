@@ -3,23 +3,14 @@ from the URL or from a file, never shown; a Redis reached over a unix socket; a 
 SQLite's write lock; and the --state spellings that name no store, refused rather than opened as a file."""
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 
 import pytest
+from test_state import start_redis
 
 from citebound.calibration.state import SqliteStore, StoreUnavailable, open_store
 
 SECRET = "s3cret-pw-0123"
-
-
-def _start(tmp_path, *args):
-    exe = shutil.which("redis-server")
-    if exe is None:
-        pytest.fail("redis-server is not installed (.ci/run installs Debian's redis-server)")
-    return subprocess.Popen([exe, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(tmp_path),
-                             *args], stdout=subprocess.DEVNULL)
 
 
 def _until(check, seconds=10.0):
@@ -43,7 +34,7 @@ def redis_pw(tmp_path):
     from tests.service_helpers import free_port
 
     port = free_port()
-    p = _start(tmp_path, "--port", str(port), "--requirepass", SECRET)
+    p = start_redis(tmp_path, "--port", str(port), "--requirepass", SECRET)
     yield port
     p.terminate()
     p.wait(10)
@@ -67,7 +58,7 @@ def test_a_redis_password_from_the_url_or_a_file_reaches_redis_and_never_shows(r
 def test_a_redis_over_a_unix_socket(tmp_path):
     pytest.importorskip("redis", reason="the [redis] extra")
     sock = tmp_path / "redis.sock"
-    p = _start(tmp_path, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700")
+    p = start_redis(tmp_path, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700")
     try:
         store = open_store(f"unix://{sock}?db=2")
         assert _until(lambda: store.update("k", _bump)) == {"n": 1}

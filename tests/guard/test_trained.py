@@ -119,6 +119,10 @@ def test_citebound_train_dedupes_holds_out_and_guards(tmp_path, capsys):
     assert head["adopted"] is ("does not beat embedding out of domain" not in err)
     card = (out / "MODEL_CARD.md").read_text()
     assert "leave-one-source-out" in card and "| gold | a | 4 |" in card
+    # the training table after the removals, by hand: a kept 20 pairs (10 supported), b all 24 (12 supported); a
+    # part with nothing removed is not listed among the removals
+    assert "| a | user | 20 | 10 |" not in card and "| a | 20 | 10 |" in card and "| b | 24 | 12 |" in card
+    assert "| gold | b |" not in card
     assert "ExpertQA" not in card and "lite" not in card  # a lab card, not the study's
     # the model guards: a restating passage passes, the unrelated one is flagged
     ans = {"answer": "In study z1, aspirin lowers fever [1]. In study z2, statins reduce cholesterol [2].",
@@ -140,6 +144,20 @@ def test_citebound_train_without_sources_uses_grouped_folds(tmp_path, capsys):
     assert sorted(r["evaluation"] for r in rows) == [f"loso:fold{k}" for k in range(1, 6)]
     assert {int(r["n"]) for r in rows} == {4}
     assert "no evaluation set given" in (out / "MODEL_CARD.md").read_text()
+
+
+def test_citebound_train_with_a_source_missing_on_one_pair_uses_grouped_folds(tmp_path, capsys):
+    """Leave-one-source-out needs a source on every pair: with one pair without it, the held-out evaluation is the
+    folds grouped by claim (a part called 'None' would be a made-up source)."""
+    recs = labelled(n_per_source=6)
+    del recs[3]["source"]
+    out = tmp_path / "m"
+    rc = main(["train", "--input", str(write_jsonl(tmp_path / "p.jsonl", recs)), "--out", str(out), "--C", "1",
+               "--folds", "3", "--quiet"])
+    assert rc == 0, capsys.readouterr().err
+    rows = [r["evaluation"] for r in _csv(out / "evaluation.csv") if r["evaluation"].startswith("loso:")]
+    assert sorted(rows) == ["loso:fold1", "loso:fold2", "loso:fold3"]
+    assert "3-fold cross-validation grouped by claim" in (out / "MODEL_CARD.md").read_text()
 
 
 @pytest.mark.parametrize("line,msg", [

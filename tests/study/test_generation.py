@@ -136,3 +136,32 @@ def test_resolved_revision_reads_the_commit_from_the_hub_cache(tmp_path, monkeyp
     assert resolved_revision("org/some-model", "main") == sha
     assert resolved_revision("org/not-downloaded", "main") == "main"  # not cached: what was asked for
     assert resolved_revision(str(tiny_llama), None) is None  # a local directory has no hub revision
+
+
+def test_token_counts_leave_out_padding_and_the_end_of_sequence(tiny_llama):
+    """A short and a long prompt in one batch: each prompt's count is its own tokens (the tokenizer on it alone, no
+    padding of the other), and a completion that ends with the end-of-sequence token does not count it. The random
+    model's greedy continuation is read first; its first new token after the first one that it had not produced before
+    is then made the end-of-sequence token (of the tokenizer and of generation), so the completion must be exactly the
+    tokens before it."""
+    import torch
+
+    b = TransformersBackend({"model": str(tiny_llama), "device": "cpu", "max_new_tokens": 6})
+    short = [{"role": "user", "content": "cells"}]
+    long = [{"role": "system", "content": "be brief and cite passages"},
+            {"role": "user", "content": "mitochondria produce atp in cells [1]"}]
+    alone = [len(b.tok(b.tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False),
+                       add_special_tokens=False)["input_ids"]) for m in (short, long)]
+    assert alone[0] < alone[1]
+    assert [c.prompt_tokens for c in b.chat([short, long])] == alone
+    padded = b._encode([short, long])["input_ids"][0].tolist()  # the short prompt's padding comes before it
+    assert padded[: alone[1] - alone[0]] == [b.tok.pad_token_id] * (alone[1] - alone[0]) and padded[-1] != b.tok.pad_token_id
+    enc = b.tok(b.tok.apply_chat_template(short, add_generation_prompt=True, tokenize=False), return_tensors="pt",
+                add_special_tokens=False)
+    with torch.inference_mode():
+        new = b.model.generate(**enc, do_sample=False, max_new_tokens=6, pad_token_id=b.tok.pad_token_id)[0, alone[0]:].tolist()
+    j = next(i for i in range(1, len(new)) if new[i] not in new[:i] and new[i] != b.tok.pad_token_id)
+    b.tok.eos_token = b.tok.convert_ids_to_tokens(new[j])
+    b.model.generation_config.eos_token_id = new[j]
+    got = b.chat([short, long])[0]
+    assert got.completion_tokens == j and got.text == b.tok.decode(new[:j], skip_special_tokens=True).strip()

@@ -22,7 +22,7 @@ def test_population_risks_by_hand():
     assert flag.tolist() == [0.0, 0.0, 0.0, 0.5]
 
 
-@pytest.mark.parametrize("k,n", [(0, 10), (5, 10), (10, 10), (3, 200)])
+@pytest.mark.parametrize("k,n", [(0, 10), (1, 10), (5, 10), (10, 10), (1, 200), (3, 200)])
 def test_clopper_pearson_against_scipy(k, n):
     lo, hi = G.cp_interval(k, n)
     want_lo = 0.0 if k == 0 else beta_dist.ppf(0.025, k, n - k + 1)
@@ -223,7 +223,164 @@ def test_the_alarm_streams_never_draw_from_the_reference_half(monkeypatch):
         return real(s0, s1, streams, thetas, delta)
 
     monkeypatch.setattr(G, "alarm_times", spy)
-    G.shift_alarm({"v": pd.DataFrame({"score_v": s, "label": y})}, {}, 0.1, [0.2, 0.9], 5, 50, 0, mixture=False)
+    t = G.shift_alarm({"v": pd.DataFrame({"score_v": s, "label": y})}, {}, 0.1, [0.2, 0.9], 5, 50, 0, mixture=False)
     assert len(seen) == 2
+    assert t.calibration_share.tolist() == [67 / 200] * 2  # the reference's supported share: 67 of its 200
     for ref, stream in seen:
         assert stream and not (ref & stream) and len(ref) == 200  # half of each class: 67 of 134 and 133 of 266
+
+
+def _certifying_every_other_draw(monkeypatch, certified, bad_tau):
+    """calibrate_two_sided replaced by one that certifies only in odd draws (``bad_tau``, a tau whose population
+    rates break the bound, and ``certified`` of them in all): the analysis's counting alone decides the table."""
+    from types import SimpleNamespace
+
+    calls = []
+
+    def alternate(*args, **kw):
+        calls.append(1)
+        if len(calls) % 2 == 0 or len(calls) // 2 >= certified:
+            return SimpleNamespace(certified=[], tau=None)
+        return SimpleNamespace(certified=[bad_tau], tau=bad_tau)
+
+    monkeypatch.setattr(G, "calibrate_two_sided", alternate)
+
+
+def test_the_ltt_violation_rate_is_over_every_draw_and_within_delta_reads_the_interval_low(monkeypatch):
+    """20 draws, 3 of them certify a tau that breaks the miss bound: the violation rate is 3/20 (a draw that
+    certifies nothing keeps the promise), not 3/3; its CP 95% interval is scipy's (0.032, 0.379), whose low end
+    is below delta = 0.1, so the rate is called within delta though the point estimate is above it."""
+    s = np.array([0.1, 0.2, 0.3, 0.6, 0.9, 0.95] * 20)
+    y = np.array([0, 0, 1, 0, 1, 1] * 20)
+    grid = G.grid_for(s)
+    _certifying_every_other_draw(monkeypatch, 3, float(grid[0]))  # tau 0 passes every unsupported one: miss 1
+    t = G.ltt_violations({"v": pd.DataFrame({"score_v": s, "label": y})}, 0.1, [0.5], 0.1, 20, 0.5, 0).iloc[0]
+    assert (t.violations, t.certified_share, t.violation_rate) == (3, 3 / 20, 3 / 20)
+    assert t.ci_low == pytest.approx(beta_dist.ppf(0.025, 3, 18)) and t.ci_high == pytest.approx(beta_dist.ppf(0.975, 4, 17))
+    assert t.ci_low < 0.1 < t.violation_rate and t.within_delta
+    _certifying_every_other_draw(monkeypatch, 10, float(grid[0]))
+    t = G.ltt_violations({"v": pd.DataFrame({"score_v": s, "label": y})}, 0.1, [0.5], 0.1, 20, 0.5, 0).iloc[0]
+    assert t.violation_rate == 0.5 and t.ci_low > 0.1 and not t.within_delta  # beta.ppf(0.025, 10, 11) = 0.27
+
+
+def test_the_exchangeable_check_streams_the_half_the_reference_did_not_see(monkeypatch):
+    seen = []
+
+    class Recording(G.DriftMonitor):
+        def __init__(self, reference, **kw):
+            seen.append([set(np.asarray(reference).tolist())])
+            super().__init__(reference, **kw)
+
+        def update(self, stream, *a, **kw):
+            seen[-1].append(set(np.asarray(stream).tolist()))
+            return super().update(stream, *a, **kw)
+
+    monkeypatch.setattr(G, "DriftMonitor", Recording)
+    s = np.random.default_rng(2).random(41)  # distinct scores; an odd count: the stream takes 21
+    G.monitor_alarms({"v": frame(s, (np.arange(41) % 2).astype(int))}, {}, 0.1, 0.1, 3, seed=0)
+    assert len(seen) == 3
+    for ref, stream in seen:
+        assert len(ref) == 20 and len(stream) == 21 and not ref & stream and ref | stream == set(s.tolist())
+
+
+def test_the_catch_rate_before_the_alarm_counts_a_hard_negative_at_exactly_tau(monkeypatch):
+    """A monitor that never alarms sees the whole stream: the catch rate before the alarm is then the share of the
+    hard set's unsupported scores <= tau, where tau = 0.19 (k = ceil(21 * 0.9) = 19 of 0.01..0.20); 0.19 itself is
+    caught (score <= tau is flagged): 2 of 4."""
+    class NeverAlarms:
+        alarm_at = None
+
+        def __init__(self, *a, **kw):
+            pass
+
+        def update(self, *a, **kw):
+            return "ok"
+
+    monkeypatch.setattr(G, "DriftMonitor", NeverAlarms)
+    cal = frame(np.r_[np.round(np.arange(1, 21) * 0.01, 2), np.full(10, 0.9)], np.r_[np.zeros(20), np.ones(10)])
+    hard = frame([0.19, 0.1, 0.5, 0.7, 0.95], [0, 0, 0, 0, 1])
+    out = G.monitor_alarms({"v": cal}, {"v": hard}, 0.1, 0.1, 5, seed=3).set_index("setting")
+    assert out.loc["transfer", "catch_rate_at_tau"] == 0.5 and out.loc["transfer", "catch_rate_before_alarm"] == 0.5
+    assert out.loc["transfer", "alarms"] == 0 and out.loc["exchangeable", "alarms"] == 0
+
+
+def test_a_group_of_exactly_min_group_is_kept_and_a_supported_score_at_tau_is_flagged(monkeypatch):
+    """Every calibration of over 12 citations deploys tau = 0.5 (the pooled half; the big group's too), a smaller one
+    certifies nothing (the group of 10 falls back to the pooled tau);
+    every supported score is exactly 0.5, every unsupported one 0.2: each half's false-flag rate is 1 (a supported
+    score <= tau is flagged) and its miss rate 0, in the group of exactly min_group = 10 citations too."""
+    from types import SimpleNamespace
+
+    def pooled_then_none(*args, **kw):
+        return SimpleNamespace(tau=0.5 if len(args[0]) > 12 else None, certified=[])
+
+    monkeypatch.setattr(G, "calibrate_two_sided", pooled_then_none)
+    big = frame([0.2] * 20 + [0.5] * 20, [0] * 20 + [1] * 20, "big")
+    ten = frame([0.2] * 5 + [0.5] * 5, [0] * 5 + [1] * 5, "ten")
+    out = G.group_vs_pooled({"v": pd.concat([big, ten])}, "group", 0.1, 0.2, 0.1, 6, seed=1,
+                            min_group=10).set_index("group")
+    assert sorted(out.index) == ["big", "ten"] and out.loc["ten", "n"] == 10
+    assert (out.pooled_false_flag == 1.0).all() and (out.group_false_flag == 1.0).all()
+    assert (out.pooled_miss == 0.0).all() and out.loc["ten", "fallback_share"] == 1.0
+
+
+def test_the_catch_rate_pac_tau_flags_a_supported_score_at_exactly_tau(monkeypatch):
+    """Every unsupported score is 0.3, so the PAC tau is 0.3 in every draw that certifies; half the supported
+    scores are exactly 0.3 (flagged: score <= tau) and half 0.9: the share kept is 0.5. The rank is pinned to the
+    number of unsupported citations drawn (the largest rank that still certifies), which must still certify."""
+    from citebound.calibration import conformal
+
+    monkeypatch.setattr(conformal, "pac_rank", lambda n, alpha, delta: n)
+    s = np.r_[np.full(100, 0.3), np.full(50, 0.3), np.full(50, 0.9)]
+    y = np.r_[np.zeros(100, int), np.ones(100, int)]
+    t = G.precision_guarantee({"v": pd.DataFrame({"score_v": s, "label": y})}, 0.1, 0.5, 0.2, 0.1, 10, 0.5, 0).iloc[0]
+    assert t.supported_kept_catch_pac == 0.5
+
+
+def test_the_realised_miss_on_transfer_passes_a_score_at_exactly_tau():
+    """tau = 0.19 (as above); the hard set's unsupported 0.19, 0.19, 0.5, 0.5: a score equal to tau is flagged,
+    so the realised miss is 2 of 4."""
+    cal = frame(np.r_[np.round(np.arange(1, 21) * 0.01, 2), np.full(10, 0.9)], np.r_[np.zeros(20), np.ones(10)])
+    hard = frame([0.19, 0.19, 0.5, 0.5, 0.95, 0.95], [0, 0, 0, 0, 1, 1])
+    t = G.shift_alarm({"v": cal}, {"v": hard}, 0.1, [0.5], streams=4, length=10, seed=0, mixture=False)
+    labels = t[(t.setting == "transfer") & t.alarm.str.startswith("labels")].iloc[0]
+    assert labels.realised_miss == 0.5
+
+
+def test_label_test_counts_match_the_library_class_and_scipy_post_by_post():
+    """The table's draws regenerated from its seed: per post, the e-process is MissRateTest after the post's labels
+    (all of them, not its first), and the fixed-n test is scipy's one-sided binomial test P(X >= k) at every post;
+    the power row's median is over the streams that voided."""
+    from scipy.stats import binomtest
+
+    from citebound.calibration.eprocess import MissRateTest
+
+    alpha, delta, draws, batchings = 0.1, 0.1, 60, [(8, 5), (25, 1)]
+    t = G.label_test(alpha, delta, batchings, draws, seed=11)
+    rng = G.seeded_rng(11)
+    for posts, size in batchings:
+        paths = (rng.random((draws, posts * size)) < alpha).astype(int)
+        e = naive = 0
+        for p in paths:
+            m = MissRateTest(alpha, delta)
+            rejected = False
+            for j in range(posts):
+                m.add(int(p[j * size:(j + 1) * size].sum()), size)
+                k, n = int(p[:(j + 1) * size].sum()), (j + 1) * size
+                rejected |= binomtest(k, n, alpha, alternative="greater").pvalue < delta
+            e += m.void
+            naive += rejected
+        rows = t[(t.posts == posts) & (t.labels_per_post == size) & (t.true_miss_rate == alpha)].set_index("test")
+        assert rows.loc["e-process (anytime-valid)", "voids"] == e
+        assert rows.loc["fixed-n binomial at every post", "voids"] == naive and naive > e
+    total = max(p * s for p, s in batchings)
+    at = []
+    for p in (rng.random((draws, total)) < 2 * alpha).astype(int):
+        m = MissRateTest(alpha, delta)
+        for x in p:
+            m.add(int(x), 1)
+        at.append(m.void_after or 0)
+    at = np.asarray(at)
+    power = t[t.true_miss_rate == 2 * alpha].iloc[0]
+    assert 0 < (at > 0).sum() < draws  # some streams never void in 40 labels: the median must leave them out
+    assert power.voids == (at > 0).sum() and power.median_labels_to_void == np.median(at[at > 0])

@@ -99,6 +99,28 @@ def test_row_hash_and_pmid_checks_name_the_entry(local_dataset):
         kit.rebuild_slice(manifest, qa, missing)
 
 
+def test_a_manifest_row_exactly_one_past_the_split_is_named(local_dataset):
+    d, manifest = local_dataset
+    qa, passages = load_local(d)
+    row = manifest["entries"][0]["qa_row"]
+    with pytest.raises(kit.KitDataError, match=rf"entry 0 .*qa row {row}\): the QA split has only {row} rows"):
+        kit.rebuild_slice(manifest, qa[:row], passages)
+
+
+def test_a_stand_in_passage_joins_at_most_max_answers_answers(qa_rows):
+    """Each PubMed id of the first three entries gets the answers of the QA rows that list it, in row order, cut to
+    max_answers and joined by a space (worked out here from the rows directly); three of entry 2's ids are listed
+    by two rows, so max_answers 1 must drop one answer there."""
+    pmids = sorted({int(p) for e in MANIFEST["entries"][:3] for p in e["pmids"]})
+    listing = {p: [str(r["answer"]).strip() for r in qa_rows if p in kit.pmid_list(r["relevant_passage_ids"])]
+               for p in pmids}
+    assert sum(len(v) == 2 for v in listing.values()) == 3
+    for max_answers in (1, 2):
+        _, corpus, _ = kit.stand_in_dataset(MANIFEST, qa_rows, 3, max_answers=max_answers)
+        got = dict(zip(corpus["id"].tolist(), corpus["passage"]))
+        assert got == {p: " ".join(v[:max_answers]) for p, v in listing.items()}
+
+
 def test_hub_failure_falls_back_to_the_mirror_for_qa_and_names_the_missing_corpus(monkeypatch, tmp_path):
     import logging
 
@@ -200,6 +222,19 @@ def test_paired_difference_by_hand():
     d = [100 * (ua[i].sum() / ca[i].sum() - ub[i].sum() / cb[i].sum()) for i in idx if cb[i].sum() and ca[i].sum()]
     assert out["difference_pp_ci_low"] == pytest.approx(np.quantile(d, 0.025))
     assert out["significant_positive"] == (np.quantile(d, 0.025) > 0)
+
+
+def test_a_positive_paired_difference_whose_interval_reaches_zero_is_not_significant():
+    """lit 2 of 8 unsupported against bare 1 of 8: +12.5 pp, but one item carries it all, so a quarter of the
+    resamples leave it out and the 2.5% quantile of the resampled differences is below 0 (recomputed here)."""
+    lit, bare = _items([2, 0, 0, 0], [2, 2, 2, 2]), _items([1, 0, 0, 0], [2, 2, 2, 2])
+    out = kit.paired_difference(lit, bare, 400, np.random.default_rng(9))
+    assert out["difference_pp"] == pytest.approx(12.5)
+    idx = np.random.default_rng(9).integers(4, size=(400, 4))
+    u_a, u_b, c = np.array([2, 0, 0, 0]), np.array([1, 0, 0, 0]), np.array([2, 2, 2, 2])
+    low = np.quantile([100 * (u_a[i].sum() - u_b[i].sum()) / c[i].sum() for i in idx], 0.025)
+    assert out["difference_pp_ci_low"] == pytest.approx(low) and low <= 0
+    assert out["significant_positive"] is False
 
 
 def test_cross_domain_tau_and_flag_rates_by_hand():

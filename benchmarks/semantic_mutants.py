@@ -60,6 +60,7 @@ LJ, CE, IO = "citebound/verifiers/llm_judge.py", "citebound/scoring/chat_endpoin
 RA, CV = "citebound/study/analysis/reattribution.py", "citebound/study/analysis/conformal_eval.py"
 GU, TI, BU = "citebound/study/analysis/guarantees.py", "citebound/study/tiny.py", "citebound/models/build.py"
 OWN = "citebound/training/own.py"
+MI, LA, SC = "citebound/models/__init__.py", "citebound/labelling/app.py", "citebound/study/config.py"
 GST, GCD, PRC = "citebound/guarding/stream.py", "citebound/guarding/card.py", "citebound/calibration/precision.py"
 MON, CAL, INP = "citebound/calibration/monitor.py", "citebound/cli/calibrate.py", "citebound/cli/inputs.py"
 CGU22, CMO22, CSV22 = "citebound/cli/guard.py", "citebound/cli/monitor.py", "citebound/cli/serve.py"
@@ -2040,6 +2041,53 @@ MUTANTS = [
     Mutant("own26", OWN, '''    lines += [f"| {r['eval_set']} | {r['source']} | {r['removed']} |" for _, r in removed.iterrows() if r["removed"]]''',
            '''    lines += [f"| {r['eval_set']} | {r['source']} | {r['removed']} |" for _, r in removed.iterrows()]''',
            "the model card lists every part with 0 removals beside the '(none matched)' line"),
+    # ---- round 27 (2026-12-05): more of the modules with the fewest mutants per line (the graph's pins, the
+    # labelling page's server, the data reader, the embedding verifier, the study's config composition), written
+    # from the code before any of their tests was read.
+    Mutant("pins27", MI, "    return _sha256(str(path), st.st_mtime_ns, st.st_size)", "    return _sha256(str(path), 0, 0)",
+           "a file's digest is remembered by its path alone, so a file changed after its first check passes as the old one"),
+    Mutant("pins27", MI, '''    if where == "shipped" and digest != CONTRADICTION:''', '''    if digest != CONTRADICTION:''',
+           "a contradiction head the study trained (named by its own digest) is refused as tampered"),
+    Mutant("pins27", MI, "    if tdigest != TOKENIZER:", "    if tdigest is None:",
+           "a changed tokenizer.json beside the pinned graph is accepted"),
+    Mutant("pins27", MI, '''    if record.get("sha256") != pinned:''', '''    if record.get("sha256") is None:''',
+           "a graph.json that names another digest than the pin is accepted"),
+    Mutant("labelapp27", LA, '''    names = {"127.0.0.1", "localhost", "[::1]", host if ":" not in host else f"[{host}]"}''',
+           '''    names = {"127.0.0.1", "localhost", "[::1]", host}''', "an IPv6 --host is expected without its brackets, so its own page is refused"),
+    Mutant("labelapp27", LA, '''    return {f"{n}:{port}" for n in names} | ({n for n in names} if port == 80 else set())''',
+           '''    return {f"{n}:{port}" for n in names}''', "on port 80, a browser's Host without the port is refused"),
+    Mutant("labelapp27", LA, "            if origin is not None and origin not in origins:", "            if origin not in origins:",
+           "a state-changing request without an Origin header (a script with the token) is refused"),
+    Mutant("labelapp27", LA, "            if size is None or not size.isdigit() or int(size) > MAX_BODY_BYTES:",
+           "            if size is None or not size.isdigit() or int(size) >= MAX_BODY_BYTES:", "a body of exactly MAX_BODY_BYTES is refused"),
+    Mutant("io27", IO, '''        if not spec.sha256:\n            raise DataError(''', '''        if False:\n            raise DataError(''',
+           "a raw file with no recorded sha256 is accepted unchecked"),
+    Mutant("io27", IO, "    finally:\n        if tmp.exists():\n            tmp.unlink()", "    finally:\n        pass",
+           "a failed fetch leaves its .part- file behind"),
+    Mutant("io27", IO, '''        line = data_bytes[:e.start].count(b"\\n") + 1''', '''        line = data_bytes[:e.start].count(b"\\n")''',
+           "a file's first non-UTF-8 byte is reported one line early"),
+    Mutant("io27", IO, '''    if path.suffix == ".jsonl" and not stripped.startswith("["):''', '''    if path.suffix == ".jsonl" and not text.startswith("["):''',
+           "a .jsonl file that is one JSON array after a blank line is read line by line (and refused)"),
+    Mutant("io27", IO, "    for lineno, line in enumerate(text.splitlines(), 1):", "    for lineno, line in enumerate(text.splitlines()):",
+           "a JSONL file's bad line is named one line early"),
+    Mutant("io27", IO, "    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)",
+           "    return json.loads(text, parse_constant=_no_constant)", "a number that overflows to infinity (1e999) passes the strict reader"),
+    Mutant("emb27", EM, "        return s, s >= self.threshold", "        return s, s > self.threshold",
+           "an embedding score exactly at its threshold is not a supported verdict"),
+    Mutant("emb27", EM, "        if len(self._memo) > self.memo_texts:", "        if len(todo) > self.memo_texts:",
+           "the embedding memo grows without bound across calls (only one call's texts are compared with memo_texts)"),
+    Mutant("config27", SC, '''    return name.replace("/", "__").replace(".", "_").replace("-", "_")''', '''    return name.replace("/", "__").replace("-", "_")''',
+           "a source name with a dot gets a config key with a dot (an OmegaConf path, not a key)"),
+    Mutant("config27", SC, "    for name in panel:  # stacked verifiers pull in", "    for name in []:  # stacked verifiers pull in",
+           "a stacked verifier's feature verifiers are not composed into the config"),
+    Mutant("config27", SC, '''    gen_models = list(dict.fromkeys(list(base.generation.models) + rankers))''',
+           '''    gen_models = list(dict.fromkeys(list(base.generation.models)))''', "the generator rankers' configs are not composed"),
+    Mutant("config27", SC, '''                if v.get("runtime") == "onnx":\n                    v["runtime"] = "torch"\n''', "",
+           "a verifier defined on the guard's ONNX graph runs an ONNX export in the study, not the exact float32 path"),
+    Mutant("config27", SC, '''            if mr.get("runtime") is not None and runs_encoder(v):''', '''            if mr.get("runtime") is not None:''',
+           "an experiment's model_runtime is set on seq2seq verifiers too"),
+    Mutant("config27", SC, '''            if v.get("kind") == "trained" and v.get("model") == TRAINED_DEFAULT:''', '''            if v.get("kind") == "trained":''',
+           "a trained verifier with its own model path is moved to the experiment's trained model"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2315,12 +2363,17 @@ TESTS = {
                  "tests/guard/test_cli.py", "citebound/cli/common.py"],
     "serve_cli": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py"],
     "guarantees26": ["tests/study/test_guarantees.py"],
-    "tiny26": ["tests/guard/test_model_verifiers.py", "tests/guard/test_attrscore_verdicts.py", "tests/guard/test_runtime_keys.py"],
-    "build26": ["tests/guard/test_graph.py"],
-    "llm26": ["tests/guard/test_llm_verifiers.py", "tests/guard/test_credentials_in_urls.py", "tests/guard/test_security.py",
+    "tiny26": ["tests/guard/test_tiny_models.py", "tests/guard/test_model_verifiers.py", "tests/guard/test_attrscore_verdicts.py", "tests/guard/test_runtime_keys.py"],
+    "build26": ["tests/guard/test_graph.py", "tests/guard/test_graph_build.py"],
+    "llm26": ["tests/guard/test_secrets.py", "tests/guard/test_llm_verifiers.py", "tests/guard/test_credentials_in_urls.py", "tests/guard/test_security.py",
               "tests/study/test_generation.py", "citebound/scoring/llm_backends.py"],
     "kit26": ["tests/study/test_kit.py"],
-    "own26": ["tests/guard/test_cli_options.py"],
+    "own26": ["tests/guard/test_cli_options.py", "tests/guard/test_trained.py"],
+    "pins27": ["tests/guard/test_graph.py", "tests/guard/test_security.py", "tests/guard/test_contradiction.py"],
+    "labelapp27": ["tests/guard/test_security.py", "tests/guard/test_hostile.py", "tests/guard/test_labelling.py"],
+    "io27": ["tests/guard/test_read_records.py", "tests/study/test_io_prepare.py", "tests/guard/test_cli_score.py"],
+    "emb27": ["tests/guard/test_graph.py", "tests/guard/test_verifiers.py", "tests/guard/test_model_verifiers.py"],
+    "config27": ["tests/study/test_config_placement.py", "tests/study/test_schema.py", "tests/guard/test_package.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
         "benchmarks"]
@@ -2410,8 +2463,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 27)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 26: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 28)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 27: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2444,6 +2497,7 @@ def main() -> int:
     first24 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation whose span ends where the next"))
     first25 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a body nesting exactly MAX_JSON_DEPTH"))
     first26 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the Clopper-Pearson interval puts 5%"))
+    first27 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a file's digest is remembered by its path"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2454,7 +2508,7 @@ def main() -> int:
               20: MUTANTS[first20:first21], 21: MUTANTS[first21:first22],
               22: MUTANTS[first22:first23], 23: MUTANTS[first23:first24],
               24: MUTANTS[first24:first25], 25: MUTANTS[first25:first26],
-              26: MUTANTS[first26:]}
+              26: MUTANTS[first26:first27], 27: MUTANTS[first27:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

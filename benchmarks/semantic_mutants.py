@@ -2369,10 +2369,10 @@ TESTS = {
               "tests/study/test_generation.py", "citebound/scoring/llm_backends.py"],
     "kit26": ["tests/study/test_kit.py"],
     "own26": ["tests/guard/test_cli_options.py", "tests/guard/test_trained.py"],
-    "pins27": ["tests/guard/test_graph.py", "tests/guard/test_security.py", "tests/guard/test_contradiction.py"],
-    "labelapp27": ["tests/guard/test_security.py", "tests/guard/test_hostile.py", "tests/guard/test_labelling.py"],
+    "pins27": ["tests/guard/test_pins_and_hosts.py", "tests/guard/test_graph.py", "tests/guard/test_security.py", "tests/guard/test_contradiction.py"],
+    "labelapp27": ["tests/guard/test_pins_and_hosts.py", "tests/guard/test_security.py", "tests/guard/test_hostile.py", "tests/guard/test_labelling.py"],
     "io27": ["tests/guard/test_read_records.py", "tests/study/test_io_prepare.py", "tests/guard/test_cli_score.py"],
-    "emb27": ["tests/guard/test_graph.py", "tests/guard/test_verifiers.py", "tests/guard/test_model_verifiers.py"],
+    "emb27": ["tests/guard/test_pins_and_hosts.py", "tests/guard/test_graph.py", "tests/guard/test_verifiers.py", "tests/guard/test_model_verifiers.py"],
     "config27": ["tests/study/test_config_placement.py", "tests/study/test_schema.py", "tests/guard/test_package.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",

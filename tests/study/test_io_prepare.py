@@ -113,3 +113,21 @@ def test_missing_sha256_fails_and_prints_the_value(tmp_path, mirror):
     rel = "citation_guard/expected_results_summary.json"
     with pytest.raises(DataError, match=rf"no sha256 is recorded for {rel}; the fetched file has sha256 {sha256sum(mirror / rel)}"):
         fetch_file(FileSpec(rel, "u", ""), tmp_path / "x.json", str(mirror))
+
+
+def test_a_failed_fetch_leaves_no_part_file(tmp_path):
+    """The copy goes to a .part- file beside the destination; a checksum mismatch (or a missing file) removes it."""
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "f.json").write_text("[1]")
+    dest = tmp_path / "out" / "f.json"
+    for spec in (FileSpec("f.json", "u", "0" * 64), FileSpec("nope.json", "u", "0" * 64)):
+        with pytest.raises(DataError):
+            fetch_file(spec, dest, str(mirror))
+        assert list(dest.parent.iterdir()) == []
+
+
+def test_a_jsonl_file_that_is_one_array_after_blank_lines_is_read_as_the_array(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_text('\n  \n[{"a": 1},\n {"a": 2}]\n')
+    assert read_records(p) == [{"a": 1}, {"a": 2}]

@@ -61,6 +61,7 @@ RA, CV = "citebound/study/analysis/reattribution.py", "citebound/study/analysis/
 GU, TI, BU = "citebound/study/analysis/guarantees.py", "citebound/study/tiny.py", "citebound/models/build.py"
 OWN = "citebound/training/own.py"
 MI, LA, SC = "citebound/models/__init__.py", "citebound/labelling/app.py", "citebound/study/config.py"
+LI = "citebound/text/limits.py"
 GST, GCD, PRC = "citebound/guarding/stream.py", "citebound/guarding/card.py", "citebound/calibration/precision.py"
 MON, CAL, INP = "citebound/calibration/monitor.py", "citebound/cli/calibrate.py", "citebound/cli/inputs.py"
 CGU22, CMO22, CSV22 = "citebound/cli/guard.py", "citebound/cli/monitor.py", "citebound/cli/serve.py"
@@ -2088,6 +2089,52 @@ MUTANTS = [
            "an experiment's model_runtime is set on seq2seq verifiers too"),
     Mutant("config27", SC, '''            if v.get("kind") == "trained" and v.get("model") == TRAINED_DEFAULT:''', '''            if v.get("kind") == "trained":''',
            "a trained verifier with its own model path is moved to the experiment's trained model"),
+    # ---- round 28 (2026-12-05): the head's held-out evaluation, the input limits' boundaries, the chat proxy, the
+    # runtimes' encodings and the full-passage protocol, written from the code before any of their tests was read.
+    Mutant("eval28", TE, "        idx = np.concatenate([members[k] for k in rng.integers(len(members), size=len(members))])",
+           "        idx = rng.integers(len(y), size=len(y))",
+           "the paired bootstrap resamples pairs, not the clusters (claims) it promises"),
+    Mutant("eval28", TE, "    new_index = np.cumsum(pick) - 1", "    new_index = np.cumsum(pick)",
+           "held-out pair scores are written one pair along (the last one dropped)"),
+    Mutant("eval28", TE, "            test[rng.choice(idx, size=max(1, len(idx) // 5), replace=False)] = True",
+           "            test[rng.choice(idx, size=len(idx) // 5, replace=False)] = True",
+           "a source of fewer than 5 pairs gives none to the in-distribution hold-out"),
+    Mutant("eval28", TE, '''    loso = table[(table["variant"] == variant) & (table["C"] == c) & table["evaluation"].str.startswith("loso:")]''',
+           '''    loso = table[(table["variant"] == variant) & table["evaluation"].str.startswith("loso:")]''',
+           "the adoption rule reads the left-out sources of every C tried, not of the chosen one"),
+    Mutant("eval28", TE, '''r["delta_ci_low"] > 0):''', '''r["delta_ci_low"] >= 0):''',
+           "a gold set whose AUC gain's CI reaches exactly 0 counts as above 0"),
+    Mutant("eval28", TE, '''        ev = {claim_key(c) for c in claims} - {""}''', '''        ev = {claim_key(c) for c in claims}''',
+           "an evaluation claim with no letters or digits removes every training pair whose claim has none"),
+    Mutant("limits28", LI, "            if isinstance(v, bool) or not isinstance(v, int) or v < 1:",
+           "            if isinstance(v, bool) or not isinstance(v, int) or v < 0:", "a limit of 0 is accepted"),
+    Mutant("limits28", LI, "            if v > self.CEILINGS[f.name]:", "            if v >= self.CEILINGS[f.name]:",
+           "a limit set to exactly its hard ceiling is refused"),
+    Mutant("limits28", LI, "            if len(p) > self.max_passage_chars:", "            if len(p) >= self.max_passage_chars:",
+           "a passage of exactly max_passage_chars is refused"),
+    Mutant("limits28", LI, "        if in_answer > self.max_citations_per_answer:", "        if in_answer >= self.max_citations_per_answer:",
+           "an answer of exactly max_citations_per_answer citations is refused"),
+    Mutant("limits28", LI, "        if n > self.max_units_per_answer:", "        if n >= self.max_units_per_answer:",
+           "an answer of exactly max_units_per_answer units is refused"),
+    Mutant("limits28", LI, "        if n > self.max_stream_held_chars:", "        if n >= self.max_stream_held_chars:",
+           "a stream holding exactly max_stream_held_chars is cut"),
+    Mutant("limits28", LI, "        if n > self.max_request_bytes:", "        if n >= self.max_request_bytes:",
+           "an input of exactly max_request_bytes is refused"),
+    Mutant("proxy28", PX, "    if not isinstance(content, str):\n        raise UpstreamError", "    if False:\n        raise UpstreamError",
+           "an upstream message whose content is a list of parts reaches the guard (a 500, not a 502 that says why)"),
+    Mutant("proxy28", PX, "            if n is not None and n != 1:", "            if n is not None and n > 1:",
+           "n=0 is sent to the upstream instead of refused"),
+    Mutant("proxy28", PX, '''            {"original_content": content} if extra.return_original else {})''', '''            {"original_content": content})''',
+           "the unguarded text comes back though the request did not ask for it"),
+    Mutant("runtimes28", RT, "    keys = [k for k in INPUT_NAMES if k in enc]", "    keys = [k for k in INPUT_NAMES[:2] if k in enc]",
+           "a tokenised pair loses its token types (every unit read as one segment)"),
+    Mutant("base28", VB, "            cache.put_many([(keys[j], s[t], v[t]) for t, j in enumerate(idx) if not notes[t]])",
+           "            cache.put_many([(keys[j], s[t], v[t]) for t, j in enumerate(idx)])",
+           "a unit the verifier could not score is cached (as NaN), so a later run never retries it"),
+    Mutant("base28", VB, "            windows_of[text] = make_windows(text, window_chars, stride)[:max_windows]",
+           "            windows_of[text] = make_windows(text, window_chars, stride)", "max_windows is ignored (every window scored)"),
+    Mutant("base28", VB, '''    return int(chunk_units or getattr(verifier, "chunk_units", 256))''', '''    return int(getattr(verifier, "chunk_units", 256))''',
+           "an explicit chunk_units is ignored for the verifier's own"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2374,6 +2421,13 @@ TESTS = {
     "io27": ["tests/guard/test_read_records.py", "tests/study/test_io_prepare.py", "tests/guard/test_cli_score.py"],
     "emb27": ["tests/guard/test_pins_and_hosts.py", "tests/guard/test_graph.py", "tests/guard/test_verifiers.py", "tests/guard/test_model_verifiers.py"],
     "config27": ["tests/study/test_config_placement.py", "tests/study/test_schema.py", "tests/guard/test_package.py"],
+    "eval28": ["tests/guard/test_trained.py", "tests/study/test_train_verifier.py", "tests/guard/test_behaviours.py"],
+    "limits28": ["tests/guard/test_limits.py", "tests/guard/test_hostile.py", "tests/guard/test_behaviours.py"],
+    "proxy28": ["tests/guard/test_chat_effects.py", "tests/guard/test_proxy_routes.py", "tests/guard/test_observed_effects.py",
+                "tests/guard/test_security.py"],
+    "runtimes28": ["tests/guard/test_model_verifiers.py", "tests/guard/test_verifiers.py"],
+    "base28": ["tests/guard/test_verifiers.py", "tests/guard/test_pinned.py", "tests/guard/test_edges.py",
+               "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
         "benchmarks"]
@@ -2463,8 +2517,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 28)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 27: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 29)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 28: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2498,6 +2552,7 @@ def main() -> int:
     first25 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a body nesting exactly MAX_JSON_DEPTH"))
     first26 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the Clopper-Pearson interval puts 5%"))
     first27 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a file's digest is remembered by its path"))
+    first28 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the paired bootstrap resamples pairs, not"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2508,7 +2563,8 @@ def main() -> int:
               20: MUTANTS[first20:first21], 21: MUTANTS[first21:first22],
               22: MUTANTS[first22:first23], 23: MUTANTS[first23:first24],
               24: MUTANTS[first24:first25], 25: MUTANTS[first25:first26],
-              26: MUTANTS[first26:first27], 27: MUTANTS[first27:]}
+              26: MUTANTS[first26:first27], 27: MUTANTS[first27:first28],
+              28: MUTANTS[first28:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

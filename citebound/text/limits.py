@@ -131,7 +131,3 @@ class Limits:
         if n > self.max_stream_held_chars:
             raise LimitExceeded(f"the stream has held {n} characters without a complete sentence",
                                 "max_stream_held_chars", self.max_stream_held_chars)
-
-    def check_bytes(self, n: int, what: str = "the input") -> None:
-        if n > self.max_request_bytes:
-            raise LimitExceeded(f"{what} has {n} bytes", "max_request_bytes", self.max_request_bytes)

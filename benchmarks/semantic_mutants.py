@@ -2118,8 +2118,9 @@ MUTANTS = [
            "an answer of exactly max_units_per_answer units is refused"),
     Mutant("limits28", LI, "        if n > self.max_stream_held_chars:", "        if n >= self.max_stream_held_chars:",
            "a stream holding exactly max_stream_held_chars is cut"),
-    Mutant("limits28", LI, "        if n > self.max_request_bytes:", "        if n >= self.max_request_bytes:",
-           "an input of exactly max_request_bytes is refused"),
+    # (a mutant of Limits.check_bytes, "an input of exactly max_request_bytes is refused", was judged equivalent: no
+    # code called the method (the CLI's reader and the service's body limit compare with max_request_bytes
+    # themselves, each tested at exactly the bound); the dead method is gone)
     Mutant("proxy28", PX, "    if not isinstance(content, str):\n        raise UpstreamError", "    if False:\n        raise UpstreamError",
            "an upstream message whose content is a list of parts reaches the guard (a 500, not a 502 that says why)"),
     Mutant("proxy28", PX, "            if n is not None and n != 1:", "            if n is not None and n > 1:",
@@ -2421,11 +2422,11 @@ TESTS = {
     "io27": ["tests/guard/test_read_records.py", "tests/study/test_io_prepare.py", "tests/guard/test_cli_score.py"],
     "emb27": ["tests/guard/test_pins_and_hosts.py", "tests/guard/test_graph.py", "tests/guard/test_verifiers.py", "tests/guard/test_model_verifiers.py"],
     "config27": ["tests/study/test_config_placement.py", "tests/study/test_schema.py", "tests/guard/test_package.py"],
-    "eval28": ["tests/guard/test_trained.py", "tests/study/test_train_verifier.py", "tests/guard/test_behaviours.py"],
+    "eval28": ["tests/study/test_evaluation_edges.py", "tests/guard/test_trained.py", "tests/study/test_train_verifier.py", "tests/guard/test_behaviours.py"],
     "limits28": ["tests/guard/test_limits.py", "tests/guard/test_hostile.py", "tests/guard/test_behaviours.py"],
     "proxy28": ["tests/guard/test_chat_effects.py", "tests/guard/test_proxy_routes.py", "tests/guard/test_observed_effects.py",
                 "tests/guard/test_security.py"],
-    "runtimes28": ["tests/guard/test_model_verifiers.py", "tests/guard/test_verifiers.py"],
+    "runtimes28": ["tests/guard/test_runtime_encodings.py", "tests/guard/test_model_verifiers.py", "tests/guard/test_verifiers.py"],
     "base28": ["tests/guard/test_verifiers.py", "tests/guard/test_pinned.py", "tests/guard/test_edges.py",
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
 }

@@ -219,3 +219,34 @@ def test_a_blocked_answers_403_withholds_the_claims_unless_the_original_was_aske
         assert claims == ["Statins lower LDL cholesterol.", "Unicorns sing opera loudly."]
     else:
         assert claims == [None, None] and "Unicorns" not in r.text
+
+
+def test_a_message_content_of_parts_is_a_502_that_says_why_and_n_0_is_refused_before_the_upstream():
+    """An upstream whose message content is a list of parts (not the string the guard checks) is a 502 naming it,
+    never a 500 or a pass; n = 0 is refused as n = 2 is (the guard checks exactly one choice), and the upstream is
+    never called."""
+    r, up = _whole({"role": "assistant", "content": [{"type": "text", "text": GOOD}]})
+    assert r.status_code == 502 and "non-string message content" in r.json()["error"]["message"]
+    assert len(up.bodies) == 1
+    for n in (0, 2):
+        up = Upstream(json.dumps({"choices": [{"index": 0, "message": {"content": GOOD}}]}).encode())
+        try:
+            with running(ServeConfig(verifier="lexical", upstream=up.url)) as url:
+                r = httpx.post(f"{url}/v1/chat/completions", timeout=60, json={
+                    "model": "m", "n": n, "messages": [{"role": "user", "content": "q"}], "citebound": {"passages": P}})
+        finally:
+            up.close()
+        assert r.status_code == 400 and r.json()["error"]["code"] == "n_not_supported", (n, r.text)
+        assert up.bodies == []
+
+
+@pytest.mark.parametrize("return_original", [False, True])
+def test_the_unguarded_text_of_a_passed_answer_comes_back_only_when_asked_for(return_original):
+    r, _ = _whole({"role": "assistant", "content": GOOD + BAD}, {"return_original": True} if return_original else None,
+                  action="remove")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["choices"][0]["message"]["content"] == GOOD.strip()  # remove dropped the unsupported sentence
+    assert ("original_content" in body["citebound"]) is return_original
+    if return_original:
+        assert body["citebound"]["original_content"] == GOOD + BAD

@@ -183,3 +183,13 @@ def test_the_units_an_answer_makes_are_bounded_at_the_limit_and_one_past_it():
     assert r.verified == 4
     with pytest.raises(LimitExceeded, match="10 .claim, passage window. units.*max_units_per_answer"):
         guard_answer(answer, passages, anything, reattribute=None, limits=Limits(max_units_per_answer=9))
+
+
+def test_a_stream_may_hold_exactly_max_stream_held_chars():
+    """50 characters with no sentence end are held (the limit is 50); the 51st cuts the stream, naming the limit."""
+    from citebound.guarding.stream import SentenceHold
+
+    hold = SentenceHold(Limits(max_stream_held_chars=50))
+    assert hold.feed("x" * 50) == "" and len(hold.held) == 50
+    with pytest.raises(LimitExceeded, match="held 51 characters without a complete sentence.*max_stream_held_chars"):
+        hold.feed("x")

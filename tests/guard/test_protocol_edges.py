@@ -57,3 +57,12 @@ def test_ties_between_windows_go_to_the_first(scores, best):
     v = TableVerifier({w[0]: s for w, s in zip(windows, scores)})
     ps = score_pairs(v, ["c"], ["abcdefghijklmn"], window_chars=6, stride=4, progress=False)
     assert ps.best_window.tolist() == [best] and ps.score.tolist() == [max(scores)]
+
+
+@pytest.mark.parametrize("max_windows,windows,score", [(None, 4, 0.9), (1, 1, 0.1), (2, 2, 0.1), (3, 3, 0.9), (9, 4, 0.9)])
+def test_max_windows_keeps_a_passages_first_windows(max_windows, windows, score):
+    """A 14-character passage in windows of 6 at stride 3: "abcdef", "defghi", "ghijkl", "ijklmn" (the last flush
+    with the end): 4. Only the first max_windows are scored, so the supporting window 'g' is seen from the third on."""
+    v = TableVerifier({"a": 0.1, "d": 0.1, "g": 0.9, "i": 0.2})
+    ps = score_pairs(v, ["c"], ["abcdefghijklmn"], window_chars=6, stride=3, max_windows=max_windows, progress=False)
+    assert ps.n_windows.tolist() == [windows] and ps.n_units == windows and ps.score.tolist() == [score]

@@ -2136,6 +2136,39 @@ MUTANTS = [
            "            windows_of[text] = make_windows(text, window_chars, stride)", "max_windows is ignored (every window scored)"),
     Mutant("base28", VB, '''    return int(chunk_units or getattr(verifier, "chunk_units", 256))''', '''    return int(getattr(verifier, "chunk_units", 256))''',
            "an explicit chunk_units is ignored for the verifier's own"),
+    # ---- round 29 (2026-12-05): the study's network training and its data preparation (#56 item 6: the study's
+    # numbers), written from the code before any of their tests was read.
+    Mutant("net29", TN, "        j = np.mean(s[y == 1] >= t) + np.mean(s[y == 0] < t) - 1", "        j = np.mean(s[y == 1] >= t) + np.mean(s[y == 0] <= t) - 1",
+           "Youden's J counts an unsupported score at the cut as passed (a score equal to the cut is supported)"),
+    Mutant("net29", TN, "        if j > best + 1e-12:", "        if j >= best - 1e-12:",
+           "Youden's cut goes to the largest of tied scores, not the first"),
+    Mutant("net29", TN, "    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min((s + 1) / w,", "    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(s / w,",
+           "the warm-up's first step has a learning rate of 0 (a wasted batch)"),
+    Mutant("net29", TN, "        order = np.concatenate([rng.permutation(len(rows)) for _ in range(math.ceil(n_examples / len(rows)))])[:n_examples]",
+           "        order = rng.integers(len(rows), size=n_examples)", "training examples are drawn with replacement, not each once while they last"),
+    Mutant("net29", TN, "        steps = math.ceil(n_examples / self.batch_size)", "        steps = n_examples // self.batch_size",
+           "a last partial batch is dropped, so fewer examples are seen than asked for (and the last checkpoint never comes)"),
+    Mutant("net29", TN, "        marks = sorted({int(c) for c in checkpoints if 0 < c <= n_examples})", "        marks = sorted({int(c) for c in checkpoints if 0 < c < n_examples})",
+           "a checkpoint at exactly the number of examples is never taken"),
+    Mutant("net29", TN, '''        cands = batch["window"].tolist() + [w for w in batch["hard"].tolist() if w]''', '''        cands = batch["window"].tolist()''',
+           "the bi-encoder's hard negatives never reach its loss"),
+    Mutant("net29", TN, "        return out, out >= self.threshold", "        return out, out > self.threshold",
+           "a trained network's unit scored exactly at its threshold is not supported"),
+    Mutant("prepare29", PP, '''    h = int(hashlib.sha256(f"{seed}:{item_id}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF''',
+           '''    h = int(hashlib.sha256(f"{item_id}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF''', "split_seed does not change the fit/eval split"),
+    Mutant("prepare29", PP, '''        if not rec["evidence"]:\n            b.skip(item, 0, "", "nei_claim")  # no evidence: neither supported nor refuted\n            continue\n        b.stats.n_cited_sentences += 1\n''',
+           '''        b.stats.n_cited_sentences += 1\n        if not rec["evidence"]:\n            b.skip(item, 0, "", "nei_claim")  # no evidence: neither supported nor refuted\n            continue\n''',
+           "a SciFact claim with no evidence counts as a cited sentence"),
+    Mutant("prepare29", PP, '''            if label not in ({"SUPPORT"}, {"CONTRADICT"}):\n                b.skip(item, 0, doc, "invalid_record")\n                continue\n''', "",
+           "an abstract whose evidence sets both support and contradict the claim is kept, labelled unsupported"),
+    Mutant("prepare29", PP, '''    base = int(cfg.get("citation_base", 0))\n    seed, frac''', '''    base = int(cfg.get("citation_base", 1))\n    seed, frac''',
+           "the attribution gold is read 1-based when its config does not say (its markers are 0-based)"),
+    Mutant("prepare29", PP, "        ext_all.extend(ext, offset, passage_offset=len(all_passages))", "        ext_all.extend(ext, offset, passage_offset=0)",
+           "a later section's citations point at the first section's passages"),
+    Mutant("prepare29", PP, "            if not isinstance(s, (int, float)) or not np.isfinite(s):", "            if not isinstance(s, (int, float)):",
+           "a released score of NaN becomes a pair"),
+    Mutant("prepare29", PP, '''    b = _Builder(set_name, kind, claim_cap, None if kind == "frozen_scores" else max_items)''',
+           '''    b = _Builder(set_name, kind, claim_cap, max_items)''', "a frozen score file is capped at max_items (and can lose a class)"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2429,6 +2462,9 @@ TESTS = {
     "runtimes28": ["tests/guard/test_runtime_encodings.py", "tests/guard/test_model_verifiers.py", "tests/guard/test_verifiers.py"],
     "base28": ["tests/guard/test_verifiers.py", "tests/guard/test_pinned.py", "tests/guard/test_edges.py",
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
+    "net29": ["tests/study/test_train_networks.py", "tests/study/test_train_verifier.py", "citebound/study/train_networks.py"],
+    "prepare29": ["tests/study/test_io_prepare.py", "tests/study/test_failure_kinds_pr.py", "tests/study/test_kit.py",
+                  "tests/study/test_study_counts.py", "citebound/study/prepare.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
         "benchmarks"]
@@ -2518,8 +2554,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 29)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 28: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 30)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 29: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2554,6 +2590,7 @@ def main() -> int:
     first26 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the Clopper-Pearson interval puts 5%"))
     first27 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a file's digest is remembered by its path"))
     first28 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the paired bootstrap resamples pairs, not"))
+    first29 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("Youden's J counts an unsupported score"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2565,7 +2602,7 @@ def main() -> int:
               22: MUTANTS[first22:first23], 23: MUTANTS[first23:first24],
               24: MUTANTS[first24:first25], 25: MUTANTS[first25:first26],
               26: MUTANTS[first26:first27], 27: MUTANTS[first27:first28],
-              28: MUTANTS[first28:]}
+              28: MUTANTS[first28:first29], 29: MUTANTS[first29:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

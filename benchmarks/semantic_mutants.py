@@ -2467,7 +2467,7 @@ TESTS = {
                   "tests/study/test_study_counts.py", "citebound/study/prepare.py"],
 }
 COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyproject.toml", "LICENSE", "README.md", "docs", ".ci",
-        "benchmarks"]
+        "benchmarks", "deploy", "profiles", "envs", "CHANGELOG.md"]
 
 
 def covering_tests(data_file: str, mutants: list[Mutant]) -> dict[str, list[str]]:

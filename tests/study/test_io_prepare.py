@@ -131,3 +131,49 @@ def test_a_jsonl_file_that_is_one_array_after_blank_lines_is_read_as_the_array(t
     p = tmp_path / "r.jsonl"
     p.write_text('\n  \n[{"a": 1},\n {"a": 2}]\n')
     assert read_records(p) == [{"a": 1}, {"a": 2}]
+
+
+def test_scifact_counts_a_claim_without_evidence_as_uncited_and_skips_mixed_evidence(tmp_path):
+    """Three claims: one supported by its abstract, one with no evidence (a sentence, not a cited one), one whose
+    abstract has a supporting and a contradicting evidence set (neither label holds: skipped as invalid)."""
+    claims = [{"id": 1, "claim": "A causes B.", "evidence": {"10": [{"sentences": [0], "label": "SUPPORT"}]}},
+              {"id": 2, "claim": "Nothing known.", "evidence": {}},
+              {"id": 3, "claim": "C blocks D.", "evidence": {"11": [{"sentences": [0], "label": "SUPPORT"},
+                                                                    {"sentences": [1], "label": "CONTRADICT"}]}}]
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(c) for c in claims))
+    corpus = [{"doc_id": 10, "abstract": ["A causes B."]}, {"doc_id": 11, "abstract": ["C blocks D.", "C frees D."]}]
+    (tmp_path / "k.jsonl").write_text("\n".join(json.dumps(c) for c in corpus))
+    prep = prepare_set("gold/sf", "scifact_corpus", {"claims": tmp_path / "c.jsonl", "corpus": tmp_path / "k.jsonl"}, {})
+    assert prep.pairs[["claim", "label"]].values.tolist() == [["A causes B.", 1.0]]
+    assert (prep.stats.n_sentences, prep.stats.n_cited_sentences) == (3, 2)
+    assert dict(prep.stats.skipped) == {"nei_claim": 1, "invalid_record": 1}
+
+
+def test_attribution_gold_is_zero_based_unless_its_config_says_and_its_split_follows_the_seed(tmp_path):
+    import hashlib
+
+    recs = [{"id": f"q{i}", "output": "Cells make ATP [0].", "ctxs": [{"text": "cells make atp"}, {"text": "other"}]}
+            for i in range(40)]
+    p = tmp_path / "h.json"
+    p.write_text(json.dumps(recs))
+    prep = prepare_set("gold/attr", "attribution_gold", {"answers": p}, {"fit_fraction": 0.5})
+    first = prep.pairs[prep.pairs.item_id == "q0"].set_index("passage_index")["label"].to_dict()
+    assert first == {0: 1.0, 1: 0.0}  # [0] is the first passage
+    splits = {}
+    for seed in (0, 1):
+        prep = prepare_set("gold/attr", "attribution_gold", {"answers": p}, {"fit_fraction": 0.5, "split_seed": seed})
+        splits[seed] = prep.pairs.groupby("item_id")["split"].first().to_dict()
+        # the split's definition: the first 8 hex digits of sha256("<seed>:<item id>"), as a fraction, below 0.5
+        want = {f"q{i}": "fit" if int(hashlib.sha256(f"{seed}:q{i}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < 0.5
+                else "eval" for i in range(40)}
+        assert splits[seed] == want
+    assert splits[0] != splits[1]
+
+
+def test_frozen_scores_skip_a_nan_and_are_never_capped(tmp_path):
+    p = tmp_path / "scores.json"
+    p.write_text('{"supported_p_attr_scores": [0.9, NaN, 0.8], "unsupported_p_attr_scores": [0.1, 0.2, 0.3]}')
+    prep = prepare_set("frozen/qasa", "frozen_scores", {"scores": p}, {}, max_items=2)
+    assert sorted(prep.pairs["frozen_score"].tolist()) == [0.1, 0.2, 0.3, 0.8, 0.9]
+    assert prep.pairs["label"].tolist() == [1.0, 1.0, 0.0, 0.0, 0.0]
+    assert dict(prep.stats.skipped) == {"invalid_record": 1} and prep.stats.n_sentences == 6

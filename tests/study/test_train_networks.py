@@ -221,3 +221,43 @@ def test_the_cross_encoders_class_weights_are_balanced(tiny_bert):
                           "label": [1, 1, 1, 0]})
     net.fit(units, 4)
     assert len(seen) == 2 and all(w.tolist() == pytest.approx([2.0, 4 / 6]) for w in seen)
+
+
+def test_the_learning_rate_warms_up_then_falls_linearly():
+    """20 steps, warm-up 10%: w = 2 steps at (s + 1) / 2 of the rate, then (20 - s) / 18 down to 1/18."""
+    import torch
+
+    from citebound.study.train_networks import _schedule
+
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    sched = _schedule(opt, 20)
+    lrs = []
+    for _ in range(20):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert lrs == pytest.approx([0.5, 1.0] + [(20 - s) / 18 for s in range(2, 20)])
+
+
+def test_examples_are_each_seen_once_before_any_repeats_and_a_last_partial_batch_counts(tiny_bert):
+    """5 distinct units, 7 examples at batch size 2: steps of 2, 2, 2 and 1 (ceil(7 / 2) = 4), the first 5 examples a
+    permutation of the 5 units, then 2 more from the next pass; the curve counts 2, 4, 6, 7."""
+    net = Network("cross_encoder", tiny_bert, batch_size=2, max_length=32, seed=3)
+    seen, loss = [], net._loss
+    net._loss = lambda batch, weight: seen.append(batch["window"].tolist()) or loss(batch, weight)
+    units = pd.DataFrame({"claim": ["aspirin reduced risk"] * 5,
+                          "window": ["aspirin men", "statins lower ldl", "coffee", "fever in men", "the library budget"],
+                          "label": [1, 0, 1, 0, 1]})
+    net.fit(units, 7)
+    flat = [w for b in seen for w in b]
+    assert [len(b) for b in seen] == [2, 2, 2, 1] and [c["examples"] for c in net.curve] == [2, 4, 6, 7]
+    assert sorted(flat[:5]) == sorted(units["window"]) and len(set(flat[5:])) == 2
+
+
+def test_a_networks_unit_at_exactly_its_threshold_is_supported(tiny_bert):
+    net = Network("cross_encoder", tiny_bert, max_length=32, seed=0)
+    claims, windows = ["aspirin reduced risk", "statins lower ldl"], ["aspirin men", "coffee"]
+    s, _ = net.judge(claims, windows)
+    net.threshold = float(s[0])
+    s2, v = net.judge(claims, windows)
+    assert s2[0] == s[0] and bool(v[0]) and bool(v[1]) is bool(s[1] >= s[0])

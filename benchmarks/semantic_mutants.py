@@ -2169,6 +2169,43 @@ MUTANTS = [
            "a released score of NaN becomes a pair"),
     Mutant("prepare29", PP, '''    b = _Builder(set_name, kind, claim_cap, None if kind == "frozen_scores" else max_items)''',
            '''    b = _Builder(set_name, kind, claim_cap, max_items)''', "a frozen score file is capped at max_items (and can lose a class)"),
+    # ---- round 30 (2026-12-05): the failure kinds and citation P/R analyses (#56 item 6) and citebound label's
+    # checks, written from the code before any of their tests was read.
+    Mutant("fk30", FK, '''        props = reattributor.propose(str(g["claim"].iloc[0]), texts, {k for k, p in enumerate(idx) if p in cited})''',
+           '''        props = reattributor.propose(str(g["claim"].iloc[0]), texts, cited)''',
+           "a sentence's cited passages are excluded by passage index, not by their position among the answer's non-blank passages"),
+    Mutant("fk30", FK, '''            rows.append({"set": set_name, "pair_id": f"{sid}:{PROPOSAL_MARK}{idx[k]}", "item_id": item,''',
+           '''            rows.append({"set": set_name, "pair_id": f"{sid}:{PROPOSAL_MARK}{k}", "item_id": item,''',
+           "a proposal's pair id names its position, not its passage index"),
+    Mutant("fk30", FK, '''                         "sentence_id": sid, "claim": g["claim"].iloc[0], "passage": texts[k],\n                         "passage_index": idx[k],''',
+           '''                         "sentence_id": sid, "claim": g["claim"].iloc[0], "passage": texts[k],\n                         "passage_index": k,''',
+           "a proposal's passage_index is its position among the non-blank passages"),
+    Mutant("fk30", FK, '''                         "misattributed": unsup & alt, "ungrounded": unsup & ~alt})''',
+           '''                         "misattributed": alt, "ungrounded": unsup & ~alt})''',
+           "a supported citation whose sentence has an accepted proposal counts as misattributed"),
+    Mutant("fk30", FK, '''            boot_ung = st.cluster_bootstrap_rate(per["ungrounded"].to_numpy(), per["n"].to_numpy(), n_boot,''',
+           '''            boot_ung = st.cluster_bootstrap_rate(per["ungrounded"].to_numpy(), per["unsupported"].to_numpy(), n_boot,''',
+           "the ungrounded rate's interval is over unsupported citations, its point over all citations"),
+    Mutant("fk30", FK, '''**ci_cols("ungrounded_rate", n_ung / len(c) if len(c) else np.nan, boot_ung)})''',
+           '''**ci_cols("ungrounded_rate", n_ung / n_unsup if n_unsup else np.nan, boot_ung)})''',
+           "the ungrounded rate is over unsupported citations, not all citations"),
+    Mutant("fk30", FK, "            props = reattributor.propose(claim, [texts[k] for k in pool], {pool.index(cited)})",
+           "            props = reattributor.propose(claim, [texts[k] for k in pool], {cited})",
+           "a gold case excludes the cited passage by its index in the whole answer, not in the pool proposed from"),
+    Mutant("fk30", FK, '''                     "gold_mis_called_mis": int(np.sum(truth & call)), "gold_mis_called_ung": int(np.sum(truth & ~call)),''',
+           '''                     "gold_mis_called_mis": int(np.sum(truth & call)), "gold_mis_called_ung": int(np.sum(~truth & call)),''',
+           "the 2x2 table's off-diagonal cells are swapped"),
+    Mutant("fk30", FK, "    if max_items is None or len(items) <= max_items:\n        return items\n    pick = seeded_rng(seed).choice(len(items), size=int(max_items), replace=False)",
+           "    if max_items is None or len(items) <= max_items:\n        return items\n    pick = seeded_rng(seed).choice(len(items), size=int(max_items), replace=True)",
+           "the analysis's item sample draws with replacement (fewer distinct items than max_items)"),
+    Mutant("pr30", PR, '''        out["f1"] = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)''', '''        out["f1"] = np.where(p + r > 0, (p + r) / 2, 0.0)''',
+           "citation F1 is the arithmetic mean of precision and recall"),
+    Mutant("label30", "citebound/cli/label.py", "    if not 0 < args.alpha < 1:", "    if not 0 < args.alpha <= 1:",
+           "citebound label --alpha 1 is accepted"),
+    Mutant("label30", "citebound/cli/label.py", '''            if reports_only and "report" not in rec:''', '''            if False:''',
+           "--from-reports samples a raw answer without the guard's report"),
+    Mutant("label30", "citebound/cli/label.py", '''    if args.input and args.from_reports:\n        raise CLIError''', '''    if False:\n        raise CLIError''',
+           "--input and --from-reports together: --input wins silently"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2462,6 +2499,9 @@ TESTS = {
     "runtimes28": ["tests/guard/test_runtime_encodings.py", "tests/guard/test_model_verifiers.py", "tests/guard/test_verifiers.py"],
     "base28": ["tests/guard/test_verifiers.py", "tests/guard/test_pinned.py", "tests/guard/test_edges.py",
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
+    "fk30": ["tests/study/test_failure_kinds_pr.py", "tests/study/test_study_counts.py"],
+    "pr30": ["tests/study/test_failure_kinds_pr.py"],
+    "label30": ["tests/guard/test_labelling.py", "tests/guard/test_label_cli_refusals.py", "tests/guard/test_first_hour.py"],
     "net29": ["tests/study/test_train_networks.py", "tests/study/test_train_verifier.py", "citebound/study/train_networks.py"],
     "prepare29": ["tests/study/test_io_prepare.py", "tests/study/test_failure_kinds_pr.py", "tests/study/test_kit.py",
                   "tests/study/test_study_counts.py", "citebound/study/prepare.py"],
@@ -2554,8 +2594,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 30)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 29: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 31)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 30: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2591,6 +2631,7 @@ def main() -> int:
     first27 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a file's digest is remembered by its path"))
     first28 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the paired bootstrap resamples pairs, not"))
     first29 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("Youden's J counts an unsupported score"))
+    first30 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a sentence's cited passages are excluded by passage"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2602,7 +2643,8 @@ def main() -> int:
               22: MUTANTS[first22:first23], 23: MUTANTS[first23:first24],
               24: MUTANTS[first24:first25], 25: MUTANTS[first25:first26],
               26: MUTANTS[first26:first27], 27: MUTANTS[first27:first28],
-              28: MUTANTS[first28:first29], 29: MUTANTS[first29:]}
+              28: MUTANTS[first28:first29], 29: MUTANTS[first29:first30],
+              30: MUTANTS[first30:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

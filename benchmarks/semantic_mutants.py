@@ -2167,8 +2167,9 @@ MUTANTS = [
            "a later section's citations point at the first section's passages"),
     Mutant("prepare29", PP, "            if not isinstance(s, (int, float)) or not np.isfinite(s):", "            if not isinstance(s, (int, float)):",
            "a released score of NaN becomes a pair"),
-    Mutant("prepare29", PP, '''    b = _Builder(set_name, kind, claim_cap, None if kind == "frozen_scores" else max_items)''',
-           '''    b = _Builder(set_name, kind, claim_cap, max_items)''', "a frozen score file is capped at max_items (and can lose a class)"),
+    # (a mutant passing max_items for frozen score files too, "a frozen score file is capped at max_items", was judged
+    # equivalent: their preparer reads no item through _Builder.accept, so the cap never applied; the redundant
+    # condition is gone and a test pins that they are never capped)
     # ---- round 30 (2026-12-05): the failure kinds and citation P/R analyses (#56 item 6) and citebound label's
     # checks, written from the code before any of their tests was read.
     Mutant("fk30", FK, '''        props = reattributor.propose(str(g["claim"].iloc[0]), texts, {k for k, p in enumerate(idx) if p in cited})''',

@@ -327,8 +327,9 @@ def prepare_set(set_name: str, kind: str, files: Mapping[str, Path], cfg: Mappin
     """Build the pair table of one set from its raw files."""
     if kind not in PREPARERS:
         raise DataError(f"{set_name}: unknown kind {kind!r}; valid: {sorted(PREPARERS)}")
-    # frozen score files are numbers only (cheap) and must keep both classes: never capped
-    b = _Builder(set_name, kind, claim_cap, None if kind == "frozen_scores" else max_items)
+    # (frozen score files are never capped: numbers only, cheap, and both classes must stay; their preparer reads
+    # no item through _Builder.accept, and tests/study/test_io_prepare.py pins it)
+    b = _Builder(set_name, kind, claim_cap, max_items)
     PREPARERS[kind](files, cfg, b)
     return b.finish()
 

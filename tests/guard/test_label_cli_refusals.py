@@ -76,3 +76,20 @@ def test_the_printed_next_steps_recalibrate_with_the_same_verifier_and_alpha(tmp
     args.reports_only, args.override, args.model = False, None, None
     assert next_steps(args) == [f"citebound calibrate --labels {tmp_path}/l.jsonl --verifier embedding --alpha 0.05 "
                                 "--out cal.json"]
+
+
+def test_from_reports_samples_only_guarded_records_and_names_a_raw_one(tmp_path, served, capsys):
+    """--from-reports reads citebound guard --echo-input output: a raw answer among the guarded ones is skipped, named
+    by its line, and counted; the sample is the guarded record's one citation."""
+    rec = {"answer": "Statins lower LDL cholesterol [1].", "passages": ["Statins lower LDL cholesterol."]}
+    raw = tmp_path / "a.jsonl"
+    raw.write_text(json.dumps(rec) + "\n")
+    guarded = tmp_path / "g.jsonl"
+    assert main(["guard", "--input", str(raw), "--verifier", "lexical", "--echo-input", "--quiet", "--out", str(guarded)]) == 0
+    with guarded.open("a") as fh:
+        fh.write(json.dumps(rec) + "\n")
+    capsys.readouterr()
+    assert main(["label", "--from-reports", str(guarded), "--out", str(tmp_path / "l.jsonl"), "--verifier", "lexical"]) == 0
+    err = capsys.readouterr().err
+    assert f"skipped: {guarded}:2: no 'report': --from-reports reads citebound guard --echo-input output" in err
+    assert "1 answers skipped (not sampled from)" in err and "labelling 1 sampled citations" in err

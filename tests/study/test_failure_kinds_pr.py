@@ -206,3 +206,27 @@ def test_pooled_rows_keep_sources_apart_when_they_share_item_ids():
     # both sources number their answers A, B: pooled there are 4 answers, not 2
     t = citation_pr_table({"s": _pr_source(), "t": _pr_source()}, ["v"], n_boot=50, seed=1).set_index("source")
     assert t.loc["s", "n_items"] == 2 and t.loc["pooled", "n_items"] == 4 and t.loc["pooled", "n_sentences"] == 8
+
+
+def test_proposals_name_passages_by_index_when_a_blank_one_sits_between():
+    """Passage 2 of 4 (index 1) is blank, so the answer's non-blank passages are indices 0, 2 and 3 at positions 0, 1
+    and 2. The sentence cites [3] (index 2): the proposals are indices 0 and 3, never 2, named r0 and r3, with
+    their own texts."""
+    pairs = pd.DataFrame([{"set": "s", "pair_id": "x:0:2", "item_id": "x", "sentence_id": "x:0",
+                           "claim": "statins lower ldl cholesterol", "passage": "P2 statins", "passage_index": 2,
+                           "label": np.nan, "group": "", "split": "", "marker": "[3]", "frozen_score": np.nan}])
+    passages = {"x": ([0, 2, 3], ["P0 statins lower ldl", "P2 statins", "P3 ldl cholesterol statins"])}
+    table, counts = proposal_pairs(pairs, passages, Reattributor("bm25", "bm25"), ["x"], "s/proposals")
+    assert sorted(table["passage_index"].tolist()) == [0, 3]
+    assert sorted(table["pair_id"].tolist()) == ["x:0:r0", "x:0:r3"]
+    assert dict(zip(table["passage_index"], table["passage"])) == {0: "P0 statins lower ldl", 3: "P3 ldl cholesterol statins"}
+    assert counts["proposals"] == 2 and counts["sentences_without_alternative"] == 0
+
+
+def test_a_supported_citation_is_never_misattributed_though_its_sentence_has_an_accepted_proposal():
+    # C0 cites 0 (accepted) and 1 (rejected); the proposal 2 is accepted: only the rejected citation is misattributed
+    cited = _cited([("C", "C0", 0, True), ("C", "C0", 1, False)])
+    props = _cited([("C", "C0", 2, True)])
+    c = classify(cited, props, "v")
+    assert c["unsupported"].tolist() == [False, True]
+    assert c["misattributed"].tolist() == [False, True] and c["ungrounded"].tolist() == [False, False]

@@ -465,7 +465,7 @@ def test_hostile_strings_never_500_the_service():
     assert codes.count(200) > 40
 
 
-def _labelling_app(tmp_path):
+def _labelling_app(tmp_path, host="127.0.0.1", port=8766):
     from citebound.labelling.app import create_label_app
     from citebound.labelling.store import LabelSession, LabelStore, citation_population, score_items, uniform_sample
     from citebound.scoring.loader import load_scorer
@@ -474,7 +474,8 @@ def _labelling_app(tmp_path):
     items, _ = citation_population(recs, [1], "a.jsonl")
     sample = score_items(uniform_sample(items, None, 0), load_scorer("lexical"))
     meta = {"sample_seed": 0, "sample_size": 2, "input_sha256": "x", "verifier": "lexical", "verifier_hash": "h"}
-    return create_label_app(LabelSession(sample, LabelStore(tmp_path / "l.jsonl", meta), "me"), port=8766, token="T0K")
+    return create_label_app(LabelSession(sample, LabelStore(tmp_path / "l.jsonl", meta), "me"), host=host, port=port,
+                            token="T0K")
 
 
 def test_the_labelling_page_refuses_other_sites(tmp_path):

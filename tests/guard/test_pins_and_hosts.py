@@ -8,7 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from citebound import models
-from citebound.labelling.app import allowed_hosts, create_label_app
+from citebound.labelling.app import allowed_hosts
+from tests.guard.test_hostile import _labelling_app
 
 
 def test_a_study_trained_contradiction_head_is_named_by_its_own_digest(tmp_path, monkeypatch):
@@ -27,18 +28,6 @@ def test_a_study_trained_contradiction_head_is_named_by_its_own_digest(tmp_path,
         models.contradiction_head("shipped")
 
 
-def _app(tmp_path, host, port):
-    from citebound.labelling.store import LabelSession, LabelStore, citation_population, score_items, uniform_sample
-    from citebound.scoring.loader import load_scorer
-
-    recs = [{"answer": "Statins lower LDL cholesterol [1].", "passages": ["Statins lower LDL cholesterol."]}]
-    items, _ = citation_population(recs, [1], "a.jsonl")
-    sample = score_items(uniform_sample(items, None, 0), load_scorer("lexical"))
-    meta = {"sample_seed": 0, "sample_size": 1, "input_sha256": "x", "verifier": "lexical", "verifier_hash": "h"}
-    return create_label_app(LabelSession(sample, LabelStore(tmp_path / "l.jsonl", meta), "me"), host=host, port=port,
-                            token="T0K")
-
-
 @pytest.mark.parametrize("host,port,answered,refused", [
     ("fd00::5", 8766, ["[fd00::5]:8766", "127.0.0.1:8766", "[::1]:8766"], ["fd00::5:8766", "[fd00::5]", "127.0.0.1"]),
     ("127.0.0.1", 80, ["127.0.0.1", "localhost", "127.0.0.1:80", "[::1]"], ["127.0.0.1:8766", "evil.example"]),
@@ -47,7 +36,7 @@ def _app(tmp_path, host, port):
 def test_the_labelling_page_answers_its_own_names(tmp_path, host, port, answered, refused):
     """A browser sends an IPv6 host in brackets, and leaves out the port when it is 80 (RFC 9110: the default)."""
     assert set(answered) <= allowed_hosts(host, port) and not set(refused) & allowed_hosts(host, port)
-    client = TestClient(_app(tmp_path, host, port))
+    client = TestClient(_labelling_app(tmp_path, host, port))
     for h in answered:
         assert client.get("/api/state", headers={"host": h}).status_code == 200, h
     for h in refused:

@@ -2207,6 +2207,27 @@ MUTANTS = [
            "--from-reports samples a raw answer without the guard's report"),
     Mutant("label30", "citebound/cli/label.py", '''    if args.input and args.from_reports:\n        raise CLIError''', '''    if False:\n        raise CLIError''',
            "--input and --from-reports together: --input wins silently"),
+    # ---- round 31 (2026-12-05): the trained verifier's head, its frozen encoder's memo and features, and the CLI's
+    # input size at the cap, written from the code before any of their tests was read.
+    Mutant("trained31", TR, '''    head.setdefault("negation_version", 1)''', '''    head.setdefault("negation_version", NEGATION_VERSION)''',
+           "a head written before the negation version was recorded is scored with version 2, not the 1 it was trained on"),
+    Mutant("trained31", TR, '''    if head["negation_version"] not in NEGATION_CUES:\n        raise ValueError''', '''    if False:\n        raise ValueError''',
+           "a head naming an unknown negation version loads, and fails later with a KeyError instead of naming the file"),
+    Mutant("trained31", TR, '''    if list(head["features"]) != FEATURES:''', '''    if len(head["features"]) != len(FEATURES):''',
+           "a head whose features are in another order is read with this citebound's order"),
+    Mutant("trained31", TR, "        for t in texts:\n            self._memo.move_to_end(t)\n", "",
+           "the frozen encoder's memo drops the texts used most recently (first in, first out) instead of the least"),
+    Mutant("trained31", TR, "            self._memo.popitem(last=False)", "            self._memo.popitem(last=True)",
+           "the frozen encoder's memo evicts the texts it just encoded"),
+    Mutant("trained31", TR, "                              negation_mismatch(c, w, negation_version)]",
+           "                              negation_mismatch(c, w)]", "unit features read the current negation cue, not the head's"),
+    Mutant("trained31", TR, '''            if named != SHIPPED_ENCODER:  # the shipped graph is MiniLM's: another encoder runs from its weights\n                cfg = {**cfg, "graph": None}\n''',
+           "", "a head trained on another encoder's features is scored on the shipped MiniLM graph"),
+    Mutant("trained31", TR, '''                yield idx, pooled, last, (enc["attention_mask"].numpy() == 1) & ~np.isin(ids, self.special)''',
+           '''                yield idx, pooled, last, enc["attention_mask"].numpy() == 1''',
+           "on the weights' runtime, maxsim aligns the claim's [CLS] and [SEP] too"),
+    Mutant("inputs31", "citebound/cli/inputs.py", "    if size > cap:\n", "    if size >= cap:\n",
+           "an input file of exactly max_request_bytes is refused"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2500,6 +2521,9 @@ TESTS = {
     "runtimes28": ["tests/guard/test_runtime_encodings.py", "tests/guard/test_model_verifiers.py", "tests/guard/test_verifiers.py"],
     "base28": ["tests/guard/test_verifiers.py", "tests/guard/test_pinned.py", "tests/guard/test_edges.py",
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
+    "trained31": ["tests/guard/test_trained.py", "tests/guard/test_graph.py", "tests/guard/test_contradiction.py",
+                  "tests/guard/test_model_verifiers.py"],
+    "inputs31": ["tests/guard/test_cli_inputs.py", "tests/guard/test_hostile.py", "tests/guard/test_cli.py"],
     "fk30": ["tests/study/test_failure_kinds_pr.py", "tests/study/test_study_counts.py"],
     "pr30": ["tests/study/test_failure_kinds_pr.py"],
     "label30": ["tests/guard/test_labelling.py", "tests/guard/test_label_cli_refusals.py", "tests/guard/test_first_hour.py"],
@@ -2595,8 +2619,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 31)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 30: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 32)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 31: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2633,6 +2657,7 @@ def main() -> int:
     first28 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the paired bootstrap resamples pairs, not"))
     first29 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("Youden's J counts an unsupported score"))
     first30 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a sentence's cited passages are excluded by passage"))
+    first31 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a head written before the negation version"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2645,7 +2670,7 @@ def main() -> int:
               24: MUTANTS[first24:first25], 25: MUTANTS[first25:first26],
               26: MUTANTS[first26:first27], 27: MUTANTS[first27:first28],
               28: MUTANTS[first28:first29], 29: MUTANTS[first29:first30],
-              30: MUTANTS[first30:]}
+              30: MUTANTS[first30:first31], 31: MUTANTS[first31:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -68,11 +68,24 @@ class FakeClassifier:
                     outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                     outer.in_flight += 1
                     outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
+                self._counted = True
                 try:
                     self._answer(body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
+                    self._leave()
+
+            def send_response(self, code, message=None):
+                # a request stops counting as in flight when its answer starts: the client may send its next one as
+                # soon as it reads this, possibly before this thread runs on (a count kept until after the write
+                # saw a 4th and 5th request "in flight" from a client that never had more than 3 out)
+                self._leave()
+                super().send_response(code, message)
+
+            def _leave(self):
+                if getattr(self, "_counted", False):
+                    self._counted = False
                     with outer.lock:
                         outer.in_flight -= 1
 

@@ -190,8 +190,8 @@ def test_max_in_flight_seen_by_the_server(server):
     s = scorer(server, batch_size=1, max_concurrency=3)
     t0 = time.monotonic()
     assert s.score([f"w{i}" for i in range(9)], [f"w{i}" for i in range(9)]).score.tolist() == [1.0] * 9
-    assert server.max_in_flight == 3
-    assert 0.85 < time.monotonic() - t0 < 2.5  # three rounds of three, not one of nine
+    assert server.max_in_flight == 3  # never more than three out at once, and three did overlap
+    assert time.monotonic() - t0 > 0.85  # three rounds of 0.3 s, not one of nine
 
 
 def test_a_client_that_leaves_stops_the_calls(server):

@@ -2521,7 +2521,7 @@ TESTS = {
     "runtimes28": ["tests/guard/test_runtime_encodings.py", "tests/guard/test_model_verifiers.py", "tests/guard/test_verifiers.py"],
     "base28": ["tests/guard/test_verifiers.py", "tests/guard/test_pinned.py", "tests/guard/test_edges.py",
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
-    "trained31": ["tests/guard/test_trained.py", "tests/guard/test_graph.py", "tests/guard/test_contradiction.py",
+    "trained31": ["tests/guard/test_trained_head_edges.py", "tests/guard/test_trained.py", "tests/guard/test_graph.py", "tests/guard/test_contradiction.py",
                   "tests/guard/test_model_verifiers.py"],
     "inputs31": ["tests/guard/test_cli_inputs.py", "tests/guard/test_hostile.py", "tests/guard/test_cli.py"],
     "fk30": ["tests/study/test_failure_kinds_pr.py", "tests/study/test_study_counts.py"],

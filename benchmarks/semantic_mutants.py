@@ -2228,6 +2228,23 @@ MUTANTS = [
            "on the weights' runtime, maxsim aligns the claim's [CLS] and [SEP] too"),
     Mutant("inputs31", "citebound/cli/inputs.py", "    if size > cap:\n", "    if size >= cap:\n",
            "an input file of exactly max_request_bytes is refused"),
+    # ---- round 32 (2026-12-05): the demo upstream's limits and disconnects, and the CLI's shared option parsing,
+    # written from the code before any of their tests was read.
+    Mutant("demo32", "citebound/serving/demo_upstream.py", "        n = min(int(max_tokens or self.max_new_tokens), self.max_new_tokens)",
+           "        n = int(max_tokens or self.max_new_tokens)", "a client's max_tokens past the demo's cap is generated in full"),
+    Mutant("demo32", "citebound/serving/demo_upstream.py", '''        cut = outcome.get("tokens", 0) >= n and outcome.get("last") != eos''',
+           '''        cut = outcome.get("tokens", 0) > n and outcome.get("last") != eos''',
+           "an answer cut at exactly max_tokens reports finish_reason stop, not length"),
+    Mutant("demo32", "citebound/serving/demo_upstream.py", "            finally:  # the client left mid-stream (the response was cancelled): the model stops too\n                stop.set()\n",
+           "            finally:  # the client left mid-stream (the response was cancelled): the model stops too\n                pass\n",
+           "a streaming client that leaves does not stop the generation"),
+    Mutant("demo32", "citebound/serving/demo_upstream.py", "                if await request.is_disconnected():  # nobody to answer: the model stops at its next token\n                    stop.set()\n",
+           "                if await request.is_disconnected():  # nobody to answer: the model stops at its next token\n                    pass\n",
+           "an unstreamed request's client that leaves does not stop the generation"),
+    Mutant("common32", "citebound/cli/common.py", '''        key, sep, value = ov.partition("=")''', '''        key, sep, value = ov.rpartition("=")''',
+           "an --override value holding '=' (a URL's query) is split at its last '='"),
+    Mutant("common32", "citebound/cli/common.py", "    if args.threads is not None and args.threads < 1:", "    if args.threads is not None and args.threads < 0:",
+           "--threads 0 is accepted"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2521,6 +2538,8 @@ TESTS = {
     "runtimes28": ["tests/guard/test_runtime_encodings.py", "tests/guard/test_model_verifiers.py", "tests/guard/test_verifiers.py"],
     "base28": ["tests/guard/test_verifiers.py", "tests/guard/test_pinned.py", "tests/guard/test_edges.py",
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
+    "demo32": ["tests/guard/test_demo_upstream.py"],
+    "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
     "trained31": ["tests/guard/test_trained_head_edges.py", "tests/guard/test_trained.py", "tests/guard/test_graph.py", "tests/guard/test_contradiction.py",
                   "tests/guard/test_model_verifiers.py"],
     "inputs31": ["tests/guard/test_cli_inputs.py", "tests/guard/test_hostile.py", "tests/guard/test_cli.py"],
@@ -2619,8 +2638,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 32)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 31: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 33)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 32: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2658,6 +2677,7 @@ def main() -> int:
     first29 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("Youden's J counts an unsupported score"))
     first30 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a sentence's cited passages are excluded by passage"))
     first31 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a head written before the negation version"))
+    first32 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a client's max_tokens past the demo's cap"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2670,7 +2690,8 @@ def main() -> int:
               24: MUTANTS[first24:first25], 25: MUTANTS[first25:first26],
               26: MUTANTS[first26:first27], 27: MUTANTS[first27:first28],
               28: MUTANTS[first28:first29], 29: MUTANTS[first29:first30],
-              30: MUTANTS[first30:first31], 31: MUTANTS[first31:]}
+              30: MUTANTS[first30:first31], 31: MUTANTS[first31:first32],
+              32: MUTANTS[first32:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

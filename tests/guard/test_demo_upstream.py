@@ -83,3 +83,45 @@ def test_a_clients_max_tokens_is_capped_and_a_cut_at_exactly_it_is_length(small_
         outcome = {}
         text = "".join(small_demo.pieces(msgs, asked, outcome=outcome))
         assert text.strip() and outcome["tokens"] == want and outcome["finish_reason"] == "length"
+
+
+def test_a_client_that_leaves_stops_the_demo_generation():
+    """Through the demo app (the real SmolLM2), a streaming client that reads the first words and goes, and an
+    unstreamed one that gives up after 1 s, each stop their generation at its next token: the stop event is set and
+    fewer than the 200 tokens asked for are generated. The model is wrapped only to keep each request's stop event
+    and outcome."""
+    import time
+
+    import httpx
+
+    from citebound.serving.demo_upstream import DemoModel, start_demo_upstream
+
+    class Recording:
+        def __init__(self, inner):
+            self.inner, self.calls = inner, []
+
+        def pieces(self, messages, max_tokens, stop=None, outcome=None):
+            self.calls.append((stop, outcome))
+            return self.inner.pieces(messages, max_tokens, stop, outcome)
+
+    model = Recording(DemoModel(max_new_tokens=200))
+    url, server = start_demo_upstream(model)
+    body = {"messages": [{"role": "user", "content": "Write a long essay about the history of aspirin."}],
+            "max_tokens": 200}
+    try:
+        with httpx.stream("POST", f"{url}/chat/completions", json=body | {"stream": True}, timeout=60) as r:
+            for line in r.iter_lines():
+                if line.startswith("data: ") and '"content": ""' not in line and '"content"' in line:
+                    break  # the first words, then the client goes
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{url}/chat/completions", json=body, timeout=1.0)
+        assert len(model.calls) == 2
+        for stop, _ in model.calls:
+            assert stop.wait(30)
+        end = time.monotonic() + 60
+        while not model.inner.lock.acquire(timeout=0.1):  # the last generation has ended
+            assert time.monotonic() < end
+        model.inner.lock.release()
+        assert all(0 < outcome["tokens"] < 200 for _, outcome in model.calls), [o for _, o in model.calls]
+    finally:
+        server.should_exit = True

@@ -85,16 +85,16 @@ def test_a_clients_max_tokens_is_capped_and_a_cut_at_exactly_it_is_length(small_
         assert text.strip() and outcome["tokens"] == want and outcome["finish_reason"] == "length"
 
 
-def test_a_client_that_leaves_stops_the_demo_generation():
+def test_a_client_that_leaves_stops_the_demo_generation(small_demo, monkeypatch):
     """Through the demo app (the real SmolLM2), a streaming client that reads the first words and goes, and an
     unstreamed one that gives up after 1 s, each stop their generation at its next token: the stop event is set and
-    fewer than the 200 tokens asked for are generated. The model is wrapped only to keep each request's stop event
-    and outcome."""
+    fewer than the 200 tokens asked for are generated. The model (the module's, its cap raised to 200 here) is
+    wrapped only to keep each request's stop event and outcome."""
     import time
 
     import httpx
 
-    from citebound.serving.demo_upstream import DemoModel, start_demo_upstream
+    from citebound.serving.demo_upstream import start_demo_upstream
 
     class Recording:
         def __init__(self, inner):
@@ -104,7 +104,8 @@ def test_a_client_that_leaves_stops_the_demo_generation():
             self.calls.append((stop, outcome))
             return self.inner.pieces(messages, max_tokens, stop, outcome)
 
-    model = Recording(DemoModel(max_new_tokens=200))
+    monkeypatch.setattr(small_demo, "max_new_tokens", 200)
+    model = Recording(small_demo)
     url, server = start_demo_upstream(model)
     body = {"messages": [{"role": "user", "content": "Write a long essay about the history of aspirin."}],
             "max_tokens": 200}

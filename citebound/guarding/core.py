@@ -161,7 +161,7 @@ def _plan(answer: str, passages: Sequence[str], base: int, tau: float | None, gu
             audits.append(a)
     for si, found in odd.items():
         for lo, hi in found:
-            shown = view[lo:hi] if view[lo:hi].strip() else answer[lo:hi]
+            shown = view[lo:hi]  # never blank: other_forms finds its spans in what a reader sees
             audits.append(CitationAudit(si, claims[si], -1, shown, [(lo, hi)], None, "unverified", unreadable=True,
                                         reason=f"{shown[:60]} looks like a citation but is not one the guard can "
                                                "read ([N], [N, M], [N-M]): it was not checked"))

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from citebound.guarding.guard import Guard, GuardInputError, GuardReport, normalise_passages
-from citebound.scoring.deadline import Cancelled, WorkToken
+from citebound.scoring.deadline import WorkToken
 from citebound.serving.metrics import Metrics, guard_span
 from citebound.serving.registry import CalibrationRegistry
 from citebound.text.limits import LimitExceeded, Limits
@@ -99,7 +99,8 @@ class ServiceState:
         """``fn(*args)`` in a worker thread under the request timeout, while the client is connected. Past
         the timeout, or once the client disconnects (looked at every :data:`CLIENT_POLL_S`), the work is
         cancelled (it stops at its next check, and its pairs leave the batcher's queue) and TimeoutError
-        (:class:`ClientGone` for a disconnect) is raised: no gone or late request holds the verifier."""
+        (:class:`ClientGone` for a disconnect; the work's own deadline stop, ``deadline.Cancelled``, is one too) is
+        raised: no gone or late request holds the verifier."""
         from starlette.concurrency import run_in_threadpool
 
         timeout = self.cfg.request_timeout_s
@@ -120,8 +121,6 @@ class ServiceState:
                     return task.result()
                 if gone is not None and await gone():
                     raise ClientGone
-        except Cancelled:
-            raise TimeoutError from None
         finally:
             token.cancel()  # done or not, nothing of this request runs on
             self.tokens.discard(token)

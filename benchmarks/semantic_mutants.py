@@ -2360,6 +2360,90 @@ MUTANTS = [
            "a labelled pair the verifier gave no score is calibrated on as NaN"),
     Mutant("calibrate33", CAL, '        sub.pop("warnings", None)\n', "",
            "each group's calibration carries its own copy of the warnings"),
+    # ---- round 34 (2026-12-05): the anytime-valid tests, the conformal guard's evaluation, the MCP server, written
+    # from the code before any of their tests was read.
+    Mutant("eproc34", "citebound/calibration/eprocess.py", "    return ((n - hi) + theta * (hi - lo + 1)) / (n + 1)",
+           "    return ((n - hi) + theta * (hi - lo)) / (n + 1)",
+           "the smoothed p-value leaves the new score itself out of its ties"),
+    Mutant("eproc34", "citebound/calibration/eprocess.py", "    hi = np.searchsorted(reference_sorted, s, \"right\")",
+           "    hi = np.searchsorted(reference_sorted, s, \"left\")",
+           "a reference score equal to the new one counts as stranger, not as a tie"),
+    Mutant("eproc34", "citebound/calibration/eprocess.py", "    return np.concatenate([low, high, np.minimum(tent(up), tent(down))], axis=-1)",
+           "    return np.concatenate([low, high, np.maximum(tent(up), tent(down))], axis=-1)",
+           "a tent bet is evaluated at the more favourable end of the references' error"),
+    Mutant("eproc34", "citebound/calibration/eprocess.py", "    high = np.log(EPS) + (EPS - 1) * np.log1p(-down)",
+           "    high = np.log(EPS) + (EPS - 1) * np.log1p(-up)",
+           "an increasing bet is evaluated where it pays most, not least"),
+    Mutant("eproc34", "citebound/calibration/eprocess.py", "    return math.sqrt(math.log(8 / delta) / (2 * n)) + 1 / (n + 1)",
+           "    return math.sqrt(math.log(4 / delta) / (2 * n)) + 1 / (n + 1)",
+           "the references' error is DKW at delta/2 per class, not delta/4"),
+    Mutant("eproc34", "citebound/calibration/eprocess.py", "        return top + math.log(float(np.mean(np.exp(parts - top))))",
+           "        return top + math.log(float(np.sum(np.exp(parts - top))))",
+           "the label e-process sums the bets' wealth instead of averaging it"),
+    Mutant("eproc34", "citebound/calibration/eprocess.py", "            self.void, self.void_after = True, self.n",
+           "            self.void, self.void_after = True, self.n - int(n)",
+           "void_after counts the labels before the post that voided, not after it"),
+    Mutant("eproc34", "citebound/calibration/eprocess.py", "            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:",
+           "            if not isinstance(v, (int, np.integer)) or v < 0:", "a post of true misses counts as 1"),
+    Mutant("eproc34", "citebound/calibration/eprocess.py", "        at[(at == 0) & (lm >= bound)] = t + 1",
+           "        at[(at == 0) & (lm >= bound)] = t",
+           "the simulation's alarm time is 0-based (an alarm at the first score reads as never)"),
+    Mutant("eproc34", "citebound/calibration/eprocess.py", "        lm = (top + np.log(np.mean(np.exp(logs - top), axis=2, keepdims=True)))[..., 0].min(axis=1)",
+           "        lm = (top + np.log(np.mean(np.exp(logs - top), axis=2, keepdims=True)))[..., 0].max(axis=1)",
+           "the simulated alarm fires when any supported share's martingale is past 2/delta, not every one's"),
+    Mutant("eproc34", "citebound/calibration/eprocess.py", "            if not self.suspect and float(self.log_martingales().min()) >= math.log(2 / self.delta):",
+           "            if not self.suspect and float(self.log_martingales().max()) >= math.log(2 / self.delta):",
+           "the deployed alarm fires when any supported share's martingale is past 2/delta, not every one's"),
+    Mutant("eproc34", "citebound/calibration/eprocess.py",
+           "        self._s0 = sorted(float(s) for s in self.unsupported_scores if s is not None and math.isfinite(float(s)))",
+           "        self._s0 = sorted(float(s) for s in self.unsupported_scores if s is not None)",
+           "a NaN among the calibration's unsupported scores joins the alarm's references"),
+    Mutant("ceval34", CV, "        if n_cal < 1 or n_cal >= len(neg):", "        if n_cal < 1 or n_cal > len(neg):",
+           "a split that leaves no held-out unsupported pair is evaluated"),
+    Mutant("ceval34", CV, '"n_test_unsupported": len(neg) - n_cal,', '"n_test_unsupported": len(neg),',
+           "the coverage table's held-out count includes the calibration half"),
+    Mutant("ceval34", CV, "        usable = [n for n in sizes if n < len(neg)]", "        usable = [n for n in sizes if n <= len(neg)]",
+           "the size ablation evaluates a calibration size that leaves no held-out pair"),
+    Mutant("ceval34", CV, '"infinite_tau": bool(method == "conformal" and np.isinf(cov["tau"][i]).all())})',
+           '"infinite_tau": bool(method == "conformal" and np.isinf(cov["tau"][i]).any())})',
+           "a size is marked infinite-tau when any split's tau is infinite, not every one's"),
+    Mutant("ceval34", CV, "                if g not in guard.group_tau or not len(test):",
+           "                if g not in guard.group_tau:", "a group with no held-out pair in a split adds a NaN coverage"),
+    Mutant("ceval34", CV, "                cov_pool.setdefault(g, []).append(np.mean(test <= guard.tau))",
+           "                cov_pool.setdefault(g, []).append(np.mean(test < guard.tau))",
+           "a held-out score equal to the pooled tau is counted as missed"),
+    Mutant("ceval34", CV, '"pooled_share_below_target": float(np.mean(np.array(cov_pool[g]) < target)),',
+           '"pooled_share_below_target": float(np.mean(np.array(cov_pool[g]) <= target)),',
+           "a split whose pooled coverage is exactly the target counts as below it"),
+    Mutant("ceval34", CV, '"k_pac": pac_rank(n, round(1 - t, 10), delta), "delta": delta}',
+           '"k_pac": pac_rank(n, round(1 - t, 10), 1 - delta), "delta": delta}',
+           "the PAC rank table reads delta as the confidence"),
+    Mutant("ceval34", CV, "    ok = np.isfinite(s)\n", "    ok = np.ones(len(s), bool)\n",
+           "a pair without a score joins the calibration arrays as NaN"),
+    Mutant("mcp34", "citebound/serving/mcp_server.py",
+           '    rid = msg.get("id") if isinstance(msg.get("id"), (str, int)) and not isinstance(msg.get("id"), bool) else None',
+           '    rid = msg.get("id") if isinstance(msg.get("id"), (str, int)) else None',
+           "a JSON-RPC error answers an id of true as if it were a request's id"),
+    Mutant("mcp34", "citebound/serving/mcp_server.py",
+           '        elif isinstance(v, list):\n            stack += [(f"{path}[{i}]", x) for i, x in enumerate(v)]',
+           '        elif False:\n            stack += [(f"{path}[{i}]", x) for i, x in enumerate(v)]',
+           "a lone surrogate inside a list (a passage) reaches the SDK, which drops the line without a reply"),
+    Mutant("mcp34", "citebound/serving/mcp_server.py", "            if rid is None and code == -32602:",
+           "            if rid is None:", "a line that is not JSON gets no reply (a parse error's id is null)"),
+    Mutant("mcp34", "citebound/serving/mcp_server.py", '"monitor": {"in_force": card.get("in_force"), "state": mon.get("state", "off"),',
+           '"monitor": {"in_force": card.get("in_force"), "state": mon.get("state", "ok"),',
+           "a guard with no monitor tells the agent its monitor is ok"),
+    Mutant("mcp34", "citebound/serving/mcp_server.py",
+           '        return {"score": None, "verdict": "unverified", "rule": guard.rule,',
+           '        return {"score": None, "verdict": "fails", "rule": guard.rule,',
+           "a citation the verifier could not score is reported as failing, not unverified"),
+    Mutant("mcp34", "citebound/serving/mcp_server.py", "    if not passage.strip():\n", "    if not passage:\n",
+           "a passage of whitespace alone is checked (and fails) instead of refused"),
+    Mutant("mcp34", "citebound/serving/mcp_server.py", "    check_text(passage, \"'passage'\")\n", "",
+           "a lone surrogate in verify_citation's passage is not refused by name"),
+    Mutant("mcp34", "citebound/serving/mcp_server.py", "        if a[\"action\"] == \"verified\":\n            continue\n        claim = a[\"claim\"]",
+           "        if a[\"action\"] in (\"verified\", \"unverified\"):\n            continue\n        claim = a[\"claim\"]",
+           "the compact MCP result leaves out the citations that could not be checked"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2655,6 +2739,10 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
     "demo32": ["tests/guard/test_demo_upstream.py"],
     "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
+    "eproc34": ["tests/guard/test_eprocess.py", "tests/guard/test_closed_loop.py", "tests/guard/test_monitor_effects.py",
+                "citebound/calibration/eprocess.py"],
+    "ceval34": ["tests/study/test_pinned_analysis.py", "tests/guard/test_edges.py", "citebound/study/analysis/conformal_eval.py"],
+    "mcp34": ["tests/guard/test_mcp.py", "tests/guard/test_mcp_inputs.py", "citebound/serving/mcp_server.py"],
     "state33": ["tests/guard/test_service_state.py", "tests/guard/test_guard_batch.py", "tests/guard/test_service.py", "tests/guard/test_app_edges.py", "tests/guard/test_failure_paths.py",
                 "tests/guard/test_chat_effects.py", "tests/guard/test_api_effects.py", "tests/guard/test_serve_boundaries.py"],
     "core33": ["tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_unchecked.py", "tests/guard/test_visible_forms.py",
@@ -2763,8 +2851,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 34)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 33: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 35)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 34: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2804,6 +2892,7 @@ def main() -> int:
     first31 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a head written before the negation version"))
     first32 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a client's max_tokens past the demo's cap"))
     first33 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a finished request's work token stays"))
+    first34 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the smoothed p-value leaves the new score"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2817,7 +2906,7 @@ def main() -> int:
               26: MUTANTS[first26:first27], 27: MUTANTS[first27:first28],
               28: MUTANTS[first28:first29], 29: MUTANTS[first29:first30],
               30: MUTANTS[first30:first31], 31: MUTANTS[first31:first32],
-              32: MUTANTS[first32:first33], 33: MUTANTS[first33:]}
+              32: MUTANTS[first32:first33], 33: MUTANTS[first33:first34], 34: MUTANTS[first34:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

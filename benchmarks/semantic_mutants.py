@@ -2364,7 +2364,7 @@ MUTANTS = [
     # from the code before any of their tests was read.
     Mutant("eproc34", "citebound/calibration/eprocess.py", "    return ((n - hi) + theta * (hi - lo + 1)) / (n + 1)",
            "    return ((n - hi) + theta * (hi - lo)) / (n + 1)",
-           "the smoothed p-value leaves the new score itself out of its ties"),
+           "the alarm's batch p-values (smoothed_p) leave the new score itself out of its ties"),
     Mutant("eproc34", "citebound/calibration/eprocess.py", "    hi = np.searchsorted(reference_sorted, s, \"right\")",
            "    hi = np.searchsorted(reference_sorted, s, \"left\")",
            "a reference score equal to the new one counts as stranger, not as a tie"),
@@ -2892,7 +2892,7 @@ def main() -> int:
     first31 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a head written before the negation version"))
     first32 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a client's max_tokens past the demo's cap"))
     first33 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a finished request's work token stays"))
-    first34 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the smoothed p-value leaves the new score"))
+    first34 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the alarm's batch p-values (smoothed_p) leave"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2913,6 +2913,8 @@ def main() -> int:
     if args.tests:
         for m in todo:
             TESTS[m.module] = args.tests
+    if not todo:
+        raise SystemExit("no mutant matches --round/--only/--match")
     results = run(todo, args.timeout, covering_tests(args.by_coverage, todo) if args.by_coverage else None)
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for m, verdict, _ in results:

@@ -171,11 +171,13 @@ def test_a_labelled_pair_the_verifier_cannot_score_names_its_line(tmp_path, caps
 
 
 def test_the_warnings_are_the_files_once_not_each_groups(tmp_path, capsys):
-    """Two groups and two ungrouped records: one warning (the ungrouped), at the top only."""
-    rows = [{"score": k / 60, "label": int(k % 2), "group": "ab"[k % 4 // 2]} for k in range(58)]
+    """Two groups of 150 (75 unsupported each: enough for their own tau at alpha = delta = 0.1) and two ungrouped
+    records: one warning (the ungrouped), at the top only."""
+    rows = [{"score": k / 300, "label": int(k % 2), "group": "ab"[k % 4 // 2]} for k in range(300)]
     rows += [{"score": 0.5, "label": 0}, {"score": 0.9, "label": 1}]
     f = scores_file(tmp_path, rows)
     assert main(["calibrate", "--scores", str(f), "--verifier", "lexical", "--out", str(tmp_path / "c.json")]) == 0
     cal = json.loads((tmp_path / "c.json").read_text())
-    assert sorted(cal["groups"]) == ["a", "b"] and all("warnings" not in g for g in cal["groups"].values())
-    assert any(w.startswith("2 of 60 labelled citations carry no 'group'") for w in cal["warnings"])
+    assert sorted(cal["groups"]) == ["a", "b"] and not any("fallback" in g for g in cal["groups"].values())
+    assert all("warnings" not in g for g in cal["groups"].values())
+    assert any(w.startswith("2 of 302 labelled citations carry no 'group'") for w in cal["warnings"])

@@ -153,3 +153,59 @@ def test_the_mixture_p_value_weighs_the_supported_references_p_value_by_the_supp
     p = mixture_p(np.array([0.1, 0.2]), np.array([0.8, 0.9]), np.array([0.85]), np.array([0.5]))[0]
     np.testing.assert_allclose(p, PI_GRID * 0.5 + (1 - PI_GRID) / 6, atol=1e-12)
     assert p[0] == pytest.approx(1 / 6) and p[-1] == pytest.approx(1 / 2)
+
+
+def test_void_after_is_the_label_count_once_the_post_that_voided_is_in():
+    """By the formula: one miss leaves the average wealth at 1 + 9 * mean(f) = 1 + 9 * 0.49 = 5.41 < 10; a second
+    gives 1 + 18 * 0.49 + 81 * mean(f^2) = 35.73 >= 10 (mean(f^2) = 0.98^2 * 133.25 / 400 = 0.31993)."""
+    t = MissRateTest(ALPHA, DELTA)
+    assert t.add(1, 1) is False and t.void_after is None
+    assert t.value == pytest.approx(5.41)
+    assert t.add(1, 1) is True and t.void_after == 2
+    assert t.value == pytest.approx(1 + 18 * 0.49 + 81 * 0.98 ** 2 * 133.25 / 400)
+    t.add(0, 5)
+    assert t.void and t.void_after == 2  # void stays, and so does when it turned
+    batched = MissRateTest(ALPHA, DELTA)
+    assert batched.add(2, 2) is True and batched.void_after == 2  # one post: the count after it
+
+
+@pytest.mark.parametrize("missed,n", [(True, 1), (1, True), (1.0, 2), (-1, 2)])
+def test_a_post_counts_only_non_negative_integers(missed, n):
+    t = MissRateTest(ALPHA, DELTA)
+    with pytest.raises(ValueError, match="must be a non-negative integer"):
+        t.add(missed, n)
+    assert (t.missed, t.n) == (0, 0)
+
+
+def test_the_simulations_alarm_times_are_the_class_alarm_at_stream_by_stream():
+    """alarm_times is ShiftRobustAlarm's arithmetic on many streams at once: each row's time is the class's alarm_at
+    for the same thetas (1-based; 0 for never). Rows: unsupported citations now scoring above every calibration
+    score (fires), the same mixed with supported-like ones, and a stream of supported-like scores (a change of
+    share: the null for pi near 1, so the smallest martingale never fires though pi = 0's grows)."""
+    from citebound.calibration.eprocess import alarm_times
+
+    rng = np.random.default_rng(5)
+    s0, s1 = rng.uniform(0, 0.4, 300), rng.uniform(0.3, 0.7, 100)
+    rows = np.array([rng.uniform(0.8, 1.0, 200),
+                     np.where(rng.random(200) < 0.2, rng.uniform(0.3, 0.7, 200), rng.uniform(0.8, 1.0, 200)),
+                     rng.uniform(0.3, 0.7, 200)])
+    thetas = rng.random(rows.shape)
+    got = alarm_times(s0, s1, rows, thetas, DELTA)
+    want = []
+    for row, th in zip(rows, thetas):
+        a = ShiftRobustAlarm(s0, s1, DELTA)
+        a.update(row, th)
+        want.append(a.alarm_at or 0)
+    assert got.tolist() == want
+    assert 0 < want[0] < want[1] and want[2] == 0
+    a = ShiftRobustAlarm(s0, s1, DELTA)
+    a.update(rows[2], thetas[2])
+    assert float(a.log_martingales().max()) >= math.log(2 / DELTA)  # some share's martingale is past the level
+
+
+def test_the_alarms_references_leave_out_scores_that_are_not_numbers():
+    a = ShiftRobustAlarm([0.1, float("nan"), 0.2, None, float("inf")], [0.8, float("nan"), 0.9], DELTA)
+    b = ShiftRobustAlarm([0.1, 0.2], [0.8, 0.9], DELTA)
+    assert a.p_values(0.15, 0.5).tolist() == b.p_values(0.15, 0.5).tolist()
+    with pytest.raises(ValueError, match="needs the calibration's scores of both classes"):
+        ShiftRobustAlarm([float("nan")], [0.8], DELTA)

@@ -524,3 +524,39 @@ def test_validation_recall_and_specificity_with_unequal_error_counts():
     t = validation_table(df, ["v"], n_boot=50, seed=1).iloc[0]
     assert t["recall_supported"] == pytest.approx(recall_score(y, p)) == pytest.approx(3 / 4)
     assert t["specificity"] == pytest.approx(recall_score(1 - y, 1 - p)) == pytest.approx(1 / 3)
+
+
+def test_mondrian_table_over_splits_where_a_small_group_has_nothing_held_out_by_hand():
+    """Group c has 2 negatives: some of the 12 splits put both in the calibration half (nothing of c held out) or
+    neither (no tau of its own); only the others count, so its coverages are means over those splits, never NaN.
+    Target 0.5: with one or two of c held out, a split's coverage can be exactly 0.5, which is not below it."""
+    s = [0.1, 0.3, 0.5, 0.7, 0.9, 0.2, 0.4, 0.6, 0.8, 1.0, 0.35, 0.65]
+    g = list("aaaaabbbbbcc")
+    df = _cal(s, [0] * 12, group=g)
+    seed, n_splits, target = 6, 12, 0.5
+    t = mondrian_table({"v": df}, "group", target=target, n_splits=n_splits, seed=seed, min_group=1).set_index("group")
+
+    def tau(x):  # k = ceil((n + 1) * 0.5): the k-th smallest, inf past n
+        x = np.sort(x)
+        k = math.ceil((len(x) + 1) * 0.5)
+        return x[k - 1] if k <= len(x) else math.inf
+
+    rng, sa, ga = np.random.default_rng(seed), np.array(s), np.array(g)
+    pooled = {k: [] for k in "abc"}
+    own = {k: [] for k in "abc"}
+    for _ in range(n_splits):
+        mask = rng.random(12) < 0.5
+        for grp in "abc":
+            gm = ga == grp
+            test = sa[gm & ~mask]
+            if (gm & mask).any() and len(test):
+                pooled[grp].append(np.mean(test <= tau(sa[mask])))
+                own[grp].append(np.mean(test <= tau(sa[gm & mask])))
+    assert 0 < len(pooled["c"]) < n_splits  # the case this test is for: c skipped in some splits
+    for grp in "abc":
+        row = t.loc[grp]
+        assert row["pooled_mean_coverage"] == pytest.approx(np.mean(pooled[grp]))
+        assert row["mondrian_mean_coverage"] == pytest.approx(np.mean(own[grp]))
+        assert row["pooled_share_below_target"] == pytest.approx(np.mean(np.array(pooled[grp]) < target))
+        assert row["mondrian_share_below_target"] == pytest.approx(np.mean(np.array(own[grp]) < target))
+    assert any(c == target for grp in "abc" for c in pooled[grp])  # some split's coverage is exactly the target

@@ -2444,6 +2444,51 @@ MUTANTS = [
     Mutant("mcp34", "citebound/serving/mcp_server.py", "        if a[\"action\"] == \"verified\":\n            continue\n        claim = a[\"claim\"]",
            "        if a[\"action\"] in (\"verified\", \"unverified\"):\n            continue\n        claim = a[\"claim\"]",
            "the compact MCP result leaves out the citations that could not be checked"),
+    # ---- round 35 (2026-12-05): the Anthropic Messages face and the CLI's shared options, written from the code
+    # before any of their tests was read.
+    Mutant("msgs35", AM, '                parts = b.get("content") if b.get("type") == "search_result" else src.get("content")',
+           '                parts = b.get("content")',
+           "a document whose source is content blocks is no passage (its citations invalid, later ones renumbered)"),
+    Mutant("msgs35", AM, "        found = rep.audit[len(rep.audit) - len(cites):] if cites else []",
+           "        found = rep.audit[:len(cites)] if cites else []",
+           "a run with [N] markers and structured citations gives the structured citations the markers' verdicts"),
+    Mutant("msgs35", AM, "        out += content[last:run[0]]\n", "",
+           "the blocks between two runs of text (a tool_use) are dropped from the guarded message"),
+    Mutant("msgs35", AM, "        elif guarded:\n            out.append", "        else:\n            out.append",
+           "a run the guard removed whole comes back as an empty text block"),
+    Mutant("msgs35", AM, "        parts.append((offset, rep))\n        offset += len(text)\n",
+           "        parts.append((offset, rep))\n",
+           "every run's report is merged at offset 0 (the later runs' spans point into the first)"),
+    Mutant("msgs35", AM, "    report = merge_reports(parts, guard.on_error == \"open\")\n    guard.blocks(report)",
+           "    report = merge_reports(parts, False)\n    guard.blocks(report)",
+           "an unstreamed message's merged budget counts unverified citations failing open"),
+    Mutant("msgs35", AM, '        if d.get("type") == "citations_delta" and self.held is not None:\n            self.block_citations.append(d.get("citation"))\n',
+           '        if d.get("type") == "citations_delta" and self.held is not None:\n            pass\n',
+           "a streamed citations_delta passes unchecked (no verdict, not in the report)"),
+    Mutant("msgs35", AM, '''"message": redact_url(message),''', '''"message": message,''',
+           "a Messages error echoes the credentials of a URL in its message"),
+    Mutant("msgs35", AM, "    if not run.guard.blocks(report):  # blocked on the run so far",
+           "    if False:  # blocked on the run so far",
+           "a stream blocked on one run ends with a report that says it was not blocked"),
+    Mutant("common35", CO, '        if action.default is None or action.default is False or "default" in (action.help or "").lower():',
+           '        if action.default is None or "default" in (action.help or "").lower():',
+           "a flag's help ends with (default: False)"),
+    Mutant("common35", CO, '        if not sep or not key:\n            raise CLIError(f"--override',
+           '        if not sep:\n            raise CLIError(f"--override', "--override =VALUE sets a key named ''"),
+    Mutant("common35", CO, '        if not sep or not value.strip().lstrip("-").isdigit() or len(value.strip()) > 18:',
+           '        if not sep or not value.strip().isdigit() or len(value.strip()) > 18:',
+           "a negative --limit is refused as not an integer instead of by the limit's own bound"),
+    Mutant("common35", CO, "    if url is not None and not url.strip():", "    if url is not None and not url:",
+           "--state of spaces alone is opened as a file named by them"),
+    Mutant("common35", CO, '        if action not in ("annotate", "remove"):', '        if action != "annotate":',
+           "--remove with --action remove is refused as a contradiction"),
+    Mutant("common35", CO, '    if action != "block" and args.block_above is not None:\n        raise',
+           '    if False:\n        raise', "--block-above without --action block is ignored instead of refused"),
+    Mutant("common35", CO, '"on_error": args.on_error, "on_void": args.on_void,',
+           '"on_error": args.on_void, "on_void": args.on_error,', "the CLI's --on-error and --on-void reach the guard swapped"),
+    Mutant("common35", CO, "calibration=None if none else args.calibration, default_calibration=not none,",
+           "calibration=None if none else args.calibration, default_calibration=True,",
+           "--calibration none still deploys the shipped calibration"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2739,6 +2784,9 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
     "demo32": ["tests/guard/test_demo_upstream.py"],
     "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
+    "msgs35": ["tests/guard/test_api_adapters.py", "tests/guard/test_api_effects.py", "tests/guard/test_structured_effects.py",
+               "tests/guard/test_hostile_streams.py", "tests/guard/test_proxy_routes.py"],
+    "common35": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
     "eproc34": ["tests/guard/test_eprocess.py", "tests/guard/test_closed_loop.py", "tests/guard/test_monitor_effects.py",
                 "citebound/calibration/eprocess.py"],
     "ceval34": ["tests/study/test_pinned_analysis.py", "tests/guard/test_edges.py", "citebound/study/analysis/conformal_eval.py"],
@@ -2851,8 +2899,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 35)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 34: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 36)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 35: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2893,6 +2941,7 @@ def main() -> int:
     first32 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a client's max_tokens past the demo's cap"))
     first33 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a finished request's work token stays"))
     first34 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the alarm's batch p-values (smoothed_p) leave"))
+    first35 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a document whose source is content blocks is no"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2906,7 +2955,8 @@ def main() -> int:
               26: MUTANTS[first26:first27], 27: MUTANTS[first27:first28],
               28: MUTANTS[first28:first29], 29: MUTANTS[first29:first30],
               30: MUTANTS[first30:first31], 31: MUTANTS[first31:first32],
-              32: MUTANTS[first32:first33], 33: MUTANTS[first33:first34], 34: MUTANTS[first34:]}
+              32: MUTANTS[first32:first33], 33: MUTANTS[first33:first34], 34: MUTANTS[first34:first35],
+              35: MUTANTS[first35:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -2430,9 +2430,9 @@ MUTANTS = [
            "a lone surrogate inside a list (a passage) reaches the SDK, which drops the line without a reply"),
     Mutant("mcp34", "citebound/serving/mcp_server.py", "            if rid is None and code == -32602:",
            "            if rid is None:", "a line that is not JSON gets no reply (a parse error's id is null)"),
-    Mutant("mcp34", "citebound/serving/mcp_server.py", '"monitor": {"in_force": card.get("in_force"), "state": mon.get("state", "off"),',
-           '"monitor": {"in_force": card.get("in_force"), "state": mon.get("state", "ok"),',
-           "a guard with no monitor tells the agent its monitor is ok"),
+    # (a mutant defaulting the monitor's state to "ok", "a guard with no monitor tells the agent its monitor is ok",
+    # was judged equivalent: every report a Guard gives carries a card whose monitor names its state, "off" without a
+    # calibration, so the default is never read; test_mcp_lines pins "off")
     Mutant("mcp34", "citebound/serving/mcp_server.py",
            '        return {"score": None, "verdict": "unverified", "rule": guard.rule,',
            '        return {"score": None, "verdict": "fails", "rule": guard.rule,',

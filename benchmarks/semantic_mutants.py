@@ -2784,7 +2784,7 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
     "demo32": ["tests/guard/test_demo_upstream.py"],
     "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
-    "msgs35": ["tests/guard/test_api_adapters.py", "tests/guard/test_api_effects.py", "tests/guard/test_structured_effects.py",
+    "msgs35": ["tests/guard/test_messages_runs.py", "tests/guard/test_api_adapters.py", "tests/guard/test_api_effects.py", "tests/guard/test_structured_effects.py",
                "tests/guard/test_hostile_streams.py", "tests/guard/test_proxy_routes.py"],
     "common35": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
     "eproc34": ["tests/guard/test_eprocess.py", "tests/guard/test_closed_loop.py", "tests/guard/test_monitor_effects.py",

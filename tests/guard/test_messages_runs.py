@@ -1,0 +1,87 @@
+"""An unstreamed Anthropic message of several runs of text (citebound/serving/api_messages.py's guard_content): the
+blocks between runs kept in place, each structured citation given its own verdict (not a marker's), the runs'
+reports merged at their offsets, a run the guard removed whole leaving no empty block, and the merged budget
+failing open as the service is told to. Hand-worked with the lexical verifier (the share of a claim's content terms
+found in the passage)."""
+import httpx
+import pytest
+
+pytest.importorskip("fastapi")
+from failing_scorer import Failing  # noqa: E402
+from fake_apis import FakeAPIs, Turn  # noqa: E402
+from service_helpers import running  # noqa: E402
+
+from citebound.serving.state import ServeConfig  # noqa: E402
+
+STATINS = "Statins lower LDL cholesterol in adults."
+RUN1 = "Statins lower LDL cholesterol in adults [1]. "
+RUN2 = "Unicorns sing opera loudly [1]."
+TOOL = {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"q": "ldl"}}
+
+
+def _message(content):
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": content,
+            "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+
+def _ask(content, cfg, scorer=None):
+    msg = _message(content)
+    with FakeAPIs(lambda b: Turn([""], whole=msg)) as up, \
+            running(ServeConfig(upstream=up.base_url, reattributor=None, **cfg), scorer) as url:
+        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "citebound": {"passages": [STATINS]},
+                                                   "messages": [{"role": "user", "content": "q"}]}, timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_runs_around_a_tool_call_keep_their_places_their_verdicts_and_their_offsets():
+    """Run 1 (block 0) cites [1], verified (every term of its claim is in the statin passage), and carries a citation
+    quoting a text no passage holds; block 1 is a tool call; run 2 (block 2) cites [1] for unicorns: flagged. The
+    quoting citation's verdict is its own (not run 1's marker's); run 2's marker sits at len(RUN1) + 27 in the whole
+    answer ("Unicorns sing opera loudly " is 27 characters), in its second sentence."""
+    quote = "Mitochondria produce ATP in cells."
+    cite = {"type": "char_location", "cited_text": quote, "document_index": 0, "document_title": None,
+            "start_char_index": 0, "end_char_index": len(quote)}
+    body = _ask([{"type": "text", "text": RUN1, "citations": [cite]}, TOOL, {"type": "text", "text": RUN2}],
+                {"verifier": "lexical"})
+    content, rep = body["content"], body["citebound"]["report"]
+    assert [b["type"] for b in content] == ["text", "tool_use", "text"] and content[1] == TOOL
+    assert content[0]["text"] == RUN1 and content[2]["text"] == "Unicorns sing opera loudly [1 UNVERIFIED]."
+    verdict = content[0]["citations"][0]["citebound"]
+    # the quote is no passage's text: it joins as passage 2 (after the request's one), and the statin claim fails it
+    assert (verdict["action"], verdict["passage"]) == ("flagged", 2)
+    marker, quoted, unicorn = rep["audit"]
+    assert (marker["action"], marker["spans"]) == ("verified", [[40, 43]])  # "Statins ... adults " is 40 characters
+    assert quoted["action"] == verdict["action"]
+    assert (unicorn["action"], unicorn["sentence_index"]) == ("flagged", 1)
+    assert unicorn["spans"] == [[len(RUN1) + 27, len(RUN1) + 30]]
+
+
+def test_a_run_the_guard_removes_whole_leaves_no_empty_block():
+    body = _ask([{"type": "text", "text": RUN1}, TOOL, {"type": "text", "text": RUN2}],
+                {"verifier": "lexical", "action": "remove"})
+    assert [b["type"] for b in body["content"]] == ["text", "tool_use"]
+    assert body["content"][0]["text"] == RUN1 and body["citebound"]["report"]["removed_sentences"] == 1
+
+
+@pytest.mark.parametrize("on_error,budget", [("open", 0.0), ("closed", 0.5)])
+def test_the_messages_merged_budget_fails_open_as_the_service_is_told(on_error, budget):
+    """Run 1's citation is verified, run 2's claim makes the verifier fail (unverified): failing open, an unverified
+    citation is not sent to review (0 of 2); failing closed it is (1 of 2)."""
+    body = _ask([{"type": "text", "text": RUN1}, TOOL, {"type": "text", "text": "The boom claim [1]."}],
+                {"verifier": "lexical", "on_error": on_error}, Failing("boom"))
+    rep = body["citebound"]["report"]
+    assert (rep["verified"], rep["unverified"], rep["review_budget"]) == (1, 1, budget)
+
+
+@pytest.mark.parametrize("status,kind", [(502, "api_error"), (504, "timeout_error"), (403, "permission_error")])
+def test_a_messages_error_never_echoes_a_urls_credentials(status, kind):
+    import json
+
+    from citebound.serving.api_messages import anthropic_error
+
+    r = anthropic_error(status, "upstream http://me:s3cret@127.0.0.1:9/v1?api_key=K2 failed", "upstream_error")
+    body = json.loads(r.body)
+    assert r.status_code == status and "s3cret" not in r.body.decode() and "K2" not in r.body.decode()
+    assert body == {"type": "error", "error": {"type": kind, "code": "upstream_error",
+                                               "message": "upstream http://***@127.0.0.1:9/v1?api_key=*** failed"}}

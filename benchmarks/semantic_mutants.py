@@ -2489,6 +2489,43 @@ MUTANTS = [
     Mutant("common35", CO, "calibration=None if none else args.calibration, default_calibration=not none,",
            "calibration=None if none else args.calibration, default_calibration=True,",
            "--calibration none still deploys the shipped calibration"),
+    # ---- round 36 (2026-12-05): the serve config file and the local chat endpoint, written from the code before
+    # any of their tests was read.
+    Mutant("cfgfile36", "citebound/cli/config_file.py", "    if value is None and action.default is None:\n        return None",
+           "    if value is None:\n        return None", "a null for a key with a default (port: null) unsets it instead of being refused"),
+    Mutant("cfgfile36", "citebound/cli/config_file.py",
+           "        if not isinstance(value, list) or not all(isinstance(x, (str, int, float)) and not isinstance(x, bool)",
+           "        if not isinstance(value, list) or not all(isinstance(x, (str, int, float))",
+           "a list key's true is read as the string 'True'"),
+    Mutant("cfgfile36", "citebound/cli/config_file.py", "    if action.choices and out not in action.choices:\n        raise bad\n", "",
+           "a key's value outside the flag's choices is accepted"),
+    Mutant("cfgfile36", "citebound/cli/config_file.py", "    if not isinstance(data, dict):\n        raise CLIError", "    if False:\n        raise CLIError",
+           "a config file holding a list fails with a traceback, not the file's name"),
+    Mutant("cfgfile36", "citebound/cli/config_file.py",
+           "                and (k[len(ENV_PREFIX):].lower() in keys or k[len(ENV_PREFIX):].lower() in INLINE_SECRETS)}",
+           "                and k[len(ENV_PREFIX):].lower() in keys}",
+           "CITEBOUND_ADMIN_TOKEN set inline is ignored instead of refused"),
+    Mutant("cfgfile36", "citebound/cli/config_file.py", '            key = str(key).replace("-", "_")', "            key = str(key)",
+           "a key written with dashes (request-timeout) is unknown"),
+    Mutant("cfgfile36", "citebound/cli/config_file.py", '            if key == "upstream" and "@" in urlsplit(str(value)).netloc:',
+           '            if key == "upstream" and "@" in str(value):',
+           "an upstream URL with an @ in its path is refused as carrying credentials"),
+    Mutant("cfgfile36", "citebound/cli/config_file.py",
+           '    typed = {dest for dest, a in keys.items() if any(o in given or any(g.startswith(o + "=") for g in given)',
+           '    typed = {dest for dest, a in keys.items() if any(o in given',
+           "a flag typed as --port=9000 loses to the config file"),
+    Mutant("cfgfile36", "citebound/cli/config_file.py", "        out[key] = redact_url(value) if isinstance(value, str) else value",
+           "        out[key] = value", "--print-config shows the credentials of a URL (the state's Redis password)"),
+    Mutant("chatep36", CE, "            if nxt is None:\n                self._queue.put(None)\n                break",
+           "            if nxt is None:\n                break", "closing while a batch gathers leaves the batch thread waiting for ever"),
+    Mutant("chatep36", CE, '        return "\\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")',
+           '        return "\\n".join(p.get("text", "") for p in content if isinstance(p, dict))',
+           "a message's image part adds an empty line to its text"),
+    Mutant("chatep36", CE, '    return "" if content is None else str(content)', "    return str(content)",
+           "a message with no content reads as the text 'None'"),
+    Mutant("chatep36", CE, '                    self._send(400, {"error": {"message": f"bad request: {e}", "type": "invalid_request_error"}})\n                    return\n',
+           '                    self._send(400, {"error": {"message": f"bad request: {e}", "type": "invalid_request_error"}})\n',
+           "a bad request is answered 400 and then handled on (a second response on the same connection)"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2784,6 +2821,8 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
     "demo32": ["tests/guard/test_demo_upstream.py"],
     "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
+    "cfgfile36": ["tests/guard/test_config_file.py", "tests/guard/test_cli_options.py", "tests/guard/test_serve_boundaries.py"],
+    "chatep36": ["tests/study/test_chat_endpoint.py", "tests/study/test_paperqa.py", "citebound/scoring/chat_endpoint.py"],
     "msgs35": ["tests/guard/test_messages_runs.py", "tests/guard/test_api_adapters.py", "tests/guard/test_api_effects.py", "tests/guard/test_structured_effects.py",
                "tests/guard/test_hostile_streams.py", "tests/guard/test_proxy_routes.py"],
     "common35": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
@@ -2899,8 +2938,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 36)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 35: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 37)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 36: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2942,6 +2981,7 @@ def main() -> int:
     first33 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a finished request's work token stays"))
     first34 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the alarm's batch p-values (smoothed_p) leave"))
     first35 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a document whose source is content blocks is no"))
+    first36 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a null for a key with a default (port: null)"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2956,7 +2996,7 @@ def main() -> int:
               28: MUTANTS[first28:first29], 29: MUTANTS[first29:first30],
               30: MUTANTS[first30:first31], 31: MUTANTS[first31:first32],
               32: MUTANTS[first32:first33], 33: MUTANTS[first33:first34], 34: MUTANTS[first34:first35],
-              35: MUTANTS[first35:]}
+              35: MUTANTS[first35:first36], 36: MUTANTS[first36:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

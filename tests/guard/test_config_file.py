@@ -150,3 +150,19 @@ def test_a_missing_an_empty_and_an_unreadable_config(tmp_path, capsys):
     assert main(["serve", "--config", str(latin), "--print-config"]) == 2
     err = capsys.readouterr().err
     assert f"--config {latin}: cannot be read as UTF-8 text (byte 13); save it as UTF-8" in err and err.count("\n") == 1
+
+
+def test_a_key_may_be_written_with_dashes_and_an_at_sign_in_a_path_is_no_credential(tmp_path, capsys):
+    f = tmp_path / "c.yaml"
+    f.write_text(yaml.safe_dump({"request-timeout": 12.5, "upstream": "http://h:1/v1/models/@latest"}))
+    assert main(["serve", "--config", str(f), "--print-config"]) == 0, capsys.readouterr().err
+    out = yaml.safe_load(capsys.readouterr().out)
+    assert (out["request_timeout"], out["upstream"]) == (12.5, "http://h:1/v1/models/@latest")
+
+
+@pytest.mark.parametrize("argv", [["--port", "9002"], ["--port=9002"]])
+def test_a_flag_typed_in_either_form_wins_over_the_file(tmp_path, capsys, argv):
+    f = tmp_path / "c.yaml"
+    f.write_text(yaml.safe_dump({"port": 9000}))
+    assert main(["serve", "--config", str(f), *argv, "--print-config"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["port"] == 9002

@@ -71,3 +71,42 @@ def test_the_answer_names_the_model_the_client_asked_for_and_the_servers_own_whe
     assert (r.model, r.choices[0].message.content) == ("asked", "ba")
     assert {c.model for c in chunks} == {"asked"} and listed == ["m"]
     assert (bare["model"], bare["choices"][0]["message"]["content"]) == ("m", "ba")
+
+
+def test_closing_while_a_batch_gathers_ends_the_batch_thread():
+    """A request starts a batch that waits 5 s for company; close() comes first: the request is still answered, and
+    the batch thread ends (the close is passed on to the next gather) instead of waiting for ever."""
+    backend = Reverser()
+    srv = LocalChatServer(backend, model="m", max_batch=4, max_wait_s=5.0).start()
+    fut = srv.complete([{"role": "user", "content": "ab"}])
+    srv.close()
+    assert fut.result(timeout=10).text == "ba"
+    loop = srv._threads[1]
+    loop.join(timeout=10)
+    assert not loop.is_alive()
+
+
+def test_a_messages_text_is_its_text_parts_only_and_nothing_for_no_content():
+    from citebound.scoring.chat_endpoint import message_text
+
+    parts = [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": "data:,x"}},
+             {"type": "text", "text": "b"}, "stray"]
+    assert message_text(parts) == "a\nb"
+    assert (message_text(None), message_text(""), message_text("plain")) == ("", "", "plain")
+
+
+def test_a_bad_request_gets_one_response_and_nothing_after_it():
+    """A body that is not JSON is answered 400 once; the handler stops there (a second response on the same
+    connection would be read by the next request)."""
+    import socket
+
+    with LocalChatServer(Reverser(), model="m") as srv:
+        host, port = "127.0.0.1", int(srv.base_url.rsplit(":", 1)[1].split("/")[0])
+        with socket.create_connection((host, port), timeout=10) as s:
+            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\n"
+                      b"{nope")
+            raw = b""
+            while chunk := s.recv(65536):
+                raw += chunk
+    assert raw.startswith(b"HTTP/1.0 400 ") and raw.count(b"HTTP/1.") == 1, raw
+    assert json.loads(raw.split(b"\r\n\r\n", 1)[1])["error"]["type"] == "invalid_request_error"

@@ -2526,6 +2526,30 @@ MUTANTS = [
     Mutant("chatep36", CE, '                    self._send(400, {"error": {"message": f"bad request: {e}", "type": "invalid_request_error"}})\n                    return\n',
            '                    self._send(400, {"error": {"message": f"bad request: {e}", "type": "invalid_request_error"}})\n',
            "a bad request is answered 400 and then handled on (a second response on the same connection)"),
+    # ---- round 37 (2026-12-05): the chat backends' endpoint and OpenAI path, written from the code before any of
+    # their tests was read.
+    Mutant("llm37", LB, "        if self._server is None:\n            self._server = LocalChatServer(",
+           "        if True:\n            self._server = LocalChatServer(",
+           "each endpoint() call starts another local server (the last one's thread left running)"),
+    Mutant("llm37", LB, "            self._server.close()\n            self._server = None\n", "            self._server.close()\n",
+           "after close() the backend hands out the closed server's URL"),
+    Mutant("llm37", LB, "        if self.tok.pad_token is None:\n            self.tok.pad_token = self.tok.eos_token\n", "",
+           "a tokenizer without a pad token cannot pad a batch of prompts of unequal length"),
+    Mutant("llm37", LB, '        return self.tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)',
+           '        return self.tok(texts, return_tensors="pt", padding=True).to(self.device)',
+           "a chat-templated prompt gets a second beginning-of-sequence token"),
+    Mutant("llm37", LB, '        ids = [self.tok.encode(w, add_special_tokens=False)[0] for w in (yes, no)]\n        enc = self._encode(batch)',
+           '        ids = [self.tok.encode(w)[0] for w in (yes, no)]\n        enc = self._encode(batch)',
+           "yes_probability compares the beginning-of-sequence token with itself (0.5 for every prompt)"),
+    Mutant("llm37", LB, '        return Completion((r.choices[0].message.content or "").strip(), u.prompt_tokens if u else 0,',
+           '        return Completion(r.choices[0].message.content.strip(), u.prompt_tokens if u else 0,',
+           "an OpenAI answer with no content (null) fails the call instead of reading as empty"),
+    Mutant("llm37", LB, '''        return Endpoint(self.cfg["base_url"], self.cfg["model"], self.client.api_key,
+                        {"chat_template_kwargs": dict(self.cfg.get("chat_template_kwargs") or {})})''',
+           '''        return Endpoint(self.cfg["base_url"], self.cfg["model"], self.client.api_key, {})''',
+           "paper-qa's endpoint for a served model drops the chat-template kwargs (thinking back on)"),
+    Mutant("llm37", LB, '    kind = cfg.get("backend", "transformers")', '    kind = cfg.get("backend", "openai")',
+           "a config naming no backend is sent to an OpenAI server instead of loaded in process"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2821,6 +2845,8 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
     "demo32": ["tests/guard/test_demo_upstream.py"],
     "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
+    "llm37": ["tests/study/test_generation.py", "tests/guard/test_llm_verifiers.py", "tests/study/test_paperqa.py",
+              "tests/study/test_chat_endpoint.py"],
     "cfgfile36": ["tests/guard/test_config_file.py", "tests/guard/test_cli_options.py", "tests/guard/test_serve_boundaries.py"],
     "chatep36": ["tests/study/test_chat_endpoint.py", "tests/study/test_paperqa.py", "citebound/scoring/chat_endpoint.py"],
     "msgs35": ["tests/guard/test_messages_runs.py", "tests/guard/test_api_adapters.py", "tests/guard/test_api_effects.py", "tests/guard/test_structured_effects.py",
@@ -2938,8 +2964,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 37)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 36: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 38)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 37: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -2982,6 +3008,7 @@ def main() -> int:
     first34 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the alarm's batch p-values (smoothed_p) leave"))
     first35 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a document whose source is content blocks is no"))
     first36 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a null for a key with a default (port: null)"))
+    first37 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("each endpoint() call starts another local server"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -2996,7 +3023,8 @@ def main() -> int:
               28: MUTANTS[first28:first29], 29: MUTANTS[first29:first30],
               30: MUTANTS[first30:first31], 31: MUTANTS[first31:first32],
               32: MUTANTS[first32:first33], 33: MUTANTS[first33:first34], 34: MUTANTS[first34:first35],
-              35: MUTANTS[first35:first36], 36: MUTANTS[first36:]}
+              35: MUTANTS[first35:first36], 36: MUTANTS[first36:first37],
+              37: MUTANTS[first37:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

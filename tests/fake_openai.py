@@ -59,7 +59,7 @@ class FakeOpenAI(LoopbackServer):
                                               "function": {"name": tool, "arguments": json.dumps(reply)}}]
                     else:
                         msg["content"] = json.dumps(reply)
-                else:
+                elif reply is not None:  # None: a message with no content (null), as some servers send
                     msg["content"] = str(reply)
                 self._send(200, {"id": f"cmpl-{n}", "object": "chat.completion", "created": 0,
                                  "model": body.get("model", "fake"),

@@ -2845,7 +2845,7 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
     "demo32": ["tests/guard/test_demo_upstream.py"],
     "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
-    "llm37": ["tests/study/test_generation.py", "tests/guard/test_llm_verifiers.py", "tests/study/test_paperqa.py",
+    "llm37": ["tests/study/test_backend_edges.py", "tests/study/test_generation.py", "tests/guard/test_llm_verifiers.py", "tests/study/test_paperqa.py",
               "tests/guard/test_secrets.py", "tests/study/test_real_model.py",
               "tests/study/test_chat_endpoint.py"],
     "cfgfile36": ["tests/guard/test_config_file.py", "tests/guard/test_cli_options.py", "tests/guard/test_serve_boundaries.py"],

@@ -37,12 +37,17 @@ def _sse(events: list[dict[str, Any]]) -> bytes:
     return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
 
 
+def anthropic_message(content: list[Any], model: str = "m", mid: str = "msg_1") -> dict[str, Any]:
+    """A whole Messages API answer holding ``content`` (ended by end_turn)."""
+    return {"id": mid, "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+
+
 def message(t: Turn, model: str) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "text", "text": "".join(t.pieces)}
     if t.citations:
         block["citations"] = t.citations
-    return {"id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [block],
-            "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+    return anthropic_message([block], model, "msg_fake")
 
 
 def message_events(t: Turn, model: str) -> list[dict[str, Any]]:

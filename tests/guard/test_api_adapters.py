@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("fastapi")
 openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
-from fake_apis import FakeAPIs, Turn, _sse, message_events, response_events  # noqa: E402
+from fake_apis import FakeAPIs, Turn, _sse, anthropic_message, message_events, response_events  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
 from service_helpers import running  # noqa: E402
 
@@ -535,11 +535,6 @@ def test_block_decides_on_the_citations_carried_as_data_too():
     assert [a["action"] for a in rep["audit"]] == ["verified", "flagged"] and rep["review_budget"] == 0.5
 
 
-def _message(content: list) -> dict:
-    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
-            "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}, "content": content}
-
-
 @pytest.mark.parametrize("stream", [False, True])
 def test_text_runs_split_by_tool_blocks_stay_in_place_and_block_decides_on_the_whole_message(stream):
     """Three text runs split by a tool_use and a server_tool_use block. Alone, the unicorn run's only citation is
@@ -555,7 +550,7 @@ def test_text_runs_split_by_tool_blocks_stay_in_place_and_block_decides_on_the_w
         runs = runs[1:] + runs[:1]
     content = [*runs[0], {"type": "tool_use", "id": "tu_1", "name": "search", "input": {"q": "x"}}, *runs[1],
                {"type": "server_tool_use", "id": "st_1", "name": "web_search", "input": {"query": "y"}}, *runs[2]]
-    msg = _message(content)
+    msg = anthropic_message(content)
     events = [{"type": "message_start", "message": msg | {"content": [], "stop_reason": None}}]
     for i, b in enumerate(content):
         if b["type"] != "text":

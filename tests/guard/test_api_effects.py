@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 pytest.importorskip("fastapi")
-from fake_apis import FakeAPIs, Turn, _sse  # noqa: E402
+from fake_apis import FakeAPIs, Turn, _sse, anthropic_message  # noqa: E402
 from service_helpers import running  # noqa: E402
 
 from citebound.serving.state import ServeConfig  # noqa: E402
@@ -17,11 +17,6 @@ from citebound.serving.state import ServeConfig  # noqa: E402
 ASPIRIN = "Aspirin irreversibly inhibits platelet cyclooxygenase."
 STATINS = "Statins lower LDL cholesterol in adults."
 ATP = "Mitochondria produce ATP in cells."
-
-
-def _message(content: list) -> dict:
-    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": content,
-            "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
 
 
 def _messages_body(content: list, stream: bool, **extra) -> dict:
@@ -65,7 +60,7 @@ def test_search_result_and_document_blocks_are_passages_numbered_in_order(stream
     search = {"type": "search_result", "source": "https://example.org/atp", "title": "atp",
               "content": [{"type": "text", "text": ATP}]}
     doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": STATINS}, "title": "d"}
-    msg = _message([{"type": "text", "text": answer}])
+    msg = anthropic_message([{"type": "text", "text": answer}])
     with FakeAPIs(lambda b: Turn([""], whole=msg, raw=_sse(_events(msg)))) as up, \
             running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
         r = httpx.post(f"{url}/v1/messages", json=_messages_body([search, doc, {"type": "text", "text": "q"}], stream),
@@ -91,7 +86,7 @@ def test_a_later_blocks_citation_attaches_at_that_blocks_end_past_every_earlier_
     items = [{"type": "text", "text": "- Unicorns sing opera loudly.\n\n"} for _ in range(10)]
     cited = {"type": "text", "text": "Statins lower LDL.", "citations": [_cite(STATINS)]}
     assert sum(len(b["text"]) for b in items) + len(cited["text"]) == 328
-    msg = _message(items + [cited])
+    msg = anthropic_message(items + [cited])
     with FakeAPIs(lambda b: Turn([""], whole=msg, raw=_sse(_events(msg)))) as up, \
             running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
         r = httpx.post(f"{url}/v1/messages", json=_messages_body("q", stream, citebound={"passages": [STATINS]}),
@@ -106,7 +101,7 @@ def test_a_later_blocks_citation_attaches_at_that_blocks_end_past_every_earlier_
 def test_anthropic_version_beta_and_the_clients_key_reach_the_upstream_as_sent():
     """upstream_auth client (the default): the client's x-api-key goes on as x-api-key (never as a Bearer token),
     with anthropic-version and anthropic-beta as the client sent them; the citebound field does not."""
-    msg = _message([{"type": "text", "text": "Statins lower LDL cholesterol in adults [1]."}])
+    msg = anthropic_message([{"type": "text", "text": "Statins lower LDL cholesterol in adults [1]."}])
     with FakeAPIs(lambda b: Turn([""], whole=msg)) as up, \
             running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
         r = httpx.post(f"{url}/v1/messages", json=_messages_body("q", False, citebound={"passages": [STATINS]}),

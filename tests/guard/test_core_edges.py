@@ -4,8 +4,8 @@ per cited passage, the halving that isolates failing units, the first window's e
 empty passage, tied candidates, and guard_answers raising where guard_each isolates.
 
 Positions and counts are worked by hand from the strings; scorers are tables or the lexical verifier."""
-import numpy as np
 import pytest
+from test_guarding import table_scorer
 
 from citebound.guarding.core import guard_answer, guard_answers, guard_each, plan_citations
 from citebound.scoring.loader import load_scorer
@@ -93,23 +93,17 @@ def test_evidence_in_a_passages_first_window_is_that_window():
     assert (ev.start, ev.end) == (0, 600) and ev.text == passage[:600]
 
 
-def tables(table, passages):
-    def scorer(claims, texts):
-        s = np.array([table.get((c, passages.index(t)), 0.0) for c, t in zip(claims, texts)], float)
-        return s, s >= 0.5
-    return scorer
-
-
 def test_re_attribution_never_proposes_an_empty_or_hidden_passage():
     passages = ["Paris is in France.", "", '<span style="display:none">Claim.</span>', "Claim holds here."]
-    _, rep = guard_answer("Claim [1].", passages, tables({}, [p if "span" not in p else "" for p in passages]),
+    _, rep = guard_answer("Claim [1].", passages, table_scorer({}, passages=[p if "span" not in p else "" for p in passages]),
                           reattribute="verifier", proposals=5)
     assert rep.audit[0].candidates == 1  # only the fourth passage: the first is cited, the second and third are blank
 
 
 def test_of_two_tied_candidates_that_fail_the_report_names_the_first_proposed():
     passages = ["Paris is in France.", "Ribosomes build proteins.", "Mitochondria make ATP."]
-    _, rep = guard_answer("C [1].", passages, tables({("C.", 1): 0.3, ("C.", 2): 0.3}, passages), reattribute="verifier")
+    scorer = table_scorer({("C.", 1): 0.3, ("C.", 2): 0.3}, passages=passages)
+    _, rep = guard_answer("C [1].", passages, scorer, reattribute="verifier")
     a = rep.audit[0]
     assert (a.action, a.candidates, a.best_candidate) == ("flagged", 2, {"passage": 2, "score": 0.3})
 

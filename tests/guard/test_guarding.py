@@ -18,10 +18,10 @@ from citebound.text.citations import extract_pairs
 P = ["Mitochondria make ATP in cells.", "Ribosomes build proteins.", "Paris is in France."]
 
 
-def table_scorer(table, threshold=0.5):
-    """score = table[(claim, passage index)] (0 if absent); verdict = score >= threshold."""
-    def scorer(claims, passages):
-        s = np.array([table.get((c, P.index(p)), 0.0) for c, p in zip(claims, passages)], float)
+def table_scorer(table, threshold=0.5, passages=P):
+    """score = table[(claim, index of the passage in ``passages``)] (0 if absent); verdict = score >= threshold."""
+    def scorer(claims, texts):
+        s = np.array([table.get((c, passages.index(t)), 0.0) for c, t in zip(claims, texts)], float)
         return s, s >= threshold
     return scorer
 

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 from failing_scorer import Failing  # noqa: E402
-from fake_apis import FakeAPIs, Turn  # noqa: E402
+from fake_apis import FakeAPIs, Turn, anthropic_message  # noqa: E402
 from service_helpers import running  # noqa: E402
 
 from citebound.serving.state import ServeConfig  # noqa: E402
@@ -19,13 +19,8 @@ RUN2 = "Unicorns sing opera loudly [1]."
 TOOL = {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"q": "ldl"}}
 
 
-def _message(content):
-    return {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": content,
-            "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
-
-
 def _ask(content, cfg, scorer=None):
-    msg = _message(content)
+    msg = anthropic_message(content)
     with FakeAPIs(lambda b: Turn([""], whole=msg)) as up, \
             running(ServeConfig(upstream=up.base_url, reattributor=None, **cfg), scorer) as url:
         r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "citebound": {"passages": [STATINS]},

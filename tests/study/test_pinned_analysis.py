@@ -29,6 +29,13 @@ def _cal(scores, labels, v="v", **extra):
     return pd.DataFrame({f"score_{v}": scores, "label": labels, **extra})
 
 
+def _half_tau(x):
+    """The conformal tau at alpha 0.5, by its definition: the k-th smallest score, k = ceil((n + 1) * 0.5); inf past n."""
+    x = np.sort(x)
+    k = math.ceil((len(x) + 1) * 0.5)
+    return x[k - 1] if k <= len(x) else math.inf
+
+
 def _q(x):
     x = np.asarray(x, float)
     x = x[np.isfinite(x)]
@@ -153,11 +160,6 @@ def test_mondrian_table_one_split_by_hand():
     sa = np.array(s)
     t = mondrian_table({"v": df}, "group", target=0.5, n_splits=1, seed=seed, min_group=1).set_index("group")
 
-    def tau(x):  # k = ceil((n + 1) * 0.5)
-        x = np.sort(x)
-        k = math.ceil((len(x) + 1) * 0.5)
-        return x[k - 1] if k <= len(x) else math.inf
-
     for grp, lo in (("a", 0), ("b", 5)):
         gm = np.zeros(10, bool)
         gm[lo:lo + 5] = True
@@ -165,8 +167,8 @@ def test_mondrian_table_one_split_by_hand():
         if not (gm & mask).any() or not len(test):
             assert grp not in t.index
             continue
-        assert t.loc[grp, "pooled_mean_coverage"] == pytest.approx(np.mean(test <= tau(sa[mask])))
-        assert t.loc[grp, "mondrian_mean_coverage"] == pytest.approx(np.mean(test <= tau(sa[gm & mask])))
+        assert t.loc[grp, "pooled_mean_coverage"] == pytest.approx(np.mean(test <= _half_tau(sa[mask])))
+        assert t.loc[grp, "mondrian_mean_coverage"] == pytest.approx(np.mean(test <= _half_tau(sa[gm & mask])))
         assert t.loc[grp, "n_unsupported"] == 5
     assert set(t.index) <= {"a", "b"}
 
@@ -536,11 +538,6 @@ def test_mondrian_table_over_splits_where_a_small_group_has_nothing_held_out_by_
     seed, n_splits, target = 6, 12, 0.5
     t = mondrian_table({"v": df}, "group", target=target, n_splits=n_splits, seed=seed, min_group=1).set_index("group")
 
-    def tau(x):  # k = ceil((n + 1) * 0.5): the k-th smallest, inf past n
-        x = np.sort(x)
-        k = math.ceil((len(x) + 1) * 0.5)
-        return x[k - 1] if k <= len(x) else math.inf
-
     rng, sa, ga = np.random.default_rng(seed), np.array(s), np.array(g)
     pooled = {k: [] for k in "abc"}
     own = {k: [] for k in "abc"}
@@ -550,8 +547,8 @@ def test_mondrian_table_over_splits_where_a_small_group_has_nothing_held_out_by_
             gm = ga == grp
             test = sa[gm & ~mask]
             if (gm & mask).any() and len(test):
-                pooled[grp].append(np.mean(test <= tau(sa[mask])))
-                own[grp].append(np.mean(test <= tau(sa[gm & mask])))
+                pooled[grp].append(np.mean(test <= _half_tau(sa[mask])))
+                own[grp].append(np.mean(test <= _half_tau(sa[gm & mask])))
     assert 0 < len(pooled["c"]) < n_splits  # the case this test is for: c skipped in some splits
     for grp in "abc":
         row = t.loc[grp]

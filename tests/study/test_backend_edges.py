@@ -13,6 +13,8 @@ from citebound.scoring.llm_backends import OpenAIBackend, TransformersBackend, b
 def tiny(tmp_path_factory):
     """A tiny Llama whose vocabulary holds 'yes' and 'no', saved three ways: as built (pad <pad>, no special tokens
     added), without a pad token, and with a tokenizer that puts <s> before every text it encodes."""
+    import shutil
+
     from tokenizers import processors
     from transformers import AutoTokenizer
 
@@ -22,8 +24,6 @@ def tiny(tmp_path_factory):
     out = {"base": base}
     for name in ("nopad", "bos"):
         d = tmp_path_factory.mktemp(name) / "m"
-        import shutil
-
         shutil.copytree(base, d)
         tok = AutoTokenizer.from_pretrained(d)
         if name == "nopad":

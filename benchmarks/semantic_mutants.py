@@ -2550,6 +2550,74 @@ MUTANTS = [
            "paper-qa's endpoint for a served model drops the chat-template kwargs (thinking back on)"),
     Mutant("llm37", LB, '    kind = cfg.get("backend", "transformers")', '    kind = cfg.get("backend", "openai")',
            "a config naming no backend is sent to an OpenAI server instead of loaded in process"),
+    # Round 38 (2026-12-05, twelfth session), written from citebound/text/citations.py before its tests were read:
+    # the sections' merge, the sentence spans, the claim cap, NaN passages, index 0, the id tables, author-year prose.
+    Mutant("cites38", C, "                                   p.passage_index + passage_offset))",
+           "                                   p.passage_index))",
+           "a later section's pairs point into the first section's passages (the passage offset is dropped)"),
+    Mutant("cites38", C, "            self.skips.append(Skip(s.sentence_index + sentence_offset, s.marker, s.reason))",
+           "            self.skips.append(Skip(s.sentence_index, s.marker, s.reason))",
+           "a later section's skips keep their own sentence numbers (the sentence offset is dropped for skips)"),
+    Mutant("cites38", C, "        self.n_cited_sentences += other.n_cited_sentences",
+           "        self.n_cited_sentences += other.n_sentences",
+           "a merged section adds all its sentences to the cited-sentence count (wrong denominator)"),
+    Mutant("cites38", C, "        lo += len(piece) - len(piece.lstrip())\n", "",
+           "a sentence after a line break keeps its leading spaces in its span and text"),
+    Mutant("cites38", C, "        if lead and out:", "        if lead and len(out) > 1:",
+           "markers opening the second sentence stay with it instead of joining the first"),
+    Mutant("cites38", C, '        while end < len(s) and s[end] in " ,;":', '        while end < len(s) and s[end] in " ,":',
+           "a leading '[1]; [2]' joins only its first marker to the sentence before"),
+    Mutant("cites38", C, "            lo += len(lead) + len(rest) - len(rest.lstrip())", "            lo += len(lead)",
+           "the sentence after joined leading markers starts at the space after them"),
+    Mutant("cites38", C, "    return text[:cap]\n", "    return text[:cap - 1]\n",
+           "a claim of exactly the cap loses its last character"),
+    Mutant("cites38", C, "    if isinstance(text, float) and math.isnan(text):\n        return True\n", "",
+           "a NaN passage (pandas' missing text) is not blank: it is scored as the text 'nan'"),
+    Mutant("cites38", C, "        if not c.first:\n                continue\n            if c.passage_index is None:",
+           "        if c.passage_index is None:",
+           "a repeated target in one sentence ([1][1]) makes a second pair"),
+    Mutant("cites38", C, "            elif c.passage_index < 0:", "            elif c.passage_index <= 0:",
+           "a citation of the first passage (index 0) is skipped as out of range"),
+    Mutant("cites38", C, "        ext.n_cited_sentences += 1\n", "        ext.n_cited_sentences += len(cites)\n",
+           "the cited-sentence count adds one per citation, not one per sentence"),
+    Mutant("cites38", C, "            target = (key, None) if idx is None or idx < 0 else (\"\", idx)",
+           "            target = (key, None) if idx is None else (\"\", idx)",
+           "two different out-of-range numbers in one sentence ([5][6]) count as one target: the second is not first"),
+    Mutant("cites38", C, "    return id_table is not None and any(not k.strip(\"[]\").isdigit() for k in id_table)",
+           "    return id_table is not None and all(not k.strip(\"[]\").isdigit() for k in id_table)",
+           "a citation list mixing numeric and author-year ids treats author-year markers as prose"),
+    Mutant("cites38", C, "            key = marker if marker in id_table else body",
+           "            key = body if body in id_table else marker",
+           "when both '[5]' and '5' are ids, a marker resolves through the bare number, not its literal id"),
+    Mutant("cites38", C, "                idx = n - base\n", "                idx = n - 1\n",
+           "a 0-based answer's [0] is out of range and [1] points at the first passage (base ignored)"),
+    Mutant("cites38", C, "    if not string_ids or id_table is None:\n        return targets",
+           "    if id_table is None:\n        return targets",
+           "an author-year parenthesis in a numeric-id answer is taken for a citation"),
+    Mutant("cites38", C, "        elif m.group(\"bid\") is not None or _looks_like_citation(cand_keys[-1]):",
+           "        elif _looks_like_citation(cand_keys[-1]):",
+           "an unknown bracketed id ([7 | Smith | 2020]) with no 'et al' is dropped, not reported unknown"),
+    Mutant("cites38", C, "        table.setdefault(str(c[\"id\"]).strip(), len(passages))",
+           "        table[str(c[\"id\"]).strip()] = len(passages)",
+           "a citation list repeating an id resolves it to the last entry, not the first"),
+    Mutant("cites38", C, "        if not isinstance(c, dict) or c.get(\"id\") is None:",
+           "        if not isinstance(c, dict) or not c.get(\"id\"):",
+           "a citation whose id is 0 is ignored"),
+    Mutant("cites38", C, "        text = \" \".join(str(x) for x in (c.get(\"snippets\") or []) if not is_blank(x)).strip()",
+           "        text = \" \".join(str(x) for x in (c.get(\"snippets\") or [])).strip()",
+           "a NaN snippet becomes the word 'nan' in the passage"),
+    Mutant("cites38", C, "    return bool(re.search(r\"et al\\.?|&|\\band\\b\", body))",
+           "    return bool(re.search(r\"et al\\.?|&\", body))",
+           "an unknown two-author citation (Smith and Jones, 2020) is prose, not reported unknown"),
+    Mutant("cites38", C, "    if \";\" in body and not marker.startswith(\"[\"):",
+           "    if \";\" in body:",
+           "a bracketed id holding ';' is split into parenthesised parts"),
+    Mutant("cites38", C, "SENTENCE_SPLIT = re.compile(r\"(?<=[.!?])\\s+(?=[A-Z0-9\\\"'(\\[*\\-])|\\n+\")",
+           "SENTENCE_SPLIT = re.compile(r\"(?<=[.!?])\\s+(?=[A-Z0-9\\\"'(\\[*\\-])|\\n\\n+\")",
+           "a single line break (a bullet list) no longer ends a sentence"),
+    Mutant("cites38", C, "_NUMERIC = r\"\\[\\s*(?P<num>\\d+(?:\\s*[-\\u2013,;]\\s*\\d+)*)\\s*\\]\"",
+           "_NUMERIC = r\"\\[\\s*(?P<num>\\d+(?:\\s*[-\\u2013,]\\s*\\d+)*)\\s*\\]\"",
+           "a ';'-grouped marker [1; 2] is not a citation"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2845,6 +2913,9 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
     "demo32": ["tests/guard/test_demo_upstream.py"],
     "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
+    "cites38": ["tests/guard/test_citations.py", "tests/guard/test_guard_differential.py", "tests/guard/test_limits.py",
+                "tests/guard/test_behaviours.py", "tests/guard/test_guarding.py", "tests/guard/test_hostile.py",
+                "citebound/text/citations.py"],
     "llm37": ["tests/study/test_backend_edges.py", "tests/study/test_generation.py", "tests/guard/test_llm_verifiers.py", "tests/study/test_paperqa.py",
               "tests/guard/test_secrets.py", "tests/study/test_real_model.py",
               "tests/study/test_chat_endpoint.py"],
@@ -2965,8 +3036,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 38)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 37: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 39)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 38: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3010,6 +3081,7 @@ def main() -> int:
     first35 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a document whose source is content blocks is no"))
     first36 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a null for a key with a default (port: null)"))
     first37 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("each endpoint() call starts another local server"))
+    first38 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a later section's pairs point into the first"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3025,7 +3097,7 @@ def main() -> int:
               30: MUTANTS[first30:first31], 31: MUTANTS[first31:first32],
               32: MUTANTS[first32:first33], 33: MUTANTS[first33:first34], 34: MUTANTS[first34:first35],
               35: MUTANTS[first35:first36], 36: MUTANTS[first36:first37],
-              37: MUTANTS[first37:]}
+              37: MUTANTS[first37:first38], 38: MUTANTS[first38:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -59,7 +59,7 @@ GP, EM, LX = "citebound/verifiers/graph.py", "citebound/verifiers/embedding.py",
 LJ, CE, IO = "citebound/verifiers/llm_judge.py", "citebound/scoring/chat_endpoint.py", "citebound/scoring/io.py"
 RA, CV = "citebound/study/analysis/reattribution.py", "citebound/study/analysis/conformal_eval.py"
 GU, TI, BU = "citebound/study/analysis/guarantees.py", "citebound/study/tiny.py", "citebound/models/build.py"
-OWN = "citebound/training/own.py"
+OWN, LST = "citebound/training/own.py", "citebound/labelling/store.py"
 MI, LA, SC = "citebound/models/__init__.py", "citebound/labelling/app.py", "citebound/study/config.py"
 LI = "citebound/text/limits.py"
 GST, GCD, PRC = "citebound/guarding/stream.py", "citebound/guarding/card.py", "citebound/calibration/precision.py"
@@ -2618,6 +2618,98 @@ MUTANTS = [
     Mutant("cites38", C, "_NUMERIC = r\"\\[\\s*(?P<num>\\d+(?:\\s*[-\\u2013,;]\\s*\\d+)*)\\s*\\]\"",
            "_NUMERIC = r\"\\[\\s*(?P<num>\\d+(?:\\s*[-\\u2013,]\\s*\\d+)*)\\s*\\]\"",
            "a ';'-grouped marker [1; 2] is not a citation"),
+    # Round 39 (2026-12-05, twelfth session), written from serving/app.py and labelling/store.py before their tests were
+    # read: JSON refusals, error shapes, the drain, the in-flight count, readiness; label records, spans, bases, panels.
+    Mutant("app39", APP, "        return v if math.isfinite(v) else _BAD", "        return v",
+           "a number out of float range (1e400) is accepted as infinity"),
+    Mutant("app39", APP, '            stack += [(f"{path}.{k}" if path else str(k), x) for k, x in reversed(list(v.items()))]',
+           '            stack += [(f"{path}.{k}", x) for k, x in reversed(list(v.items()))]',
+           "a bad top-level field is named '.x', not 'x'"),
+    Mutant("app39", APP, '            stack += [(f"{path}[{i}]", x) for i, x in reversed(list(enumerate(v)))]',
+           '            stack += [(f"{path}[{i}]", x) for i, x in enumerate(v)]',
+           "of two bad items in a list, the last one is named, not the first"),
+    Mutant("app39", APP, "        elif ch in (b\"]\", b\"}\"):\n            cur -= 1\n", "",
+           "the JSON depth counts every bracket opened, not the deepest nesting"),
+    Mutant("app39", APP, '"invalid_request_error" if status < 500 else "api_error",',
+           '"invalid_request_error" if status <= 500 else "api_error",',
+           "a Messages 500 is typed invalid_request_error (a client error) instead of api_error"),
+    Mutant("app39", APP, '    return {"detail": message} | {k: v for k, v in extra.items() if k != "param"}',
+           '    return {"detail": message} | dict(extra)',
+           "a guard or score error body carries the OpenAI-only 'param' key"),
+    Mutant("app39", APP, "        state.http = httpx.AsyncClient(timeout=cfg.request_timeout_s, auth=split_userinfo(cfg.upstream)[1])",
+           "        state.http = httpx.AsyncClient(timeout=cfg.request_timeout_s)",
+           "the upstream URL's credentials never reach the upstream (no basic auth)"),
+    Mutant("app39", APP, "    cfg, m = state.cfg, state.metrics\n", "    cfg, m = state.cfg, state.metrics\n    state.ready = True\n",
+           "/readyz says ready while the verifier is still loading"),
+    Mutant("app39", APP, "        while (state.in_flight or time.monotonic() - t0 < cfg.drain_grace_s) and",
+           "        while state.in_flight and",
+           "SIGTERM exits at once when nothing is in flight: requests already sent within the grace are refused"),
+    Mutant("app39", APP, "        state.cancel_all()  # what is still running", "        pass  # what is still running",
+           "requests still running past the drain timeout are not cancelled"),
+    Mutant("app39", APP, "        finally:\n            state.in_flight -= 1\n", "        else:\n            state.in_flight -= 1\n",
+           "a request that raised stays counted in flight (the drain waits for it)"),
+    Mutant("app39", APP, "            state.metrics.requests.labels(endpoint, str(response.status_code)).inc()",
+           '            state.metrics.requests.labels(endpoint, "200").inc()',
+           "every request is counted as a 200 in the metrics"),
+    Mutant("app39", APP, '        where = ".".join(str(x) for x in first.get("loc", ()) if x != "body") or "body"',
+           '        where = ".".join(str(x) for x in first.get("loc", ())) or "body"',
+           "a validation error's param names 'body.model' instead of 'model'"),
+    Mutant("app39", APP, '        if request.url.path not in ("/v1/chat/completions", "/v1/responses", "/v1/messages"):',
+           '        if request.url.path not in ("/v1/chat/completions", "/v1/responses"):',
+           "a Messages validation error comes back as {'detail': ...}, not Anthropic's error shape"),
+    Mutant("app39", APP, '        if not state.ready or state.draining or (store_down and scope == "all"):',
+           '        if not state.ready or state.draining or store_down:',
+           "/readyz?scope=verdicts is 503 while the store is down, though verdicts never need it"),
+    Mutant("app39", APP, '        if not state.ready or state.draining or (store_down and scope == "all"):',
+           '        if not state.ready or (store_down and scope == "all"):',
+           "/readyz stays ready while the service drains"),
+    Mutant("app39", APP, '    d["limits"] = Limits(**d["limits"])\n', "",
+           "a worker process's limits stay a dict (the multi-worker app cannot start)"),
+    Mutant("store39", LST, "        if not 0 <= si < len(sents):", "        if not 0 <= si <= len(sents):",
+           "an audit entry naming the sentence one past the last is not refused (an IndexError, not a LabelError)"),
+    Mutant("store39", LST, "        out.append(Item(f\"{aid}#s{si}#c{cited}\", -1, aid, answer, sents[si].start, sents[si].end, str(a[\"claim\"]),",
+           "        out.append(Item(f\"{aid}#s{si}#c{cited}\", -1, aid, answer, sents[si].end, sents[si].start, str(a[\"claim\"]),",
+           "a reported item's sentence span is swapped (start and end)"),
+    Mutant("store39", LST, ' or a.get("evidence") is None or a.get("score") is None:', ' or a.get("evidence") is None:',
+           "a reported citation with no score (the verifier failed) stops the file instead of being counted unsampled"),
+    Mutant("store39", LST, '        b = base if rec.get("citation_base") is None else int(rec["citation_base"])', "        b = base",
+           "a record's own citation_base is ignored"),
+    Mutant("store39", LST, "    todo = [i for i, it in enumerate(items) if it.score is None]",
+           "    todo = list(range(len(items)))",
+           "items already scored (from a guard report) are scored again, their report's score replaced"),
+    Mutant("store39", LST, '            lo, hi = window_spans(len(p), int(win["window_chars"]), int(win["stride"]))[int(best[k])]',
+           '            lo, hi = window_spans(len(p), int(win["stride"]), int(win["window_chars"]))[int(best[k])]',
+           "the best window's span is computed with window and stride swapped"),
+    Mutant("store39", LST, '    return [Item(**{**asdict(items[int(i)]), "position": k}) for k, i in enumerate(take)]',
+           '    return [Item(**{**asdict(items[int(i)]), "position": int(i)}) for k, i in enumerate(take)]',
+           "a sampled item's position is its index in the population, not its place in the sample"),
+    Mutant("store39", LST, "        if key in rec and not (isinstance(rec[key], typ) and not isinstance(rec[key], bool)):",
+           "        if key in rec and not isinstance(rec[key], typ):",
+           "a label record with position true is accepted"),
+    Mutant("store39", LST, '    if "score" not in rec:  # citebound label writes', '    if False:  # citebound label writes',
+           "a hand-edited label record that lost its score is accepted"),
+    Mutant("store39", LST, '                last = lineno == len(lines) and not raw.endswith("\\n")',
+           "                last = lineno == len(lines)",
+           "a complete but broken last line (edited by hand) is dropped by --repair-truncated as if a crash cut it"),
+    Mutant("store39", LST, '    scored = [r for r in records if r["label"] is not None and r.get("score") is not None]',
+           '    scored = [r for r in records if r["label"] is not None]',
+           "a label whose score is null enters the panel's calibration"),
+    Mutant("store39", LST, '        "cant_tell": sum(1 for r in records if r["label"] is None),',
+           '        "cant_tell": len(records) - len(scored),',
+           "labels with a null score are counted as can't tell"),
+    Mutant("store39", LST, "    if n_uns < need:\n", "    if n_uns <= need:\n",
+           "the panel still asks for more unsupported labels when there are exactly enough"),
+    Mutant("store39", LST, '    out["in_force"], out["tau"] = in_force(s)[:2] if s["tau"] is not None else (None, None)',
+           '    out["in_force"], out["tau"] = ("conformal", s["tau"]) if s["tau"] is not None else (None, None)',
+           "the panel shows the conformal tau where the guard would deploy the PAC one"),
+    Mutant("store39", LST, '            item = {k: v for k, v in asdict(it).items() if k not in ("score", "guard_action")}',
+           '            item = {k: v for k, v in asdict(it).items() if k not in ("score",)}',
+           "the page shows the guard's action for the item (anchoring the labeller)"),
+    Mutant("store39", LST, '    out: dict[str, Any] = {"items_both": len(both), "items_only_one": len(set(la) ^ set(lb)),',
+           '    out: dict[str, Any] = {"items_both": len(both), "items_only_one": len(set(la) - set(lb)),',
+           "items labelled only by the second labeller are not counted"),
+    Mutant("store39", LST, "    y = np.array([p[1] == 1 for p in pairs])", "    y = np.array([p[0] == 1 for p in pairs])",
+           "the agreement table compares the first labeller with itself"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -2913,6 +3005,13 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
     "demo32": ["tests/guard/test_demo_upstream.py"],
     "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
+    "app39": ["tests/guard/test_app_edges.py", "tests/guard/test_service.py", "tests/guard/test_body_errors.py",
+              "tests/guard/test_store_probe.py", "tests/guard/test_store_down.py", "tests/guard/test_observed_effects.py",
+              "tests/guard/test_security.py", "tests/guard/test_failure_paths.py", "tests/guard/test_api_adapters.py",
+              "tests/guard/test_serve_boundaries.py", "tests/guard/test_service_state.py", "citebound/serving/app.py"],
+    "store39": ["tests/guard/test_labelling.py", "tests/guard/test_labelling_values.py", "tests/guard/test_pins_and_hosts.py",
+                "tests/guard/test_security.py", "tests/guard/test_behaviours.py", "tests/guard/test_hostile.py",
+                "citebound/labelling/store.py"],
     "cites38": ["tests/guard/test_citations.py", "tests/guard/test_guard_differential.py", "tests/guard/test_limits.py",
                 "tests/guard/test_behaviours.py", "tests/guard/test_guarding.py", "tests/guard/test_hostile.py",
                 "citebound/text/citations.py"],
@@ -3036,8 +3135,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 39)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 38: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 40)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 39: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3082,6 +3181,7 @@ def main() -> int:
     first36 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a null for a key with a default (port: null)"))
     first37 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("each endpoint() call starts another local server"))
     first38 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a later section's pairs point into the first"))
+    first39 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a number out of float range (1e400) is accepted"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3097,7 +3197,8 @@ def main() -> int:
               30: MUTANTS[first30:first31], 31: MUTANTS[first31:first32],
               32: MUTANTS[first32:first33], 33: MUTANTS[first33:first34], 34: MUTANTS[first34:first35],
               35: MUTANTS[first35:first36], 36: MUTANTS[first36:first37],
-              37: MUTANTS[first37:first38], 38: MUTANTS[first38:]}
+              37: MUTANTS[first37:first38], 38: MUTANTS[first38:first39],
+              39: MUTANTS[first39:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

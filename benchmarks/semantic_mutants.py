@@ -2710,6 +2710,61 @@ MUTANTS = [
            "items labelled only by the second labeller are not counted"),
     Mutant("store39", LST, "    y = np.array([p[1] == 1 for p in pairs])", "    y = np.array([p[0] == 1 for p in pairs])",
            "the agreement table compares the first labeller with itself"),
+    # Round 40 (2026-12-05, twelfth session), written from verifiers/runtimes.py and cli/inputs.py before their tests
+    # were read: runtime defaults and refusals, token types, ONNX export and feeds, keys; stdin caps, labels, scores.
+    Mutant("rt40", RT, '    runtime, quantize = str(cfg.get("runtime", "torch")), str(cfg.get("quantize", "none"))',
+           '    runtime, quantize = str(cfg.get("runtime", "torch")), str(cfg.get("quantize", "int8"))',
+           "a verifier config naming no quantize runs int8, not the exact float32 path"),
+    Mutant("rt40", RT, "    if quantize not in QUANTIZE:\n        raise ValueError(", "    if False:\n        raise ValueError(",
+           "an unknown quantize (fp8) is accepted and silently runs float32"),
+    Mutant("rt40", RT, "    if quantize == \"bf16\":\n        return model.to(torch.bfloat16)\n", "",
+           "quantize: bf16 on the torch runtime runs float32"),
+    Mutant("rt40", RT, "    if n:\n        torch.set_num_threads(int(n))", "    if n and n > 1:\n        torch.set_num_threads(int(n))",
+           "a rule given one core still uses torch's default thread count"),
+    Mutant("rt40", RT, '        kw = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}',
+           "        kw = {}", "a BERT-style pair is run without its token type ids (both texts read as segment A)"),
+    Mutant("rt40", RT, "            if runtime == \"onnx\" and quantize == \"bf16\":\n                raise ValueError(",
+           "            if False:\n                raise ValueError(",
+           "quantize: bf16 with the onnx runtime is accepted (and runs float32)"),
+    Mutant("rt40", RT, "            if runtime == \"openvino\" and quantize == \"int8\":\n                raise ValueError(",
+           "            if False:\n                raise ValueError(",
+           "quantize: int8 with the openvino runtime is accepted (and runs float32)"),
+    Mutant("rt40", RT, "        feeds = {k: v for k, v in feeds.items() if k in INPUT_NAMES}\n", "",
+           "an encoding's extra keys (special_tokens_mask, length) reach the model"),
+    Mutant("rt40", RT, "feeds.items()}))", "feeds.items() if k != \"token_type_ids\"}))",
+           "the ONNX runtimes are fed no token type ids"),
+    Mutant("rt40", RT, '                          output_names=["output"], dynamic_axes={**{k: {0: "batch", 1: "seq"} for k in names},',
+           '                          output_names=["output"], dynamic_axes={**{k: {0: "batch"} for k in names},',
+           "the exported graph fixes the sequence length of its first batch"),
+    Mutant("rt40", RT, "        os.replace(final, path)", "        os.replace(fp32, path)",
+           "quantize: int8 on the onnx runtime caches and runs the float32 graph"),
+    Mutant("rt40", RT, '        h.update(f"{name}{tuple(p.shape)}".encode())\n', "",
+           "two models whose weights differ only in names or shapes share an exported graph's key"),
+    Mutant("rt40", RT, "            h.update(f.name.encode())\n", "",
+           "a model folder's file names are not part of its key (a renamed tokenizer file keeps the key)"),
+    Mutant("inputs40", INP, "            data = sys.stdin.buffer.read(cap + 1) if hasattr(sys.stdin, \"buffer\") else sys.stdin.read(cap + 1).encode()",
+           "            data = sys.stdin.buffer.read(cap) if hasattr(sys.stdin, \"buffer\") else sys.stdin.read(cap).encode()",
+           "stdin one byte past the cap is cut at the cap and read, not refused"),
+    Mutant("inputs40", INP, "    for lineno, line in enumerate(lines, 1):\n        if line.strip():",
+           "    for lineno, line in enumerate(lines, 1):\n        if line:",
+           "a JSONL line of spaces is a bad record, not a blank line"),
+    Mutant("inputs40", INP, "        if sum(1 for ln in text.splitlines() if ln.strip()) > 1:  # JSONL on stdin",
+           "        if sum(1 for ln in text.splitlines() if ln.strip()) >= 1:  # JSONL on stdin",
+           "a one-line input that is not JSON is read as JSONL: its error is yielded instead of raised"),
+    Mutant("inputs40", INP, "    return type(value) is int and value in (0, 1)", "    return value in (0, 1)",
+           "a label of true or 0.0 is accepted"),
+    Mutant("inputs40", INP, "    return type(value) in (int, float) and math.isfinite(value)",
+           "    return isinstance(value, (int, float)) and math.isfinite(value)",
+           "a score of true is accepted"),
+    Mutant("inputs40", INP, "        for i, p in enumerate(passages):\n            check_text(p, f\"passage {i}\")\n", "        pass\n",
+           "a passage's text is not checked (a lone surrogate or NUL in a passage passes)"),
+    Mutant("inputs40", INP, "    if base is not None and (isinstance(base, bool) or base not in (0, 1) or not isinstance(base, int)):",
+           "    if base is not None and (base not in (0, 1) or not isinstance(base, int)):",
+           "a citation_base of true is accepted as 1"),
+    Mutant("inputs40", INP, '        src = rec.get("source") if with_source else None', '        src = rec.get("source")',
+           "a training pair's source is kept (and checked) where the command takes no sources"),
+    Mutant("inputs40", INP, '    if not out:\n        raise CLIError(f"{path}: no labelled pairs")', "    if False:\n        pass",
+           "a file of no labelled pairs is accepted"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3005,6 +3060,11 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
     "demo32": ["tests/guard/test_demo_upstream.py"],
     "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
+    "rt40": ["tests/guard/test_model_verifiers.py", "tests/guard/test_graph.py", "tests/guard/test_runtime_keys.py",
+             "tests/guard/test_runtime_encodings.py", "tests/guard/test_verifiers.py"],
+    "inputs40": ["tests/guard/test_cli_inputs.py", "tests/guard/test_cli.py", "tests/guard/test_read_records.py",
+                 "tests/guard/test_batch_members.py", "tests/guard/test_trained.py", "tests/guard/test_cli_options.py",
+                 "tests/guard/test_hostile_generated.py", "citebound/cli/inputs.py"],
     "app39": ["tests/guard/test_app_edges.py", "tests/guard/test_service.py", "tests/guard/test_body_errors.py",
               "tests/guard/test_store_probe.py", "tests/guard/test_store_down.py", "tests/guard/test_observed_effects.py",
               "tests/guard/test_security.py", "tests/guard/test_failure_paths.py", "tests/guard/test_api_adapters.py",
@@ -3135,8 +3195,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 40)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 39: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 41)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 40: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3182,6 +3242,7 @@ def main() -> int:
     first37 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("each endpoint() call starts another local server"))
     first38 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a later section's pairs point into the first"))
     first39 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a number out of float range (1e400) is accepted"))
+    first40 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a verifier config naming no quantize runs int8"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3198,7 +3259,7 @@ def main() -> int:
               32: MUTANTS[first32:first33], 33: MUTANTS[first33:first34], 34: MUTANTS[first34:first35],
               35: MUTANTS[first35:first36], 36: MUTANTS[first36:first37],
               37: MUTANTS[first37:first38], 38: MUTANTS[first38:first39],
-              39: MUTANTS[first39:]}
+              39: MUTANTS[first39:first40], 40: MUTANTS[first40:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -158,3 +158,60 @@ def test_leading_markers_joined_by_semicolons_all_belong_to_the_sentence_before(
     assert [(s.text, s.start, s.end) for s in sentences(text)] == [("A is B. [1]; [2]", 0, 16), ("C is D.", 17, 24)]
     ex = extract_pairs(text, 2)
     assert [(p.sentence_index, p.passage_index) for p in ex.pairs] == [(0, 0), (0, 1)]
+
+
+def test_sections_merge_shifting_sentences_passages_and_counts():
+    """Extraction.extend, as prepare merges a report's sections: section 2's sentence indices move past section
+    1's sentences, its passage indices past section 1's passages, and both counts add (cited to cited)."""
+    from citebound.text.citations import Extraction, Pair, Skip
+
+    first = extract_pairs("A [1]. B [3].", 2)  # 2 sentences, both cited; [3] is out of range
+    second = extract_pairs("C [9]. D [2]. E.", 2)  # 3 sentences, 2 cited; [9] out of range
+    merged = Extraction()
+    merged.extend(first, 0, passage_offset=0)
+    merged.extend(second, first.n_sentences, passage_offset=2)
+    assert merged.pairs == [Pair(0, "A.", "[1]", "1", 0), Pair(3, "D.", "[2]", "2", 3)]
+    assert merged.skips == [Skip(1, "[3]", "out_of_range"), Skip(2, "[9]", "out_of_range")]
+    assert (merged.n_sentences, merged.n_cited_sentences) == (5, 4)
+
+
+def test_a_table_holding_both_the_literal_marker_and_its_number_resolves_the_literal_one():
+    ex = extract_pairs("A [5].", 3, id_table={"5": 1, "[5]": 0})
+    assert [(p.citation_key, p.passage_index) for p in ex.pairs] == [("[5]", 0)]
+    ex = extract_pairs("A [[5]](http://x.org).", 3, id_table={"5": 2, "[5]": 0})  # a link's whole marker is no id
+    assert [(p.citation_key, p.passage_index) for p in ex.pairs] == [("5", 2)]
+
+
+def test_citation_passages_keep_id_0_the_first_of_a_repeated_id_and_drop_blank_snippets():
+    from citebound.text.citations import citation_passages
+
+    cites = [{"id": 0, "snippets": ["a", float("nan"), "  ", "b"], "title": "T"},
+             {"id": "0", "snippets": ["dup"]},  # the same id again: a passage of its own, but the id stays on the first
+             {"id": None, "snippets": ["no id"]}, "not an object",
+             {"id": 7, "snippets": None, "title": None}]
+    passages, table = citation_passages(cites)
+    assert passages == [{"text": "a b", "title": "T"}, {"text": "dup", "title": ""}, {"text": "", "title": ""}]
+    assert table == {"0": 0, "7": 2}
+
+
+def test_unknown_two_author_ids_are_reported_and_year_only_parentheses_are_prose():
+    table = {"(Rego et al., 2022)": 0}
+    ex = extract_pairs("X holds (Smith and Jones, 2020). Y (Ng & Li, 2019). Z grew (in 2020).", 1, id_table=table)
+    assert [(s.sentence_index, s.marker, s.reason) for s in ex.skips] == [
+        (0, "(Smith and Jones, 2020)", "unknown_id"), (1, "(Ng & Li, 2019)", "unknown_id")]
+    assert ex.pairs == [] and (ex.n_sentences, ex.n_cited_sentences) == (3, 2)
+
+
+def test_a_single_line_break_ends_a_sentence_as_in_a_bullet_list():
+    from citebound.text.citations import sentences
+
+    text = "- A holds [1]\n- B holds [2]\nC"
+    assert [(s.start, s.end, s.text) for s in sentences(text)] == [(0, 13, "- A holds [1]"), (14, 27, "- B holds [2]"),
+                                                                  (28, 29, "C")]
+    assert keys(extract_pairs(text, 2)) == [(0, 0), (1, 1)]
+
+
+def test_semicolon_grouped_markers_are_citations():
+    ex = extract_pairs("A holds [1; 3]. B holds [2 ;1].", 3)
+    assert [(p.sentence_index, p.marker, p.passage_index) for p in ex.pairs] == [
+        (0, "[1; 3]", 0), (0, "[1; 3]", 2), (1, "[2 ;1]", 1), (1, "[2 ;1]", 0)]

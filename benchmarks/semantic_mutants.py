@@ -2765,6 +2765,50 @@ MUTANTS = [
            "a training pair's source is kept (and checked) where the command takes no sources"),
     Mutant("inputs40", INP, '    if not out:\n        raise CLIError(f"{path}: no labelled pairs")', "    if False:\n        pass",
            "a file of no labelled pairs is accepted"),
+    # Round 41 (2026-12-05, twelfth session), written from cli/convert.py, serving/observability.py, cli/mcp.py and
+    # verifiers/__init__.py before their tests were read: non-finite values in nested records, OTLP switches, JSON log
+    # coverage, the MCP host config's arguments, the score cache's name.
+    Mutant("small41", "citebound/cli/convert.py", "    if isinstance(value, dict):\n        return {k: finite_only(v, count) for k, v in value.items()}\n", "",
+           "a NaN inside a nested object is written as NaN (invalid JSON) instead of null"),
+    Mutant("small41", "citebound/cli/convert.py", "        count[0] += 1\n        return None", "        return None",
+           "convert writes non-finite values as null without saying how many"),
+    Mutant("small41", "citebound/cli/convert.py", '            unresolved += rec.get("unresolved_markers", 0)',
+           '            unresolved += 1 if rec.get("unresolved_markers", 0) else 0',
+           "convert counts answers with unresolved markers, not the markers"),
+    Mutant("small41", "citebound/serving/observability.py", '    if e.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":',
+           '    if e.get("OTEL_SDK_DISABLED", "").strip() == "true":', "OTEL_SDK_DISABLED=TRUE does not turn the export off"),
+    Mutant("small41", "citebound/serving/observability.py",
+           '    return "otlp" in exporters or bool(e.get("OTEL_EXPORTER_OTLP_ENDPOINT") or e.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))',
+           '    return "otlp" in exporters or bool(e.get("OTEL_EXPORTER_OTLP_ENDPOINT"))',
+           "a traces-only endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) does not turn the export on"),
+    Mutant("small41", "citebound/serving/observability.py",
+           '    exporters = {x.strip().lower() for x in e.get("OTEL_TRACES_EXPORTER", "").split(",") if x.strip()}',
+           '    exporters = {x.lower() for x in e.get("OTEL_TRACES_EXPORTER", "").split(",") if x.strip()}',
+           "OTEL_TRACES_EXPORTER='otlp, none' is read as ' none' (the export stays on)"),
+    Mutant("small41", "citebound/serving/observability.py",
+           '                    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "citebound")},',
+           '                    for name in ("uvicorn", "uvicorn.error", "uvicorn.access")},',
+           "--log-format json leaves citebound's own log lines as text"),
+    Mutant("small41", "citebound/serving/observability.py", '            out.update(client=client, method=method, path=path, status=int(status))',
+           '            out.update(client=client, method=method, path=path, status=status)',
+           "an access log's status may be written as a string"),
+    Mutant("small41", "citebound/cli/mcp.py", '        elif not a.startswith("--print-config="):\n            out.append(a)',
+           "        else:\n            out.append(a)",
+           "--print-config=claude is kept in the server's arguments (the host's server prints a config and exits)"),
+    Mutant("small41", "citebound/cli/mcp.py", '        elif a == "--print-config":\n            skip = True\n',
+           '        elif a == "--print-config":\n            pass\n',
+           "--print-config's value is kept in the server's arguments"),
+    Mutant("small41", "citebound/cli/mcp.py", '        return {"servers": {"citebound": {"type": "stdio", **server}}}',
+           '        return {"servers": {"citebound": server}}', "VS Code's config has no transport type"),
+    Mutant("small41", "citebound/cli/mcp.py", '        rest = given_options(argv[argv.index("mcp") + 1:]) if "mcp" in argv else []',
+           '        rest = given_options(argv[argv.index("mcp"):]) if "mcp" in argv else []',
+           "the host config's arguments repeat 'mcp'"),
+    Mutant("small41", VI, '''    return ScoreCache(Path(cache_dir) / "scores" / f"{cfg['name']}-{verifier_hash(cfg)}.sqlite")''',
+           '''    return ScoreCache(Path(cache_dir) / "scores" / f"{cfg['name']}.sqlite")''',
+           "two configs of one verifier name share a score cache"),
+    Mutant("small41", VI, 'MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem", "trained", "contradiction"})',
+           'MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem", "trained"})',
+           "the contradiction verifier is not a model kind (its runtime, threads and offline checks are skipped)"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3060,6 +3104,11 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
     "demo32": ["tests/guard/test_demo_upstream.py"],
     "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
+    "small41": ["tests/guard/test_observability.py", "tests/guard/test_mcp_config.py", "tests/guard/test_cli.py",
+                "tests/guard/test_first_hour.py", "tests/guard/test_verifiers.py", "tests/guard/test_protocol_edges.py",
+                "tests/guard/test_pinned.py", "tests/guard/test_cli_options.py", "tests/study/test_config_placement.py",
+                "tests/guard/test_contradiction.py", "tests/guard/test_pins_and_hosts.py",
+                "citebound/cli/convert.py"],
     "rt40": ["tests/guard/test_model_verifiers.py", "tests/guard/test_graph.py", "tests/guard/test_runtime_keys.py",
              "tests/guard/test_runtime_encodings.py", "tests/guard/test_verifiers.py"],
     "inputs40": ["tests/guard/test_cli_inputs.py", "tests/guard/test_cli.py", "tests/guard/test_read_records.py",
@@ -3195,8 +3244,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 41)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 40: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 42)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 41: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3243,6 +3292,7 @@ def main() -> int:
     first38 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a later section's pairs point into the first"))
     first39 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a number out of float range (1e400) is accepted"))
     first40 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a verifier config naming no quantize runs int8"))
+    first41 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a NaN inside a nested object is written as NaN"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3259,7 +3309,8 @@ def main() -> int:
               32: MUTANTS[first32:first33], 33: MUTANTS[first33:first34], 34: MUTANTS[first34:first35],
               35: MUTANTS[first35:first36], 36: MUTANTS[first36:first37],
               37: MUTANTS[first37:first38], 38: MUTANTS[first38:first39],
-              39: MUTANTS[first39:first40], 40: MUTANTS[first40:]}
+              39: MUTANTS[first39:first40], 40: MUTANTS[first40:first41],
+              41: MUTANTS[first41:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

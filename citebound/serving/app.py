@@ -219,7 +219,6 @@ async def _start(state: ServiceState, scorer: Any, drain: Any) -> None:
         install_log_redaction()
         # the URL's credentials travel as basic auth, never in a URL that a log line or an error could show
         state.http = httpx.AsyncClient(timeout=cfg.request_timeout_s, auth=split_userinfo(cfg.upstream)[1])
-    state.ready = True
 
 
 def install_error_handlers(app: Any) -> None:
@@ -270,7 +269,6 @@ def create_app(cfg: ServeConfig, scorer: Any = None):
     async def lifespan(app: FastAPI):
         await _start(state, scorer, drain)
         yield
-        state.ready = False
         if state.http is not None:
             await state.http.aclose()
         state.batcher.close()
@@ -335,12 +333,13 @@ def _probe_routes(app: Any, state: ServiceState) -> None:
 
     @app.get("/readyz")
     async def readyz(scope: Literal["all", "verdicts"] = "all"):
-        """Whether a request sent now would succeed: the verifier and calibrations loaded, not draining, and the
-        monitors' store answering its background probe (read here, never called: /readyz never waits on it).
+        """Whether a request sent now would succeed: not draining, and the monitors' store answering its background
+        probe (read here, never called: /readyz never waits on it). The verifier and calibrations are loaded: the
+        server answers no request before the app's lifespan has started (ASGI's lifespan protocol).
         ``?scope=verdicts``: ready for the routes whose answers never need the store (guard, score, the proxy),
         for a load balancer that keeps sending verdicts while the store is down (deploy/compose/haproxy.cfg)."""
         store_down = getattr(state.store, "available", True) is False
-        if not state.ready or state.draining or (store_down and scope == "all"):
+        if state.draining or (store_down and scope == "all"):
             return JSONResponse({"ready": False, "draining": state.draining,
                                  "store": getattr(state.store, "reason", "") if store_down else "ok"}, status_code=503)
         return {"ready": True, "verifier": state.scorer.name, "store": "down" if store_down else "ok", "scope": scope}

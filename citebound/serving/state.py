@@ -68,12 +68,11 @@ DEFAULT_PASSAGES_PROMPT = ("Answer from these passages only, and cite each claim
                            "supports it, as [N].\n\n{passages}")
 
 class ServiceState:
-    """What the routes share: the config, readiness, the batched scorer, the calibration registry,
+    """What the routes share: the config, the drain's state, the batched scorer, the calibration registry,
     the metrics and (with an upstream) the HTTP client."""
 
     def __init__(self, cfg: ServeConfig):
         self.cfg = cfg
-        self.ready = False
         self.draining = False
         self.draining_since = 0.0
         self.in_flight = 0

@@ -103,3 +103,29 @@ def test_a_byte_that_is_not_utf8_is_named_by_its_line_and_offset(tmp_path, data,
     f.write_bytes(data)
     with pytest.raises(CLIError, match=rf"^{f}:{line}: not UTF-8 text \(byte {byte}: "):
         open_in(str(f))
+
+
+@pytest.mark.parametrize("value,label,score", [
+    (0, True, True), (1, True, True), (True, False, False), (False, False, False), (0.0, False, True),
+    (1.0, False, True), (2, False, True), (0.5, False, True), (float("nan"), False, False),
+    (float("inf"), False, False), ("1", False, False), (None, False, False),
+])
+def test_what_a_label_and_a_score_are(value, label, score):
+    from citebound.cli.inputs import is_label, is_score
+
+    assert (is_label(value), is_score(value)) == (label, score)
+
+
+def test_one_line_that_is_not_json_is_refused_and_several_are_read_as_jsonl(tmp_path):
+    from citebound.cli.inputs import iter_json_records
+
+    one = tmp_path / "one.json"
+    one.write_text('{"answer": "a", oops}\n')
+    with pytest.raises(CLIError) as e:
+        list(iter_json_records(str(one)))
+    assert str(e.value).startswith(f"{one}:1: not valid JSON")
+    many = tmp_path / "many.json"  # JSONL under another name (stdin is '-'): each line read, a bad one yielded
+    many.write_text('{"a": 1}\n\n{"b": oops}\n{"c": 3}\n')
+    got = list(iter_json_records(str(many)))
+    assert [(n, r) for n, r in got if not isinstance(r, CLIError)] == [(1, {"a": 1}), (4, {"c": 3})]
+    assert [(n, str(r).split(" (")[0]) for n, r in got if isinstance(r, CLIError)] == [(3, f"{many}:3: not valid JSON")]

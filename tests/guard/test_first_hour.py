@@ -173,6 +173,28 @@ def test_convert_refuses_a_file_of_another_format(tmp_path, capsys):
     assert rc == 0 and json.loads(out)["citation_base"] == 0
 
 
+def test_convert_counts_every_unresolved_marker_and_every_non_finite_number(tmp_path, capsys):
+    """Two answers: the first leaves two author-year markers unresolved, the second one. OpenScholar's ctxs with a NaN
+    score and an Infinity nested two levels down: both become null, and are counted."""
+    cites = [{"id": "(Rego et al., 2022)", "snippets": ["r"]}]
+    recs = [{"response": {"sections": [{"text": "A (Zed et al., 1999). B (Rego et al., 2022) (Ng et al., 2001).",
+                                        "citations": cites}]}},
+            {"response": {"sections": [{"text": "C (Ok et al., 2020).", "citations": cites}]}}]
+    src = tmp_path / "r.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    rc, out, err = run(["convert", "--format", "sections", str(src)], capsys)
+    assert rc == 0
+    got = [json.loads(x) for x in out.splitlines()]
+    assert [g["unresolved_markers"] for g in got] == [2, 1] and got[0]["answer"].startswith("A (Zed et al., 1999). B [1]")
+    assert "converted 2 answers; 3 markers left unresolved (unknown ids)" in err and "non-finite" not in err
+    ctxs = tmp_path / "c.jsonl"
+    ctxs.write_text(json.dumps({"id": "x", "output": "A [0].", "ctxs": [
+        {"text": "A.", "score": float("nan"), "meta": {"ranks": [1, float("inf")]}}]}) + "\n")  # as upstream writes
+    rc, out, err = run(["convert", "--format", "ctxs", str(ctxs)], capsys)
+    assert rc == 0 and json.loads(out)["passages"] == [{"text": "A.", "score": None, "meta": {"ranks": [1, None]}}]
+    assert f"2 non-finite numbers (NaN, Infinity) of {ctxs} written as null" in err
+
+
 def test_the_audit_page_lists_every_answer_that_failed(tmp_path, capsys):
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join([json.dumps({"id": "good", "answer": "A holds [1].", "passages": ["A holds."]}),

@@ -40,6 +40,9 @@ def test_an_access_record_is_one_json_line_with_its_fields():
     out = json.loads(JsonFormatter().format(rec))
     assert out == {"ts": "1970-01-01T00:00:00.007Z", "level": "info", "logger": "uvicorn.access", "client": "10.0.0.1:5",
                    "method": "POST", "path": "/v1/guard", "status": 200, "message": "POST /v1/guard 200"}
+    rec = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %s',
+                            ("10.0.0.1:5", "GET", "/readyz", "1.1", "503"), None)  # a status as text: a number still
+    assert json.loads(JsonFormatter().format(rec))["status"] == 503
     rec = logging.LogRecord("citebound", logging.WARNING, __file__, 1, "two\nlines %s", ("x",), None)
     line = JsonFormatter().format(rec)
     assert "\n" not in line and json.loads(line)["message"] == "two\nlines x"
@@ -82,6 +85,9 @@ def test_json_logs_from_the_running_service(tmp_path):
     access = [(r["method"], r["path"], r["status"]) for r in recs if r["logger"] == "uvicorn.access"]
     assert ("POST", "/v1/guard", 200) in access and ("POST", "/v1/guard", 422) in access
     assert any(r["logger"] == "uvicorn.error" and "startup complete" in r["message"] for r in recs)
+    # citebound's own records too (the drain's line at SIGTERM, an INFO one: without its logger's handler it is lost)
+    assert any(r["logger"] == "citebound.serving" and r["level"] == "info" and r["message"].startswith("drained (0 still")
+               for r in recs)
 
 
 def test_spans_reach_an_otlp_receiver(tmp_path):

@@ -163,3 +163,13 @@ def test_threshold_change_reuses_cached_scores(tmp_path):
     b = score_pairs(v, ["cells make atp now"], ["cells make atp"], cache=cache, progress=False)
     assert v.seen == 1 and b.n_cached == 1  # scored once
     assert a.score[0] == b.score[0] == 0.75 and a.verdict[0] and not b.verdict[0]
+
+
+def test_each_config_of_a_verifier_name_has_its_own_score_cache(tmp_path):
+    from citebound.verifiers import cache_for, verifier_hash
+
+    a = {"name": "lex", "kind": "lexical", "window_chars": 600, "stride": 300}
+    b = dict(a, window_chars=400)  # the same name, another window: other scores
+    paths = [cache_for(c, tmp_path).path for c in (a, b, dict(a))]
+    assert paths[0] == tmp_path / "scores" / f"lex-{verifier_hash(a)}.sqlite"
+    assert paths[1] != paths[0] and paths[2] == paths[0] and verifier_hash(a) != verifier_hash(b)

@@ -65,3 +65,16 @@ def test_without_torch_a_fine_tuned_network_is_refused_and_a_frozen_head_is_not(
     with pytest.raises(VerifierLoadError, match=r"runs trained on torch, which this install lacks: pip install"):
         check_extras("trained", {"trained": {**cfg, "model": str(tmp_path / "net")}})
     check_extras("trained", {"trained": {**cfg, "model": str(tmp_path / "head")}})
+
+
+@pytest.mark.parametrize("kind,applies", [
+    ("embedding", True), ("nli", True), ("attrscore", True), ("minicheck", True), ("hhem", True), ("trained", True),
+    ("contradiction", True),  # MiniLM and its head run in process too
+    ("lexical", False), ("llm", False), ("remote", False), ("ragas", False), ("fitted", False),
+])
+def test_runtime_options_reach_every_in_process_model_and_nothing_else(kind, applies):
+    from citebound.scoring.loader import apply_runtime
+
+    cfg = {"kind": kind, "runtime": "torch", "threads": 4}
+    got = apply_runtime(dict(cfg), {"runtime": "onnx", "quantize": None, "threads": 1})
+    assert got == ({"kind": kind, "runtime": "onnx", "threads": 1} if applies else cfg)

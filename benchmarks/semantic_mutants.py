@@ -2810,6 +2810,53 @@ MUTANTS = [
     Mutant("small41", VI, 'MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem", "trained", "contradiction"})',
            'MODEL_KINDS = frozenset({"embedding", "nli", "attrscore", "minicheck", "hhem", "trained"})',
            "the contradiction verifier is not a model kind (its runtime, threads and offline checks are skipped)"),
+    # Round 42 (2026-12-05, twelfth session), written from study/prepare.py before its tests were read: the counts
+    # the data summary reports, the passages kept for re-attribution, gold contexts, corpus abstracts, the skip
+    # reasons, the citation base and groups of generated answers, section offsets.
+    Mutant("prepare42", PP, '        d["n_skipped"] = int(sum(skipped.values()))', '        d["n_skipped"] = len(skipped)',
+           "the data summary's n_skipped counts skip reasons, not skipped citations"),
+    Mutant("prepare42", PP, "        if item_id not in self.seen_items and self.max_items is not None and len(self.seen_items) >= self.max_items:",
+           "        if self.max_items is not None and len(self.seen_items) >= self.max_items:",
+           "at the item cap, a second record of an item already read is refused"),
+    Mutant("prepare42", PP, "                          for k, t in enumerate(passages) if not is_blank(t)]",
+           "                          for k, t in enumerate(passages)]",
+           "blank passages are kept as re-attribution proposals"),
+    Mutant("prepare42", PP, '        s.n_items_with_pairs = int(pairs["item_id"].nunique())', "        s.n_items_with_pairs = len(pairs)",
+           "n_items_with_pairs counts pairs"),
+    Mutant("prepare42", PP, "        b.stats.n_sentences += 1\n        b.stats.n_cited_sentences += 1\n        text =",
+           "        b.stats.n_sentences += 1\n        text =",
+           "a gold claim is not counted as a cited sentence"),
+    Mutant("prepare42", PP, '        text = " ".join(_text(c.get("text")) for c in rec.get("gold_ctx") or []).strip()',
+           '        text = " ".join(_text(c.get("text")) for c in (rec.get("gold_ctx") or [])[:1]).strip()',
+           "only a claim's first gold context is its passage"),
+    Mutant("prepare42", PP, '        body = " ".join(body) if isinstance(body, list) else str(body or "")',
+           '        body = str(body or "")', "a corpus abstract given as a list of sentences becomes its Python repr"),
+    Mutant("prepare42", PP, '''        b.stats.n_sentences += 1
+        if not rec["evidence"]:
+            b.skip(item, 0, "", "nei_claim")  # no evidence: neither supported nor refuted
+            continue
+        b.stats.n_cited_sentences += 1
+''', '''        b.stats.n_sentences += 1
+        b.stats.n_cited_sentences += 1
+        if not rec["evidence"]:
+            b.skip(item, 0, "", "nei_claim")  # no evidence: neither supported nor refuted
+            continue
+''', "a claim with no evidence (NEI) is counted as a cited sentence"),
+    Mutant("prepare42", PP, '                b.skip(item, 0, doc, "unknown_id" if doc not in corpus else "empty_passage")',
+           '                b.skip(item, 0, doc, "empty_passage" if doc not in corpus else "unknown_id")',
+           "a document missing from the corpus and an empty one get each other's skip reason"),
+    Mutant("prepare42", PP, '    base = int(cfg.get("citation_base", 1))\n    for key, path in files.items():\n        for i, rec, passages in _ctxs_records(path, key, b):\n            item = str(rec.get("id", f"{key}:{i}"))\n            ext = extract_pairs(',
+           '    base = int(cfg.get("citation_base", 0))\n    for key, path in files.items():\n        for i, rec, passages in _ctxs_records(path, key, b):\n            item = str(rec.get("id", f"{key}:{i}"))\n            ext = extract_pairs(',
+           "generated answers are read 0-based unless their config says otherwise"),
+    Mutant("prepare42", PP, '            b.add_extraction(item, ext, passages, group=str(rec.get("subject", key)))',
+           '            b.add_extraction(item, ext, passages, group=key)',
+           "a generated answer's group is its file, not its subject"),
+    Mutant("prepare42", PP, "        offset += ext.n_sentences\n", "        offset += 1\n",
+           "a report's later sections are numbered one sentence after the start of the one before"),
+    Mutant("prepare42", PP, '''            if not isinstance(sections, list):
+                b.skip(item, 0, "", "invalid_record")
+                continue''', '''            if not isinstance(sections, list):
+                continue''', "a record without sections is dropped without a skip"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3105,6 +3152,8 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
     "demo32": ["tests/guard/test_demo_upstream.py"],
     "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
+    "prepare42": ["tests/study/test_io_prepare.py", "tests/study/test_study_counts.py", "tests/study/test_failure_kinds_pr.py",
+                  "tests/study/test_kit.py", "citebound/study/prepare.py"],
     "small41": ["tests/guard/test_observability.py", "tests/guard/test_mcp_config.py", "tests/guard/test_cli.py",
                 "tests/guard/test_first_hour.py", "tests/guard/test_verifiers.py", "tests/guard/test_protocol_edges.py",
                 "tests/guard/test_pinned.py", "tests/guard/test_cli_options.py", "tests/study/test_config_placement.py",
@@ -3246,8 +3295,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 42)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 41: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 43)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 42: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3295,6 +3344,7 @@ def main() -> int:
     first39 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a number out of float range (1e400) is accepted"))
     first40 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a verifier config naming no quantize runs int8"))
     first41 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a NaN inside a nested object is written as NaN"))
+    first42 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the data summary's n_skipped counts skip reasons"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3312,7 +3362,7 @@ def main() -> int:
               35: MUTANTS[first35:first36], 36: MUTANTS[first36:first37],
               37: MUTANTS[first37:first38], 38: MUTANTS[first38:first39],
               39: MUTANTS[first39:first40], 40: MUTANTS[first40:first41],
-              41: MUTANTS[first41:]}
+              41: MUTANTS[first41:first42], 42: MUTANTS[first42:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

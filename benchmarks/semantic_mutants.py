@@ -2857,6 +2857,34 @@ MUTANTS = [
                 b.skip(item, 0, "", "invalid_record")
                 continue''', '''            if not isinstance(sections, list):
                 continue''', "a record without sections is dropped without a skip"),
+    # Round 43 (2026-12-05, twelfth session), written from cli/serve.py before its tests were read: the options'
+    # cross-checks (credentials, workers and state, the demo), their floors, and what reaches the service's config.
+    Mutant("serve43", CS, "    if (key or auth != \"client\") and not (args.upstream or args.demo_upstream):",
+           "    if (key or auth != \"client\") and not args.upstream:",
+           "--upstream-key-file with --demo-upstream is refused as if no upstream were given"),
+    Mutant("serve43", CS, "    if key is not None and args.upstream and split_userinfo(args.upstream)[1]:\n        raise CLIError(",
+           "    if False:\n        raise CLIError(",
+           "an upstream URL with credentials and an --upstream-key-file are both accepted (which one is sent is unclear)"),
+    Mutant("serve43", CS, '    if args.workers > 1 and (args.state is None or args.state == "memory://"):',
+           "    if args.workers > 1 and args.state is None:",
+           "--workers 2 with --state memory:// is accepted (each worker keeps its own monitor)"),
+    Mutant("serve43", CS, "        if getattr(args, name) < 1:", "        if getattr(args, name) < 0:",
+           "--workers 0 and --max-batch-units 0 are accepted"),
+    Mutant("serve43", CS, "    if not args.request_timeout > 0 or args.max_wait_ms < 0 or args.drain_grace < 0:",
+           "    if args.request_timeout < 0 or args.max_wait_ms < 0 or args.drain_grace < 0:",
+           "--request-timeout 0 is accepted (every request a 504)"),
+    Mutant("serve43", CS, "        if args.upstream or args.workers > 1:\n            raise CLIError(\"--demo-upstream",
+           "        if args.upstream:\n            raise CLIError(\"--demo-upstream",
+           "--demo-upstream with --workers 2 is accepted (each worker would need the one process's demo)"),
+    Mutant("serve43", CS, '        args.passages_prompt = args.passages_prompt or "default"',
+           '        args.passages_prompt = "default"',
+           "--demo-upstream replaces the user's own --passages-prompt with the default"),
+    Mutant("serve43", CS, "model_path=args.model, reattributor=None if args.no_reattribute else args.reattributor,",
+           "model_path=args.model, reattributor=args.reattributor,",
+           "--no-reattribute still re-attributes in the service"),
+    Mutant("serve43", CS, "    if args.passages_prompt == \"default\":\n        return DEFAULT_PASSAGES_PROMPT",
+           "    if args.passages_prompt == \"default\":\n        return args.passages_prompt",
+           "--passages-prompt default sends the word 'default' to the upstream as its system message"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3152,6 +3180,9 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
     "demo32": ["tests/guard/test_demo_upstream.py"],
     "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
+    "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
+                "tests/guard/test_observed_effects.py",
+                "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
     "prepare42": ["tests/study/test_io_prepare.py", "tests/study/test_study_counts.py", "tests/study/test_failure_kinds_pr.py",
                   "tests/study/test_kit.py", "citebound/study/prepare.py"],
     "small41": ["tests/guard/test_observability.py", "tests/guard/test_mcp_config.py", "tests/guard/test_cli.py",
@@ -3295,8 +3326,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 43)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 42: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 44)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 43: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3345,6 +3376,7 @@ def main() -> int:
     first40 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a verifier config naming no quantize runs int8"))
     first41 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a NaN inside a nested object is written as NaN"))
     first42 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the data summary's n_skipped counts skip reasons"))
+    first43 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--upstream-key-file with --demo-upstream is refused"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3362,7 +3394,8 @@ def main() -> int:
               35: MUTANTS[first35:first36], 36: MUTANTS[first36:first37],
               37: MUTANTS[first37:first38], 38: MUTANTS[first38:first39],
               39: MUTANTS[first39:first40], 40: MUTANTS[first40:first41],
-              41: MUTANTS[first41:first42], 42: MUTANTS[first42:]}
+              41: MUTANTS[first41:first42], 42: MUTANTS[first42:first43],
+              43: MUTANTS[first43:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

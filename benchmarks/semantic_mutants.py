@@ -3183,7 +3183,7 @@ TESTS = {
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
-    "prepare42": ["tests/study/test_io_prepare.py", "tests/study/test_study_counts.py", "tests/study/test_failure_kinds_pr.py",
+    "prepare42": ["tests/study/test_prepare_counts.py", "tests/study/test_io_prepare.py", "tests/study/test_study_counts.py", "tests/study/test_failure_kinds_pr.py",
                   "tests/study/test_kit.py", "citebound/study/prepare.py"],
     "small41": ["tests/guard/test_observability.py", "tests/guard/test_mcp_config.py", "tests/guard/test_cli.py",
                 "tests/guard/test_first_hour.py", "tests/guard/test_verifiers.py", "tests/guard/test_protocol_edges.py",

@@ -102,3 +102,45 @@ def test_an_unknown_verifier_is_refused_before_serve_naming_the_nearest(started,
     assert main(["serve", "--verifier", "lexicl"]) == 2 and not started
     err = capsys.readouterr().err
     assert "lexicl" in err and "lexical" in err and err.count("\n") == 1, err
+
+
+@pytest.fixture
+def demo(monkeypatch):
+    """The demo upstream's start, recorded instead of loading SmolLM2 (tests/guard/test_demo_upstream.py runs it)."""
+    starts = []
+
+    def start():
+        starts.append(True)
+        return "http://127.0.0.1:9", None
+
+    monkeypatch.setattr("citebound.serving.demo_upstream.start_demo_upstream", start)
+    return starts
+
+
+@pytest.mark.parametrize("argv,prompt", [([], "default"),
+                                         (["--passages-prompt", "Only these: {passages}"], "Only these: {passages}")])
+def test_the_demo_upstream_keeps_a_given_prompt_and_takes_a_key_file(argv, prompt, demo, started, capsys, tmp_path):
+    from citebound.serving.state import DEFAULT_PASSAGES_PROMPT
+
+    (tmp_path / "key").write_text("sk-demo-key\n")
+    (tmp_path / "key").chmod(0o600)
+    code = main(["serve", "--verifier", "lexical", "--demo-upstream", "--upstream-key-file", str(tmp_path / "key"), *argv])
+    assert code == 0 and demo == [True], capsys.readouterr().err
+    cfg = started[0][0]
+    assert cfg.passages_prompt == (DEFAULT_PASSAGES_PROMPT if prompt == "default" else prompt)
+    assert (cfg.upstream, cfg.upstream_key, cfg.upstream_auth) == ("http://127.0.0.1:9", "sk-demo-key", "own")
+
+
+def test_the_demo_upstream_is_refused_with_several_workers_before_it_loads(demo, started, capsys, tmp_path):
+    code = main(["serve", "--verifier", "lexical", "--demo-upstream", "--workers", "2", "--state", str(tmp_path / "m.sqlite")])
+    err = capsys.readouterr().err
+    assert code == 2 and not demo and not started
+    assert "--demo-upstream is the upstream, in this one process: not with --upstream or --workers" in err
+
+
+@pytest.mark.parametrize("argv,reattributor", [
+    ([], "bm25"), (["--reattributor", "verifier"], "verifier"), (["--no-reattribute"], None),
+    (["--no-reattribute", "--reattributor", "verifier"], None)])
+def test_the_services_reattributor(argv, reattributor, started):
+    assert main(["serve", "--verifier", "lexical", *argv]) == 0
+    assert started[0][0].reattributor == reattributor

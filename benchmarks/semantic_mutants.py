@@ -2885,6 +2885,30 @@ MUTANTS = [
     Mutant("serve43", CS, "    if args.passages_prompt == \"default\":\n        return DEFAULT_PASSAGES_PROMPT",
            "    if args.passages_prompt == \"default\":\n        return args.passages_prompt",
            "--passages-prompt default sends the word 'default' to the upstream as its system message"),
+    # Round 44 (2026-12-05, twelfth session), written from verifiers/graph.py and cli/main.py before their tests were
+    # read: tied lengths, pooling over stacked layers, a tampered graph, truncation, threads, a cancelled request's
+    # batch; an option's suggestion, an unexpected error.
+    Mutant("graph44", GRA, '    order = np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")',
+           "    order = np.argsort(-np.asarray(lengths, dtype=np.int64))",
+           "texts of equal length are batched in an order that depends on the sort, not their input order"),
+    Mutant("graph44", GRA, "        m = m[:, None]\n", "        m = m[None]\n",
+           "the mask of stacked layers is broadcast on the batch axis (a batch of 3 pools each text with another's mask)"),
+    Mutant("graph44", GRA, "    except GraphTampered:  # a file is here but not the pinned one: refused, never silently rebuilt over\n        raise\n", "",
+           "a tampered graph is rebuilt over instead of refused"),
+    Mutant("graph44", GRA, "        self.tokenizer.enable_truncation(max_length)", "        self.tokenizer.enable_truncation(max_length - 2)",
+           "texts are cut two tokens short of max_length (the special tokens counted twice)"),
+    Mutant("graph44", GRA, "        so.intra_op_num_threads = int(threads or 0)", "        so.intra_op_num_threads = 0",
+           "the graph's session ignores the configured thread count"),
+    Mutant("graph44", GRA, "    token.check()\n    opts, done = ort.RunOptions(), threading.Event()",
+           "    opts, done = ort.RunOptions(), threading.Event()",
+           "a request already cancelled still runs its next batch"),
+    Mutant("graph44", GRA, "                opts.terminate = True\n                return", "                return",
+           "a request cancelled mid-batch lets the batch run to its end"),
+    Mutant("main44", "citebound/cli/main.py", '        hints = "".join(_suggest(x.split("=")[0], sp._option_string_actions) for x in extra if x.startswith("-"))',
+           '        hints = "".join(_suggest(x, sp._option_string_actions) for x in extra if x.startswith("-"))',
+           "a mistyped --option=value gets no 'did you mean'"),
+    Mutant("main44", "citebound/cli/main.py", "        if not isinstance(e, EndpointError):\n            raise\n", "",
+           "any unexpected error (a bug) becomes one error line and status 2, its traceback lost"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3180,6 +3204,10 @@ TESTS = {
                "tests/guard/test_remote_verifier.py", "tests/guard/test_protocol_edges.py", "citebound/verifiers/base.py"],
     "demo32": ["tests/guard/test_demo_upstream.py"],
     "common32": ["tests/guard/test_cli_common.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py"],
+    "graph44": ["tests/guard/test_graph.py", "tests/guard/test_model_verifiers.py", "tests/guard/test_verifiers.py",
+                "tests/guard/test_package.py", "citebound/verifiers/graph.py"],
+    "main44": ["tests/guard/test_first_hour.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli_score.py",
+               "tests/guard/test_cli.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3326,8 +3354,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 44)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 43: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 45)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 44: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3377,6 +3405,7 @@ def main() -> int:
     first41 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a NaN inside a nested object is written as NaN"))
     first42 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the data summary's n_skipped counts skip reasons"))
     first43 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--upstream-key-file with --demo-upstream is refused"))
+    first44 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("texts of equal length are batched in an order"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3395,7 +3424,7 @@ def main() -> int:
               37: MUTANTS[first37:first38], 38: MUTANTS[first38:first39],
               39: MUTANTS[first39:first40], 40: MUTANTS[first40:first41],
               41: MUTANTS[first41:first42], 42: MUTANTS[first42:first43],
-              43: MUTANTS[first43:]}
+              43: MUTANTS[first43:first44], 44: MUTANTS[first44:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

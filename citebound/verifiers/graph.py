@@ -111,13 +111,14 @@ class GraphEncoder:
 
 def run_stoppable(session: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     """``session.run`` that stops within ~50 ms when the current request gives up (ONNX Runtime's terminate
-    flag, set by a watcher while the run lasts): one batch of long windows takes seconds on two cores."""
+    flag, set by a watcher while the run lasts): one batch of long windows takes seconds on two cores. A request
+    that gave up before the batch is stopped by :func:`~citebound.scoring.deadline.checked`, which the batch loop
+    runs through."""
     import onnxruntime as ort
 
     token = deadline.current()
     if token is None:
         return session.run(None, feeds)
-    token.check()
     opts, done = ort.RunOptions(), threading.Event()
 
     def watch() -> None:

@@ -7,8 +7,11 @@ import pytest
 from citebound.cli.main import main
 
 
-@pytest.mark.parametrize("typo,suggestion", [("--verifer=lexical", "--verifier"), ("--verifer", "--verifier"),
-                                             ("--calibraton=none", "--calibration")])
+@pytest.mark.parametrize("typo,suggestion", [
+    ("--verifer", "--verifier"), ("--verifer=lexical", "--verifier"),
+    # a long value: matched whole against the options, it would be too far from any to suggest one
+    ("--verifer=my-finetuned-verifier", "--verifier"),
+    ("--calibraton=results/calibrations/lexical.json", "--calibration")])
 def test_a_mistyped_option_gets_its_suggestion_with_or_without_a_value(typo, suggestion, capsys):
     with pytest.raises(SystemExit) as e:
         main(["guard", "--input", "x.jsonl", typo])

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+from test_service import SLOW_ANSWER, SLOW_PASSAGES, server_process
 
 from tests.service_helpers import free_port, wait_ready
 
@@ -19,13 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_with_nothing_in_flight_a_request_within_the_grace_is_served_and_the_exit_waits_for_the_grace():
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "citebound.cli.main", "serve", "--verifier", "lexical", "--no-reattribute",
-                             "--port", str(port), "--drain-grace", "2"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        assert wait_ready(url, attempts=1200)
+    with server_process("--no-reattribute", "--drain-grace", "2") as (proc, url):
+        assert httpx.get(url + "/readyz", timeout=10).status_code == 200
         proc.send_signal(signal.SIGTERM)
         t0 = time.monotonic()
         time.sleep(0.3)
@@ -35,10 +31,6 @@ def test_with_nothing_in_flight_a_request_within_the_grace_is_served_and_the_exi
         assert r.status_code == 200 and r.json()["report"]["n_citations"] == 1
         assert proc.wait(timeout=60) == 0
         assert time.monotonic() - t0 >= 1.9  # the grace, then the exit
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
 
 
 SERVE = """
@@ -55,8 +47,6 @@ def test_past_the_drain_timeout_the_work_still_running_is_cancelled():
     """A request of ~15 s of work (every passage proposed for 1,200 failing citations) in flight at SIGTERM, with a
     drain timeout of 1 s: its work is cancelled (a 504, not the 200 it would get by running on through uvicorn's 30 s
     graceful shutdown), and the process exits well before the work would have ended."""
-    passages = [f"passage {i} about " + " ".join(f"w{i}x{k}" for k in range(60)) for i in range(800)]
-    answer = " ".join(f"Claim number {i} about nothing [{1 + i % 800}]." for i in range(1200))
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -65,7 +55,7 @@ def test_past_the_drain_timeout_the_work_still_running_is_cancelled():
     try:
         assert wait_ready(url, attempts=1200)
         slow = threading.Thread(target=lambda: out.update(r=httpx.post(
-            url + "/v1/guard", json={"answer": answer, "passages": passages}, timeout=120)))
+            url + "/v1/guard", json={"answer": SLOW_ANSWER, "passages": SLOW_PASSAGES}, timeout=120)))
         slow.start()
         time.sleep(1.0)
         proc.send_signal(signal.SIGTERM)

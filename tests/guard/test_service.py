@@ -239,6 +239,12 @@ def test_proxy_reports_an_upstream_failure_as_502():
 
 # ---------------------------------------------------------------- signals, on a real server process
 
+# a request of ~15 s of work on 2 cores under --reattributor verifier: every passage is proposed for 1,200 failing
+# citations (the drain tests need one surely still in flight when they signal)
+SLOW_PASSAGES = [f"passage {i} about " + " ".join(f"w{i}x{k}" for k in range(60)) for i in range(800)]
+SLOW_ANSWER = " ".join(f"Claim number {i} about nothing [{1 + i % 800}]." for i in range(1200))
+
+
 @contextmanager
 def server_process(*args):
     port = free_port()
@@ -269,10 +275,8 @@ def test_sighup_reloads_calibration_profiles(tmp_path):
 
 
 def test_sigterm_finishes_in_flight_requests_and_refuses_new_ones():
-    # a slow request (~15 s of work on 2 cores, so it is surely in flight when the late request comes): every passage is
-    # proposed ('verifier' re-attributor) for 1,200 failing citations
-    passages = [f"passage {i} about " + " ".join(f"w{i}x{k}" for k in range(60)) for i in range(800)]
-    answer = " ".join(f"Claim number {i} about nothing [{1 + i % 800}]." for i in range(1200))  # ~15 s alone
+    # a slow request (~15 s of work on 2 cores, so it is surely in flight when the late request comes)
+    answer, passages = SLOW_ANSWER, SLOW_PASSAGES
     # --request-timeout past the slow request's worst case on a loaded machine: a 504 is not what this test is about
     with server_process("--reattributor", "verifier", "--drain-grace", "0.5", "--request-timeout", "600") as (proc, url):
         t0 = time.perf_counter()

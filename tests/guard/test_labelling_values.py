@@ -58,6 +58,11 @@ def test_a_citation_of_passage_0_is_sampled_under_base_0():
     ('{"item_id": "x", "judgement": "supported", "label": 1, "score": NaN}', "'score' must be a finite number or null"),
     ('{"item_id": "x", "judgement": "supported", "label": 1, "score": Infinity}', "'score' must be a finite number"),
     ('{"item_id": "x", "judgement": "supported", "label": 1, "score": true}', "'score' must be a finite number"),
+    ('{"item_id": "x", "judgement": "supported", "label": 1, "score": 0.5, "position": true}',
+     "'position' must be a int, got True"),
+    ('{"item_id": "x", "judgement": "supported", "label": 1, "score": 0.5, "position": 1.0}',
+     "'position' must be a int, got 1.0"),
+    ('{"item_id": "x", "judgement": "supported", "label": 1}', "no 'score'"),
 ])
 def test_a_hand_edited_label_or_score_is_refused_naming_the_line(tmp_path, line, message):
     f = tmp_path / "labels.jsonl"
@@ -70,6 +75,7 @@ def test_a_hand_edited_label_or_score_is_refused_naming_the_line(tmp_path, line,
     {"item_id": "x", "judgement": "supported", "label": 1, "score": 0.5},
     {"item_id": "x", "judgement": "unsupported", "label": 0, "score": None},
     {"item_id": "x", "judgement": "cant_tell", "label": None, "score": 0},
+    {"item_id": "x", "judgement": "supported", "label": 1, "score": 0.5, "position": 0},
 ])
 def test_what_citebound_label_writes_is_accepted(rec):
     assert check_record(rec, "here") == rec

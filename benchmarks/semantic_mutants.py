@@ -52,6 +52,7 @@ SV, GR, CS = "citebound/serving/state.py", "citebound/serving/guard_routes.py", 
 APP = "citebound/serving/app.py"
 MR, MET = "citebound/serving/monitor_routes.py", "citebound/serving/metrics.py"
 H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
+HB45 = "citebound/scoring/bounded_http.py"
 V9, CSS9, H9 = "citebound/text/visible.py", "citebound/text/css.py", "citebound/serving/held.py"
 SP9, UP9, BH = "citebound/serving/stream_proxy.py", "citebound/serving/upstream.py", "citebound/scoring/bounded_http.py"
 BI, TR, HD = "citebound/calibration/binomial.py", "citebound/verifiers/trained.py", "citebound/training/head.py"
@@ -2909,6 +2910,72 @@ MUTANTS = [
            "a mistyped --option=value gets no 'did you mean'"),
     Mutant("main44", "citebound/cli/main.py", "        if not isinstance(e, EndpointError):\n            raise\n", "",
            "any unexpected error (a bug) becomes one error line and status 2, its traceback lost"),
+    # round 45 (2026-12-05): the visibility scanner (text/visible.py) and the bounded HTTP client
+    # (scoring/bounded_http.py), written from the code before any of their tests was read
+    Mutant("visible45", V9, "        return UNCERTAIN if st.uncertain or self.broken else SHOWN",
+           "        return UNCERTAIN if st.uncertain else SHOWN",
+           "text after a misnested tree is read as shown: a passage's text there supports claims"),
+    Mutant("visible45", V9, "            for k in range(len(self.stack) - 1, max(len(self.stack) - 32, -1), -1):",
+           "            for k in range(len(self.stack) - 1, max(len(self.stack) - 32, 0), -1):",
+           "a <div> does not close a hidden <p> at the bottom of the stack: the text a reader sees after it is blanked"),
+    Mutant("visible45", V9, 'if name == "p" or (tag == "li" and name == "li") or', 'if name == "p" or',
+           "a second <li> does not close a hidden <li>: the text a reader sees in it is blanked"),
+    Mutant("visible45", V9, "        return sorted(where[n] for n in names if n in where and where[n][1] > where[n][0])",
+           "        return [where[n] for n in names if n in where and where[n][1] > where[n][0]]",
+           "two drawn attributes written in the other order: the first is blanked as markup too"),
+    Mutant("visible45", V9, "                    self.broken = True  # misnested formatting: the adoption agency rearranges what is inside\n",
+           "", "misnested formatting tags (<b><i></b>) leave the tree trusted"),
+    Mutant("visible45", V9, "            if tag in _RAW_HIDDEN:\n                self.vis._add(HIDDEN, tag_end, hi)\n                self.vis.hidden_regions += 1\n",
+           "            if tag in _RAW_HIDDEN:\n                self.vis._add(HIDDEN, tag_end, hi)\n",
+           "a <script> or <style> body is not counted among the hidden regions"),
+    Mutant("visible45", V9, "        if (inner.hidden and not parent.hidden) or (inner.invisible and not parent.invisible):",
+           "        if inner.hidden or inner.invisible:",
+           "a hidden element inside a hidden element counts as a second hidden region"),
+    Mutant("visible45", V9, "                vis.hidden_regions += 1\n                if end < 0:\n                    vis.open_to_end = lt\n",
+           "                vis.hidden_regions += 1\n",
+           "a comment still open at the end of a stream's text is not held back"),
+    Mutant("visible45", V9, "                self.broken = True\n                self.add_text(lt, lt + 1)",
+           "                self.add_text(lt, lt + 1)",
+           "a tag the guard cannot read leaves the rest of the text trusted"),
+    Mutant("visible45", V9, "if st.hidden or st.invisible or st.obscured or st.uncertain), None)",
+           "if st.hidden or st.invisible or st.uncertain), None)",
+           "an obscuring element left open at the end of a stream's text is not held back"),
+    Mutant("visible45", V9, "    return drop_invisible(blank_spans(text, v.spans[HIDDEN] + v.spans[OBSCURED] + v.spans[UNCERTAIN]))",
+           "    return drop_invisible(blank_spans(text, v.spans[HIDDEN] + v.spans[OBSCURED]))",
+           "a passage's uncertain text (an unclosed tag, a <textarea>) supports claims"),
+    Mutant("visible45", V9, "    u = drop_invisible(url).strip().lower()", "    u = url.strip().lower()",
+           "a zero-width space inside 'javascript:' makes a link safe"),
+    Mutant("visible45", V9, "    if text.startswith(\"->\", lt + 4):\n        return lt + 6\n", "",
+           "<!---> opens a comment that hides the rest of the text"),
+    Mutant("visible45", V9, '        if tok == "<!--":\n            if state == "data":\n                state = "escaped"',
+           '        if tok == "<!--":\n            if state != "escaped":\n                state = "escaped"',
+           "a <!-- inside a double-escaped script drops back to escaped: the script ends at the next </script>"),
+    Mutant("http45", HB45, "    if parts.username is not None or parts.password is not None:",
+           "    if parts.password is not None:", "a URL carrying a user name but no password is sent"),
+    Mutant("http45", HB45, '    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")',
+           '    target = parts.path or "/"', "the URL's query is not sent"),
+    Mutant("http45", HB45, '    lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc}",',
+           '    lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.hostname}",',
+           "the Host header leaves out a port that is not the default"),
+    Mutant("http45", HB45, "        if type(e) is not TimeoutError:  # raised by ``stop`` (a cancelled request), not by the socket\n            raise\n",
+           "", "a request cancelled by its caller ends as an HTTP failure, not as the cancellation"),
+    Mutant("http45", HB45, "        sock.settimeout(min(READ_SLICE_S, left))", "        sock.settimeout(left)",
+           "a cancelled request holds its connection until the deadline: stop is asked only when bytes come"),
+    Mutant("http45", HB45, "            return status, headers, bytes(buf[body_at:body_at + length])",
+           "            return status, headers, bytes(buf[body_at:])",
+           "bytes past the Content-Length are taken into the body"),
+    Mutant("http45", HB45, "            headers[name.strip().lower().decode(\"latin-1\")] = value.strip().decode(\"latin-1\")",
+           "            headers[name.strip().decode(\"latin-1\")] = value.strip().decode(\"latin-1\")",
+           "header names kept in their case: a Content-Length or Transfer-Encoding written as such is not read"),
+    Mutant("http45", HB45, "RETRY_STATUSES = frozenset({429, 502, 503, 504})", "RETRY_STATUSES = frozenset({502, 503, 504})",
+           "a 429 (too many requests) is not retried"),
+    Mutant("http45", HB45, "        return json.loads(data.decode(\"utf-8\"), parse_constant=reject_constant)",
+           "        return json.loads(data.decode(\"utf-8\"))", "an answer holding NaN is taken as JSON"),
+    Mutant("http45", HB45, 'raise HTTPFailure(f"cannot connect to {parts.hostname}:{port} ({e})", retryable=True) from None',
+           'raise HTTPFailure(f"cannot connect to {parts.hostname}:{port} ({e})") from None',
+           "a refused connection is not retried"),
+    Mutant("http45", HB45, "        pos = end + 2\n", "        pos = end\n",
+           "a chunk's closing line break is read as the next size line"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3208,6 +3275,12 @@ TESTS = {
                 "tests/guard/test_package.py", "citebound/verifiers/graph.py"],
     "main44": ["tests/guard/test_cli_main.py", "tests/guard/test_first_hour.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli_score.py",
                "tests/guard/test_cli.py"],
+    "visible45": ["tests/guard/test_visible_edges.py", "tests/guard/test_displayed_attributes.py",
+                  "tests/guard/test_visible_forms.py", "tests/guard/test_core_edges.py", "tests/guard/test_unchecked.py",
+                  "tests/guard/test_hostile.py", "tests/guard/test_hostile_streams.py", "tests/guard/test_complexity.py",
+                  "citebound/text/visible.py"],
+    "http45": ["tests/guard/test_bounded_http.py", "tests/guard/test_wire_boundaries.py", "tests/guard/test_remote_verifier.py",
+               "citebound/scoring/bounded_http.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3354,8 +3427,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 45)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 44: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 46)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 45: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3406,6 +3479,7 @@ def main() -> int:
     first42 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the data summary's n_skipped counts skip reasons"))
     first43 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--upstream-key-file with --demo-upstream is refused"))
     first44 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("texts of equal length are batched in an order"))
+    first45 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("text after a misnested tree is read as shown"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3424,7 +3498,8 @@ def main() -> int:
               37: MUTANTS[first37:first38], 38: MUTANTS[first38:first39],
               39: MUTANTS[first39:first40], 40: MUTANTS[first40:first41],
               41: MUTANTS[first41:first42], 42: MUTANTS[first42:first43],
-              43: MUTANTS[first43:first44], 44: MUTANTS[first44:]}
+              43: MUTANTS[first43:first44], 44: MUTANTS[first44:first45],
+              45: MUTANTS[first45:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

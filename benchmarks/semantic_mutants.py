@@ -53,6 +53,7 @@ APP = "citebound/serving/app.py"
 MR, MET = "citebound/serving/monitor_routes.py", "citebound/serving/metrics.py"
 H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
 HB45 = "citebound/scoring/bounded_http.py"
+SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
 V9, CSS9, H9 = "citebound/text/visible.py", "citebound/text/css.py", "citebound/serving/held.py"
 SP9, UP9, BH = "citebound/serving/stream_proxy.py", "citebound/serving/upstream.py", "citebound/scoring/bounded_http.py"
 BI, TR, HD = "citebound/calibration/binomial.py", "citebound/verifiers/trained.py", "citebound/training/head.py"
@@ -2976,6 +2977,65 @@ MUTANTS = [
            "a refused connection is not retried"),
     Mutant("http45", HB45, "        pos = end + 2\n", "        pos = end\n",
            "a chunk's closing line break is read as the next size line"),
+    # round 46 (2026-12-05): the chat stream (serving/stream_proxy.py), the report's counts and reasons
+    # (guarding/report.py) and the monitor routes (serving/monitor_routes.py), written from the code before any of
+    # their tests was read
+    Mutant("stream46", SP46, '        self.id = str(ev.get("id") or self.id)', '        self.id = str(self.id)',
+           "a streamed chunk carries citebound's id, not the upstream's"),
+    Mutant("stream46", SP46, '        return out | ({"original_content": self.held.text()} if self.return_original else {})',
+           '        return out | {"original_content": self.held.text()}',
+           "a stream's last chunk carries the unguarded text although the caller did not ask for it"),
+    Mutant("stream46", SP46, '            if "function_call" in fields and isinstance(delta["function_call"], dict) and delta["function_call"].get("name"):\n                self.tool_calls += 1\n',
+           "", "a legacy function_call is not counted among the unchecked tool calls"),
+    Mutant("stream46", SP46, "            out.append(self.meta.chunk({k: delta[k] for k in fields}))\n", "",
+           "a delta's reasoning or refusal is counted as unchecked but not passed through"),
+    Mutant("stream46", SP46, '                    yield self.meta.chunk({}, "content_filter", self._extra(self.held.block_report))\n'
+           '                    yield b"data: [DONE]\\n\\n"\n                    return\n',
+           '                    yield self.meta.chunk({}, "content_filter", self._extra(self.held.block_report))\n',
+           "a blocked stream goes on reading the upstream after its content_filter chunk"),
+    Mutant("stream46", SP46, '                yield self.meta.chunk({}, finish or "stop", self._extra(self.held.report()))',
+           '                yield self.meta.chunk({}, "stop", self._extra(self.held.report()))',
+           "the upstream's finish_reason (length, tool_calls) becomes stop"),
+    Mutant("stream46", SP46, "    keeper = guard.calibrations.resolve(group)[0]", "    keeper = guard.calibrations.resolve(None)[0]",
+           "a group's stream carries the pooled monitor's state in X-Citebound-Guarantee"),
+    Mutant("report46", RP46, '        unread = sum(1 for a in self.audit if a.action == "unverified" and (a.cited < 0 or a.unreadable))',
+           '        unread = sum(1 for a in self.audit if a.action == "unverified" and a.unreadable)',
+           "failing open, a marker whose number could not be read leaves the review budget"),
+    Mutant("report46", RP46, '    elif a["action"] in ("flagged", "invalid"):\n        best = a.get("best_candidate")',
+           '    elif a["action"] == "flagged":\n        best = a.get("best_candidate")',
+           "an invalid citation's reason does not say what re-attribution tried"),
+    Mutant("report46", RP46, '    if a.get("score") is not None and not a.get("reason"):',
+           '    if a.get("score") is not None:', "a citation with a reason also gets its score against the rule"),
+    Mutant("report46", RP46, "        if not isinstance(text, str):\n            raise GuardInputError(f\"passage {i} has",
+           "        if text is None:\n            raise GuardInputError(f\"passage {i} has",
+           "a passage whose text is a number or a list is accepted"),
+    Mutant("report46", RP46, 'raise GuardInputError(f"passage {i} has missing text',
+           'raise GuardInputError(f"passage {i + 1} has missing text',
+           "a passage without text is named one past its index"),
+    Mutant("monroutes46", MR46, '        return model.model_validate_json(raw or b"{}")', '        return model.model_validate_json(raw)',
+           "an empty reset body is refused instead of resetting the default monitor"),
+    Mutant("monroutes46", MR46, '        return JSONResponse({"detail": [{"loc": ["body", *err["loc"]],',
+           '        return JSONResponse({"detail": [{"loc": [*err["loc"]],', "an admin body's 422 names its field without 'body'"),
+    Mutant("monroutes46", MR46, '    return guard.keeper.card() | ({"groups": dict(sorted(groups.items()))} if groups else {})',
+           '    return guard.keeper.card() | {"groups": dict(sorted(groups.items()))}',
+           "a profile without groups reports an empty groups map"),
+    Mutant("monroutes46", MR46, "    groups = {g: k.card(g) for g, k in cal.groups.items()}",
+           "    groups = {g: k.card(None) for g, k in cal.groups.items()}", "a group's own card does not name its group"),
+    Mutant("monroutes46", MR46, '        return {name or "default": _cards(g) for name, g in state.registry.guards.items()}',
+           '        return {str(name): _cards(g) for name, g in state.registry.guards.items()}',
+           "/v1/monitor keys the default profile 'None'"),
+    Mutant("monroutes46", MR46, "        except (GuardInputError, ValueError) as e:\n            return refuse(e)",
+           "        except GuardInputError as e:\n            return refuse(e)",
+           "a label post the monitor refuses (more missed than unsupported) answers 500"),
+    Mutant("monroutes46", MR46, '''        who = f"{req.by} ({request.client.host if request.client else 'unknown'})"''',
+           "        who = req.by", "a reset's history leaves out where it came from"),
+    Mutant("monroutes46", MR46, "not secrets.compare_digest(value.strip().encode(), token.encode())",
+           "not secrets.compare_digest(value.encode(), token.encode())",
+           "an admin token sent with a trailing space is refused"),
+    Mutant("monroutes46", MR46, "lambda k: k.labels(req.missed, req.unsupported)", "lambda k: k.labels(req.unsupported, req.missed)",
+           "posted labels reach the monitor with missed and unsupported swapped"),
+    Mutant("monroutes46", MR46, '    unsupported: StrictInt = Field(..., ge=1, le=1_000_000,',
+           '    unsupported: StrictInt = Field(..., ge=0, le=1_000_000,', "a label post with no unsupported citation is accepted"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3281,6 +3341,15 @@ TESTS = {
                   "citebound/text/visible.py"],
     "http45": ["tests/guard/test_bounded_http.py", "tests/guard/test_wire_boundaries.py", "tests/guard/test_remote_verifier.py",
                "citebound/scoring/bounded_http.py"],
+    "stream46": ["tests/guard/test_stream_proxy.py", "tests/guard/test_chat_effects.py", "tests/guard/test_proxy_unchecked.py",
+                 "tests/guard/test_hostile_streams.py", "tests/guard/test_api_effects.py", "tests/guard/test_cross_face.py",
+                 "tests/guard/test_security.py"],
+    "report46": ["tests/guard/test_guarding.py", "tests/guard/test_actions.py", "tests/guard/test_edges.py",
+                 "tests/guard/test_failure_paths.py", "tests/guard/test_guard_api_edges.py", "tests/guard/test_cli.py",
+                 "tests/guard/test_audit_page.py", "tests/guard/test_cli_guard_edges.py", "citebound/guarding/report.py"],
+    "monroutes46": ["tests/guard/test_admin_strict.py", "tests/guard/test_monitor_effects.py", "tests/guard/test_groups.py",
+                    "tests/guard/test_card.py", "tests/guard/test_store_down.py", "tests/guard/test_security.py",
+                    "tests/guard/test_state.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3427,8 +3496,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 46)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 45: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 47)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 46: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3480,6 +3549,7 @@ def main() -> int:
     first43 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--upstream-key-file with --demo-upstream is refused"))
     first44 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("texts of equal length are batched in an order"))
     first45 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("text after a misnested tree is read as shown"))
+    first46 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a streamed chunk carries citebound's id"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3499,7 +3569,7 @@ def main() -> int:
               39: MUTANTS[first39:first40], 40: MUTANTS[first40:first41],
               41: MUTANTS[first41:first42], 42: MUTANTS[first42:first43],
               43: MUTANTS[first43:first44], 44: MUTANTS[first44:first45],
-              45: MUTANTS[first45:]}
+              45: MUTANTS[first45:first46], 46: MUTANTS[first46:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

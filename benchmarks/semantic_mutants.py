@@ -3036,6 +3036,49 @@ MUTANTS = [
            "posted labels reach the monitor with missed and unsupported swapped"),
     Mutant("monroutes46", MR46, '    unsupported: StrictInt = Field(..., ge=1, le=1_000_000,',
            '    unsupported: StrictInt = Field(..., ge=0, le=1_000_000,', "a label post with no unsupported citation is accepted"),
+    # round 47 (2026-12-05): citebound train (training/own.py, cli/train.py), written from the code before any of
+    # their tests was read
+    Mutant("own47", "citebound/training/own.py", "    if given.nunique() >= 2 and len(given) == len(pairs):",
+           "    if given.nunique() > 2 and len(given) == len(pairs):",
+           "pairs from exactly two sources are held out by folds, not leave-one-source-out"),
+    Mutant("own47", "citebound/training/own.py", '        if d["label"].nunique() < 2:', '        if d["label"].nunique() < 1:',
+           "training or evaluation pairs of one label are not refused by name"),
+    Mutant("own47", "citebound/training/own.py",
+           '    graph = {"runtime": "onnx", "graph": "shipped"} if encoder == SHIPPED_ENCODER else None',
+           "    graph = None", "the shipped encoder's training features come from torch, not the graph the guard scores with"),
+    Mutant("own47", "citebound/training/own.py", '        gold[name] = (e.assign(cluster=e["claim"].astype(str)), units(e))',
+           '        gold[name] = (e.assign(cluster=e.index.astype(str)), units(e))',
+           "an evaluation's bootstrap resamples pairs, not claims"),
+    Mutant("own47", "citebound/training/own.py", '    names = sorted(kept["source"].unique())',
+           '    names = sorted(pairs["source"].unique())',
+           "a source whose pairs were all removed as evaluation claims still forms a held-out part"),
+    Mutant("own47", "citebound/training/own.py", '        decision = {"variant": "all", "C": chosen["all"]["C"], "adopted": False,',
+           '        decision = {"variant": "all", "C": chosen["all"]["C"], "adopted": True,',
+           "with no evaluation set the head is marked adopted"),
+    Mutant("own47", "citebound/training/own.py", '    counts = kept.groupby(["source", "domain"])',
+           '    counts = pairs.groupby(["source", "domain"])',
+           "the model card and the CLI count the removed pairs as trained on"),
+    Mutant("own47", "citebound/training/own.py", '    lines += [f"| {r[\'source\']} | {r[\'pairs\']} | {r[\'supported\']} |" for _, r in counts.iterrows()]',
+           '    lines += [f"| {r[\'source\']} | {r[\'pairs\']} | {r[\'pairs\'] - r[\'supported\']} |" for _, r in counts.iterrows()]',
+           "the model card's supported column shows the unsupported pairs"),
+    Mutant("train47", "citebound/cli/train.py", '        grid = [float(c) for c in text.split(",") if c.strip()]',
+           '        grid = [float(c) for c in text.split(",")]', "a trailing comma in --C is refused"),
+    Mutant("train47", "citebound/cli/train.py", "    if args.threads is not None and args.threads < 1:",
+           "    if args.threads is not None and args.threads < 0:", "--threads 0 is accepted"),
+    Mutant("train47", "citebound/cli/train.py", '    if out.exists() and not out.is_dir():\n        raise CLIError(f"--out {out}: exists and is not a folder")\n',
+           "", "an --out that is a file fails only after training, with a traceback"),
+    Mutant("train47", "citebound/cli/train.py", "        if not sep or not name or not path:", "        if not sep:",
+           "--eval =FILE (no name) or NAME= (no file) is accepted"),
+    Mutant("train47", "citebound/cli/train.py", "grid=grid, n_boot=args.bootstrap, seed=args.seed,",
+           "grid=grid, n_boot=1000, seed=args.seed,", "--bootstrap is ignored"),
+    Mutant("train47", "citebound/cli/train.py", "folds=args.folds, margin=args.margin, threads=args.threads,",
+           "folds=args.folds, threads=args.threads,", "--margin is ignored"),
+    Mutant("train47", "citebound/cli/train.py", "    cfg = {\"encoder\": args.encoder, \"C\": grid, \"seed\": args.seed, \"n_bootstrap\": args.bootstrap, \"margin\": args.margin,",
+           "    cfg = {\"encoder\": args.encoder, \"C\": grid, \"seed\": args.seed, \"n_bootstrap\": args.bootstrap, \"margin\": 0.05,",
+           "the model card states the default margin, not the one used"),
+    Mutant("train47", "citebound/cli/train.py", "training pairs removed as evaluation claims; held out by {r['held_out']}); C = {d['C']:g}; \"",
+           "training pairs removed as evaluation claims; held out by {r['held_out']}); C = {grid[0]:g}; \"",
+           "the summary line names the first C of the grid, not the chosen one"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3350,6 +3393,8 @@ TESTS = {
     "monroutes46": ["tests/guard/test_admin_strict.py", "tests/guard/test_monitor_effects.py", "tests/guard/test_groups.py",
                     "tests/guard/test_card.py", "tests/guard/test_store_down.py", "tests/guard/test_security.py",
                     "tests/guard/test_state.py"],
+    "own47": ["tests/guard/test_trained.py", "tests/study/test_train_verifier.py", "tests/guard/test_first_hour.py"],
+    "train47": ["tests/guard/test_cli_options.py", "tests/guard/test_trained.py", "tests/guard/test_first_hour.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3496,8 +3541,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 47)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 46: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 48)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 47: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3550,6 +3595,7 @@ def main() -> int:
     first44 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("texts of equal length are batched in an order"))
     first45 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("text after a misnested tree is read as shown"))
     first46 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a streamed chunk carries citebound's id"))
+    first47 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("pairs from exactly two sources are held out"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3569,7 +3615,8 @@ def main() -> int:
               39: MUTANTS[first39:first40], 40: MUTANTS[first40:first41],
               41: MUTANTS[first41:first42], 42: MUTANTS[first42:first43],
               43: MUTANTS[first43:first44], 44: MUTANTS[first44:first45],
-              45: MUTANTS[first45:first46], 46: MUTANTS[first46:]}
+              45: MUTANTS[first45:first46], 46: MUTANTS[first46:first47],
+              47: MUTANTS[first47:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

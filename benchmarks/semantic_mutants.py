@@ -53,6 +53,7 @@ APP = "citebound/serving/app.py"
 MR, MET = "citebound/serving/monitor_routes.py", "citebound/serving/metrics.py"
 H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
 HB45 = "citebound/scoring/bounded_http.py"
+MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
 SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
 V9, CSS9, H9 = "citebound/text/visible.py", "citebound/text/css.py", "citebound/serving/held.py"
 SP9, UP9, BH = "citebound/serving/stream_proxy.py", "citebound/serving/upstream.py", "citebound/scoring/bounded_http.py"
@@ -3079,6 +3080,55 @@ MUTANTS = [
     Mutant("train47", "citebound/cli/train.py", "training pairs removed as evaluation claims; held out by {r['held_out']}); C = {d['C']:g}; \"",
            "training pairs removed as evaluation claims; held out by {r['held_out']}); C = {grid[0]:g}; \"",
            "the summary line names the first C of the grid, not the chosen one"),
+    # round 48 (2026-12-05): the drift monitor (calibration/monitor.py) and the guarantee card and its keeper
+    # (guarding/card.py), written from the code before any of their tests was read
+    Mutant("monitor48", MO48, "        if not 0 < self.delta < 1:", "        if not 0 < self.delta <= 1:",
+           "a drift monitor with delta = 1 is accepted"),
+    Mutant("monitor48", MO48, "        scores = [float(s) for s in self.calibration_scores if s is not None and math.isfinite(float(s))]",
+           "        scores = [float(s) for s in self.calibration_scores if s is not None]",
+           "a NaN among the calibration's scores enters the sorted reference"),
+    Mutant("monitor48", MO48, "if self.by_class is not None and len(self.by_class[0]) and len(self.by_class[1]) else None)",
+           "if self.by_class is not None and len(self.by_class[0]) else None)",
+           "a calibration with no supported scores gets the robust alarm"),
+    Mutant("monitor48", MO48, '            if self.robust.update(scores, thetas) and self.state == "ok":',
+           "            if self.robust.update(scores, thetas):", "a void monitor whose robust alarm fires goes back to suspect"),
+    Mutant("monitor48", MO48, "            self.n_seen = self.robust.n_seen\n", "",
+           "the robust alarm's deployed scores are not counted on the card"),
+    Mutant("monitor48", MO48, "            self._log_parts += np.log(EPS_GRID) + (EPS_GRID - 1.0) * math.log(max(p, 1e-300))",
+           "            self._log_parts += np.log(EPS_GRID) + EPS_GRID * math.log(max(p, 1e-300))",
+           "the power martingale bets eps * p ** eps, which does not integrate to 1"),
+    Mutant("monitor48", MO48, "            self.log_m = float(top + math.log(np.mean(np.exp(self._log_parts - top))))",
+           "            self.log_m = float(top + math.log(np.sum(np.exp(self._log_parts - top))))",
+           "the mixture martingale sums its 100 parts instead of averaging them"),
+    Mutant("monitor48", MO48, '                self.state, self.alarm_at = "suspect", self.n_seen\n            return',
+           '                self.state, self.alarm_at = "suspect", self.n_seen - 1\n            return',
+           "the mixture alarm's first_alarm_after is one score early"),
+    Mutant("monitor48", MO48, "        self.labels_seen = (t.missed, t.n)", "        self.labels_seen = (missed, n_unsupported)",
+           "the card's labels are the last post's, not every post's"),
+    Mutant("monitor48", MO48, '"deployed_scores": self.n_seen, "first_alarm_after": self.alarm_at, "history": self.history[-10:],',
+           '"deployed_scores": self.n_seen, "first_alarm_after": self.alarm_at, "history": self.history[:10],',
+           "the card shows the ten oldest resets, not the ten latest"),
+    Mutant("monitor48", MO48, '"e_value": float(f"{t.value:.6g}"), "void_at": 1.0 / self.delta,',
+           '"e_value": float(f"{t.value:.6g}"), "void_at": 2.0 / self.delta,', "the card's void level is 2/delta"),
+    Mutant("monitor48", MO48, "            r.n_seen, r.suspect, r.alarm_at = self.n_seen, self.alarm_at is not None, self.alarm_at",
+           "            r.n_seen, r.suspect, r.alarm_at = self.n_seen, False, self.alarm_at",
+           "a reloaded robust alarm forgets that it fired"),
+    Mutant("card48", CA48, "            seed = int.from_bytes(os.urandom(8), \"little\")\n", "            pass\n",
+           "every process sharing a store draws the same tie-breaking uniforms"),
+    Mutant("card48", CA48, "seed=seed, by_class=by_class)", "seed=seed, by_class=None)",
+           "the keeper never gives the monitor the per-class scores: the robust alarm is off"),
+    Mutant("card48", CA48, 'delta=calibration_delta(cal), alpha=float(cal["alpha"]),', 'delta=calibration_delta(cal), alpha=0.1,',
+           "the label test runs at alpha 0.1 whatever the calibration promises"),
+    Mutant("card48", CA48, '            if self.unobserved:\n                monitor["unobserved_scores"] = self.unobserved\n', "",
+           "the card does not say how many deployed scores went unobserved"),
+    Mutant("card48", CA48, '        out = {"group": group or cal.get("group") or "pooled",', '        out = {"group": cal.get("group") or "pooled",',
+           "a fallback group's card names the pooled group, not the group asked for"),
+    Mutant("card48", CA48, '        if fallback:\n            out["fallback"] = fallback\n', "",
+           "a fallback group's card does not say that it uses the pooled calibration"),
+    Mutant("card48", CA48, '            if verifier is not None and hasattr(verifier, "hash"):\n                check_verifier(sub, verifier.name, verifier.hash, f"calibration group {name!r}")\n',
+           "", "a group calibrated with another verifier is accepted"),
+    Mutant("card48", CA48, '"was": m.state, "deployed_scores": m.n_seen,', '"was": m.state, "deployed_scores": 0,',
+           "a reset's history entry loses how many scores the monitor had seen"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3395,6 +3445,12 @@ TESTS = {
                     "tests/guard/test_state.py"],
     "own47": ["tests/guard/test_trained.py", "tests/study/test_train_verifier.py", "tests/guard/test_first_hour.py"],
     "train47": ["tests/guard/test_cli_options.py", "tests/guard/test_trained.py", "tests/guard/test_first_hour.py"],
+    "monitor48": ["tests/guard/test_monitor.py", "tests/guard/test_calibration_edges.py", "tests/guard/test_card.py",
+                  "tests/guard/test_closed_loop.py", "tests/guard/test_state.py", "tests/guard/test_state_concurrency.py",
+                  "tests/guard/test_monitor_effects.py", "citebound/calibration/monitor.py"],
+    "card48": ["tests/guard/test_card.py", "tests/guard/test_groups.py", "tests/guard/test_monitor.py",
+               "tests/guard/test_calibration_edges.py", "tests/guard/test_state.py", "tests/guard/test_store_down.py",
+               "tests/guard/test_monitor_effects.py", "tests/guard/test_state_concurrency.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3541,8 +3597,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 48)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 47: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 49)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 48: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3596,6 +3652,7 @@ def main() -> int:
     first45 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("text after a misnested tree is read as shown"))
     first46 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a streamed chunk carries citebound's id"))
     first47 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("pairs from exactly two sources are held out"))
+    first48 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a drift monitor with delta = 1 is accepted"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3616,7 +3673,7 @@ def main() -> int:
               41: MUTANTS[first41:first42], 42: MUTANTS[first42:first43],
               43: MUTANTS[first43:first44], 44: MUTANTS[first44:first45],
               45: MUTANTS[first45:first46], 46: MUTANTS[first46:first47],
-              47: MUTANTS[first47:]}
+              47: MUTANTS[first47:first48], 48: MUTANTS[first48:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -2917,15 +2917,15 @@ MUTANTS = [
     Mutant("visible45", V9, "        return UNCERTAIN if st.uncertain or self.broken else SHOWN",
            "        return UNCERTAIN if st.uncertain else SHOWN",
            "text after a misnested tree is read as shown: a passage's text there supports claims"),
-    Mutant("visible45", V9, "            for k in range(len(self.stack) - 1, max(len(self.stack) - 32, -1), -1):",
-           "            for k in range(len(self.stack) - 1, max(len(self.stack) - 32, 0), -1):",
+    Mutant("visible45", V9, '        if tag in _CLOSES_P and (k := self.last("p")) >= 0 and',
+           '        if tag in _CLOSES_P and (k := self.last("p")) > 0 and',
            "a <div> does not close a hidden <p> at the bottom of the stack: the text a reader sees after it is blanked"),
-    Mutant("visible45", V9, 'if name == "p" or (tag == "li" and name == "li") or', 'if name == "p" or',
+    Mutant("visible45", V9, '        same = ("li",) if tag == "li" else ("dd", "dt")', '        same = () if tag == "li" else ("dd", "dt")',
            "a second <li> does not close a hidden <li>: the text a reader sees in it is blanked"),
     Mutant("visible45", V9, "        return sorted(where[n] for n in names if n in where and where[n][1] > where[n][0])",
            "        return [where[n] for n in names if n in where and where[n][1] > where[n][0]]",
            "two drawn attributes written in the other order: the first is blanked as markup too"),
-    Mutant("visible45", V9, "                    self.broken = True  # misnested formatting: the adoption agency rearranges what is inside\n",
+    Mutant("visible45", V9, "            self.broken = True  # misnested formatting: the adoption agency rearranges what is inside\n",
            "", "misnested formatting tags (<b><i></b>) leave the tree trusted"),
     Mutant("visible45", V9, "            if tag in _RAW_HIDDEN:\n                self.vis._add(HIDDEN, tag_end, hi)\n                self.vis.hidden_regions += 1\n",
            "            if tag in _RAW_HIDDEN:\n                self.vis._add(HIDDEN, tag_end, hi)\n",
@@ -3160,9 +3160,6 @@ MOVED = {
     "/v1/score past its timeout answers 500": ("citebound/serving/score_routes.py",
                                                "        except TimeoutError as e:\n            return timed_out(",
                                                "        except ValueError as e:\n            return timed_out("),
-    "a nested hidden element ends at the first close tag": (
-        "citebound/text/visible.py", "        for k in range(len(self.stack) - 1, -1, -1):\n            name, st, _ = self.stack[k]",
-        "        for k in range(len(self.stack)):\n            name, st, _ = self.stack[k]"),
     "the action taken on void also fires on suspect": (
         "citebound/guarding/card.py", 'return self.on_void == "flag-all" and self.state in ("void", "unavailable")',
         'return self.on_void == "flag-all" and self.state in ("void", "unavailable", "suspect")'),
@@ -3186,6 +3183,12 @@ MOVED = {
         CORE, "stands = {a.sentence_index for a in audits if not failed(a, fail_open)}",
         'stands = {a.sentence_index for a in audits if not (a.action in ("flagged", "invalid") '
         'or (a.action == "unverified" and not fail_open))}'),
+    # round 45's fix answers every scope question from index lists instead of walking the stack
+    "a nested hidden element ends at the first close tag": (
+        V9, "        k = self.last(tag)\n", "        k = self.at[tag][0] if self.at.get(tag) else -1\n"),
+    "a formatting end tag over a special element leaves the tree as it was": (
+        V9, "            if tag in _FORMATTING:\n                self.broken = True  # the adoption agency moves things: the guard "
+            "cannot tell from here\n", ""),
     "an image's alt is not checked": (
         CSS9, '    if tag in ("img", "image"):  # <image> is an <img> in HTML\n        return ["alt"] + svg',
         '    if tag in ("img", "image"):  # <image> is an <img> in HTML\n        return svg'),

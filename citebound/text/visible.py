@@ -81,6 +81,10 @@ _TREE_CHANGERS = {"table", "tbody", "thead", "tfoot", "tr", "td", "th", "caption
 _FORMATTING = {"a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u"}
 _SPECIAL = _CLOSES_P | {"li", "dd", "dt", "template", "iframe", "img", "br", "hr", "object", "select", "textarea",
                         "button", "marquee", "applet", "caption", "td", "th", "tr", "table"}
+# a <p> is closed by the tags above only where it is in "button scope": none of these stands between
+_BUTTON_SCOPE = {"applet", "caption", "html", "table", "td", "th", "marquee", "object", "template", "button"}
+# an <li> (a <dd>, a <dt>) closes an open one only where no special element but these stands between
+_LIST_SCOPE_OPEN = {"address", "div", "p"}
 
 
 @dataclass
@@ -193,6 +197,13 @@ class _Scanner:
         self.tree = bool(re.search(r"</?(?:{})\b".format("|".join(sorted(_TREE_CHANGERS))), self.lower))
         self.broken = False  # from here on the guard cannot tell what a browser shows (misnested, unreadable)
         self.stack: list[tuple[str, State, int]] = []  # (tag, the state inside, where its open tag starts)
+        # where on the stack each tag name, each special element, each button-scope element and each list-scope
+        # stop stands (ascending): every scope question is answered from their last entries, so a tag costs O(1)
+        # (amortised) however deep the stack is, never a walk down it
+        self.at: dict[str, list[int]] = {}
+        self.special: list[int] = []
+        self.button: list[int] = []
+        self.list_stop: list[int] = []
         self.base = State(obscured=self.sheet)
 
     def state(self) -> State:
@@ -209,10 +220,28 @@ class _Scanner:
     def add_text(self, lo: int, hi: int) -> None:
         self.vis._add(self.text_class(), lo, hi)
 
+    def push(self, tag: str, inner: State, lt: int) -> None:
+        i = len(self.stack)
+        self.stack.append((tag, inner, lt))
+        self.at.setdefault(tag, []).append(i)
+        for flag, where in ((_SPECIAL, self.special), (_BUTTON_SCOPE, self.button)):
+            if tag in flag:
+                where.append(i)
+        if tag in _SPECIAL and tag not in _LIST_SCOPE_OPEN:
+            self.list_stop.append(i)
+
+    def last(self, *names: str) -> int:
+        """Where the last open element of these names stands on the stack (-1: none open)."""
+        return max((self.at[n][-1] for n in names if self.at.get(n)), default=-1)
+
     def pop_to(self, k: int, at: int) -> None:
-        for _, st, start in self.stack[k:]:
+        for name, st, start in reversed(self.stack[k:]):
             if st.obscured and not self.base.obscured:
                 self.vis.elements.append((start, at))
+            self.at[name].pop()
+        for where in (self.special, self.button, self.list_stop):
+            while where and where[-1] >= k:
+                where.pop()
         del self.stack[k:]
 
     def displayed(self, tag: str, attrs: dict[str, str], where: dict[str, tuple[int, int]]) -> list[tuple[int, int]]:
@@ -227,27 +256,27 @@ class _Scanner:
 
     def close(self, tag: str, at: int) -> None:
         """An end tag: pop to its element, as HTML does (an end tag that matches nothing is ignored)."""
-        for k in range(len(self.stack) - 1, -1, -1):
-            name, st, _ = self.stack[k]
-            if name == tag:
-                if tag in _FORMATTING and any(s != st for _, s, _ in self.stack[k + 1:]):
-                    self.broken = True  # misnested formatting: the adoption agency rearranges what is inside
-                self.pop_to(k, at)
-                return
-            if name in _SPECIAL and tag not in _SPECIAL and tag not in _FORMATTING:
-                return  # "any other end tag" stops at a special element
-            if name in _SPECIAL and tag in _FORMATTING:
-                self.broken = True
-                return
+        k = self.last(tag)
+        if tag not in _SPECIAL and self.special and self.special[-1] > k:  # a special element stands between
+            if tag in _FORMATTING:
+                self.broken = True  # the adoption agency moves things: the guard cannot tell from here
+            return  # "any other end tag" stops at a special element
+        if k < 0:
+            return
+        st = self.stack[k][1]
+        if tag in _FORMATTING and any(s != st for _, s, _ in self.stack[k + 1:]):
+            self.broken = True  # misnested formatting: the adoption agency rearranges what is inside
+        self.pop_to(k, at)
 
     def open(self, tag: str, attrs: dict[str, str], lt: int, tag_end: int) -> int:
         """A start tag ending at ``tag_end``; returns where scanning goes on."""
-        if tag in _CLOSES_P:
-            for k in range(len(self.stack) - 1, max(len(self.stack) - 32, -1), -1):
-                name = self.stack[k][0]
-                if name == "p" or (tag == "li" and name == "li") or (tag in ("dd", "dt") and name in ("dd", "dt")):
-                    self.pop_to(k, lt)
-                    break
+        # implied end tags: a new <li> closes an open <li> (a <dd> or <dt> an open <dd> or <dt>) where no special
+        # element but <address>, <div> or <p> stands between; then these tags close a <p> in button scope
+        same = ("li",) if tag == "li" else ("dd", "dt") if tag in ("dd", "dt") else ()
+        if same and (k := self.last(*same)) >= 0 and self.list_stop[-1] == k:
+            self.pop_to(k, lt)
+        if tag in _CLOSES_P and (k := self.last("p")) >= 0 and (not self.button or self.button[-1] < k):
+            self.pop_to(k, lt)
         parent = self.state()
         inner = element_state(parent, tag, attrs, self.sheet)
         if tag in _RAW_HIDDEN or tag in _RAW_UNCERTAIN:
@@ -277,7 +306,7 @@ class _Scanner:
             self.vis.hidden_regions += 1
         if len(self.stack) >= MAX_DEPTH:
             inner = State(inner.hidden, inner.invisible, True, inner.uncertain, inner.colour, inner.backdrop)
-        self.stack.append((tag, inner, lt))
+        self.push(tag, inner, lt)
         return tag_end
 
     def run(self) -> Visibility:

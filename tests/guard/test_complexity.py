@@ -155,6 +155,11 @@ CASES = {
     "visible: double-escaped scripts": (_visible, lambda n: "<script><!--<script></script>x</script>" * (n // 39)),
     "visible: a double-escaped script never closed": (_visible, lambda n: "<script><!--<script>" + "</script>x" * (n // 10)),
     "visible: a < with no >": (_visible, lambda n: "<a" * (n // 2)),
+    # end tags and list items under a deep stack: each answered from the stack's index lists, never a walk down it
+    "visible: end tags matching nothing under deep spans": (_visible, lambda n: "<span>" * (n // 20) + "</x>" * (n // 8)),
+    "visible: formatting end tags under a div under deep spans": (
+        _visible, lambda n: "<span>" * (n // 20) + "<div>" + "</b>" * (n // 8)),
+    "visible: list items under deep spans": (_visible, lambda n: "<span>" * (n // 20) + "<li>x" * (n // 10)),
     "stream hold: no sentence end, 1-char pieces": (_hold, lambda n: ["w"] * (n // 4)),
     "stream hold: a cited sentence per piece": (_hold, lambda n: ["Aspirin works [1]. "] * (n // 76)),
     "stream hold: an open [ per piece": (_hold, lambda n: ["x [1"] * (n // 16)),

@@ -180,6 +180,12 @@ HAND_PICKED = [
     '<div style="background:#fff"><span style="color:#fff">tk1</span></div><span style="color:white">tk2</span>',
     '<div style="visibility:hidden">tk1<span style="visibility:visible">tk2</span>tk3</div>',
     '<p style="display:none">tk1<div>tk2</div>tk3',  # a <div> closes the hidden <p>: tk2, tk3 are shown
+    # implied end tags: a new <li> closes an open one through <p> and <div>, not through a nested list
+    '<ul><li hidden><p>tk1<li>tk2</ul><ul><li hidden>tk3<ul><li>tk4</ul></ul><ul><li hidden>tk5<div><li>tk6</ul>',
+    '<dl><dd hidden><p>tk1<dt>tk2</dl><dl><dt hidden>tk3<ul><dd>tk4</ul></dl>',
+    # a block closes a <p> in button scope only: not across a button, an object or a marquee
+    '<p hidden>tk1<button><div>tk2</div></button></p><p hidden>tk3<object><div>tk4</div></object></p>tk5',
+    '<p hidden>tk1<marquee><div>tk2</div></marquee></p><p hidden>tk3<span><div>tk4</div></span>',
     '<div hidden style="display:block">tk1</div><div hidden>tk2</div>',
     '<details><summary>tk1</summary>tk2</details><details open><summary>tk3</summary>tk4</details>',
     '<div style="display:none"><span>tk1</div>tk2</span>',

@@ -53,6 +53,7 @@ APP = "citebound/serving/app.py"
 MR, MET = "citebound/serving/monitor_routes.py", "citebound/serving/metrics.py"
 H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
 HB45 = "citebound/scoring/bounded_http.py"
+CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
 SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
 V9, CSS9, H9 = "citebound/text/visible.py", "citebound/text/css.py", "citebound/serving/held.py"
@@ -3129,6 +3130,42 @@ MUTANTS = [
            "", "a group calibrated with another verifier is accepted"),
     Mutant("card48", CA48, '"was": m.state, "deployed_scores": m.n_seen,', '"was": m.state, "deployed_scores": 0,',
            "a reset's history entry loses how many scores the monitor had seen"),
+    # round 49 (2026-12-05): calibration files (calibration/files.py) and citebound label's session
+    # (cli/label.py), written from the code before any of their tests was read
+    Mutant("calfiles49", CF49, "    if cal.get(\"format\") != FORMAT:", "    if cal.get(\"format\") not in (FORMAT, None):",
+           "a calibration without 'format' (made before 0.2) is used"),
+    Mutant("calfiles49", CF49, '    if isinstance(cal["tau"], bool) or not isinstance(cal["tau"], (int, float)):',
+           '    if not isinstance(cal["tau"], (int, float)):', "a calibration whose tau is true is read as tau 1.0"),
+    Mutant("calfiles49", CF49, '    if prec.get("tau") is not None:', '    if prec.get("tau"):',
+           "a precision tau of 0.0 is not in force: the conformal rule decides"),
+    Mutant("calfiles49", CF49, '    if pac.get("tau") is not None:', '    if pac.get("tau"):',
+           "a PAC tau of 0.0 is not in force: the marginal rule decides"),
+    Mutant("calfiles49", CF49, "    kind, tau, promise = in_force(cal)\n    line =",
+           "    kind, _, promise = in_force(cal)\n    tau = float(cal[\"tau\"])\n    line =",
+           "the guarantee line shows the conformal tau, not the one in force"),
+    Mutant("calfiles49", CF49, "    if not 0 < delta < 1:\n        raise CalibrationError(f\"delta must",
+           "    if not 0 < delta <= 1:\n        raise CalibrationError(f\"delta must", "a calibration with delta 1 is made"),
+    Mutant("calfiles49", CF49, "    need = math.ceil(1 / alpha - 1)", "    need = math.ceil(1 / alpha)",
+           "the too-few-unsupported warning asks for one more than a finite tau needs"),
+    Mutant("calfiles49", CF49, "    fr = wilson(int(flags.sum()), len(flags))", "    fr = wilson(int(flags.sum()), len(neg))",
+           "the expected flag rate is over the unsupported citations, not all"),
+    Mutant("calfiles49", CF49, '        "monitor_scores": [round(float(x), 6) for x in np.sort(scores)],',
+           '        "monitor_scores": [round(float(x), 6) for x in np.sort(scores[labels == 0])],',
+           "the mixture monitor's reference holds only the unsupported scores"),
+    Mutant("calfiles49", CF49, '        "n_supported": int((labels == 1).sum()),', '        "n_supported": len(labels),',
+           "n_supported counts every labelled citation"),
+    Mutant("label49", LA49, '    if not items:\n        raise CLIError(f"{args.input}: no citation that points at a passage, nothing to label")\n',
+           "", "an input with nothing to label opens an empty page"),
+    Mutant("label49", LA49, '    for line in counts["skipped"]:\n        print(f"skipped: {line}", file=sys.stderr)\n', "",
+           "the citations skipped from the sample are not reported"),
+    Mutant("label49", LA49, '        if scorer.hash != meta["verifier_hash"]:\n', '        if False:\n',
+           "a verifier that loads with another id than the labels file's scores the sample"),
+    Mutant("label49", LA49, "        sample = [scored.get(it.item_id, it) for it in sample]",
+           "        sample = list(scored.values())", "a resumed sample keeps only the citations scored now"),
+    Mutant("label49", LA49, '    if getattr(args, "reports_only", False):\n        out.append(', '    if True:\n        out.append(',
+           "labels of raw answers are told to run citebound monitor on them"),
+    Mutant("label49", LA49, '        f" --model {q(args.model)}" if args.model else "")', '        "")',
+           "the printed next steps leave out --model"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3454,6 +3491,12 @@ TESTS = {
     "card48": ["tests/guard/test_card.py", "tests/guard/test_groups.py", "tests/guard/test_monitor.py",
                "tests/guard/test_calibration_edges.py", "tests/guard/test_state.py", "tests/guard/test_store_down.py",
                "tests/guard/test_monitor_effects.py", "tests/guard/test_state_concurrency.py"],
+    "calfiles49": ["tests/guard/test_calibration_summary.py", "tests/guard/test_calibrate_in_force.py",
+                   "tests/guard/test_calibration_edges.py", "tests/guard/test_card.py", "tests/guard/test_precision.py",
+                   "tests/guard/test_groups.py", "tests/guard/test_registry.py", "tests/guard/test_guard_assembly.py",
+                   "tests/guard/test_audit_page.py", "citebound/calibration/files.py"],
+    "label49": ["tests/guard/test_label_cli_refusals.py", "tests/guard/test_label_reports.py",
+                "tests/guard/test_labelling_values.py", "tests/guard/test_labelling.py", "tests/guard/test_closed_loop.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3600,8 +3643,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 49)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 48: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 50)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 49: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3656,6 +3699,7 @@ def main() -> int:
     first46 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a streamed chunk carries citebound's id"))
     first47 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("pairs from exactly two sources are held out"))
     first48 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a drift monitor with delta = 1 is accepted"))
+    first49 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a calibration without 'format' (made before"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3676,7 +3720,8 @@ def main() -> int:
               41: MUTANTS[first41:first42], 42: MUTANTS[first42:first43],
               43: MUTANTS[first43:first44], 44: MUTANTS[first44:first45],
               45: MUTANTS[first45:first46], 46: MUTANTS[first46:first47],
-              47: MUTANTS[first47:first48], 48: MUTANTS[first48:]}
+              47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
+              49: MUTANTS[first49:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

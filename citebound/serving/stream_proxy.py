@@ -107,8 +107,7 @@ class StreamRun:
 
     async def events(self, resp: Any) -> AsyncIterator[bytes]:
         limits = self.state.cfg.limits
-        finish, done = None, False
-        yield self.meta.chunk({"role": "assistant", "content": ""})
+        finish, done, opened = None, False, False
         try:
             async for ev in sse_events(resp, limits.max_upstream_bytes, limits.max_stream_s):
                 if ev is DONE:
@@ -116,6 +115,9 @@ class StreamRun:
                     break
                 content, fin, calls = _delta(ev)  # first: it refuses an event that is not a JSON object, by name
                 self.meta.take(ev)
+                if not opened:  # the role chunk waits for the upstream's first event: every chunk carries its id
+                    opened = True
+                    yield self.meta.chunk({"role": "assistant", "content": ""})
                 finish = fin or finish
                 for chunk in self._passed_through(ev, calls):
                     yield chunk
@@ -127,6 +129,8 @@ class StreamRun:
                     return
             if not done and finish is None:
                 raise StreamFailure("the upstream's stream ended without [DONE] or a finish_reason (cut short?)")
+            if not opened:
+                yield self.meta.chunk({"role": "assistant", "content": ""})
             if out := await self.held.finish():
                 yield self.meta.chunk({"content": out})
             if self.held.block_report is not None:

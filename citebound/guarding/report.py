@@ -89,7 +89,7 @@ class GuardReport:
         markers, which no verifier failure explains] [+ uncited, under uncited_policy "flag"]) / (n_citations
         [+ uncited])."""
         extra = self.uncited if self.uncited_policy == "flag" else 0
-        unread = sum(1 for a in self.audit if a.action == "unverified" and (a.cited < 0 or a.unreadable))
+        unread = sum(1 for a in self.audit if a.action == "unverified" and a.unreadable)
         review = self.flagged + self.invalid + (unread if fail_open else self.unverified) + extra
         total = self.n_citations + extra
         self.review_budget = review / total if total else 0.0

@@ -146,3 +146,66 @@ def test_a_profile_without_a_monitor_refuses_labels_and_reset_saying_why(tmp_pat
     for r in (r1, r2):
         assert r.status_code == 422, r.text
         assert "no drift monitor on this guard (the calibration carries no monitor_scores" in r.text
+
+
+def test_an_empty_admin_body_means_the_defaults_not_a_json_error(fresh_lab):
+    """No body is the same request as ``{}``: the reset of the default profile's pooled monitor (the shipped lexical
+    calibration's), recorded in its history, never a 422 about JSON."""
+    empty = httpx.post(f"{fresh_lab}/v1/monitor/reset", headers=AUTH, content=b"")
+    assert empty.status_code == 200, empty.text
+    assert empty.json()["monitor"]["history"][-1]["by"].startswith("admin (")
+    braces = httpx.post(f"{fresh_lab}/v1/monitor/reset", headers=AUTH, content=b"{}")
+    assert braces.status_code == 200 and len(braces.json()["monitor"]["history"]) == 2
+    labels = httpx.post(f"{fresh_lab}/v1/monitor/labels", headers=AUTH, content=b"")
+    assert labels.status_code == 422 and {tuple(d["loc"]) for d in labels.json()["detail"]} == {
+        ("body", "missed"), ("body", "unsupported")}
+
+
+def test_the_token_may_follow_its_scheme_after_several_spaces(lab):
+    """HTTP's credentials follow the scheme after one or more spaces (RFC 7235: 1*SP)."""
+    r = httpx.post(f"{lab}/v1/monitor/labels", headers={"Authorization": f"Bearer   {TOKEN}"},
+                   json={"profile": "lab", "missed": 0, "unsupported": 1})
+    assert r.status_code == 200, r.text
+
+
+@pytest.mark.parametrize("missed,unsupported,field", [(0, 0, "unsupported"), (-1, 1, "missed")])
+def test_a_label_post_with_nothing_labelled_or_a_negative_count_is_refused(lab, missed, unsupported, field):
+    r = httpx.post(f"{lab}/v1/monitor/labels", headers=AUTH,
+                   json={"profile": "lab", "missed": missed, "unsupported": unsupported})
+    assert r.status_code == 422 and [d["loc"] for d in r.json()["detail"]] == [["body", field]]
+
+
+def test_a_profile_without_groups_has_no_groups_map(lab):
+    mon = httpx.get(f"{lab}/v1/monitor").json()
+    assert "groups" not in mon["default"] and sorted(mon["lab"]["groups"]) == ["big", "small"]
+
+
+def test_a_groups_card_and_stream_speak_for_that_group(tmp_path):
+    """A hand-written calibration whose group entry does not repeat its name: the group's card still names it.
+    Once labels void that group's guarantee, a stream under the group says so in X-Citebound-Guarantee, and a
+    stream under the pooled calibration does not."""
+    import json
+
+    from fake_stream import FakeStreamingOpenAI, Script
+
+    cal = json.loads(write_calibration(tmp_path).read_text())
+    del cal["groups"]["big"]["group"]
+    folder = tmp_path / "cals"
+    folder.mkdir()
+    (folder / "lab.json").write_text(json.dumps(cal))
+    text = "Statins lower LDL cholesterol [1]."
+    with FakeStreamingOpenAI(lambda body: Script([text])) as up, \
+            running(ServeConfig(verifier="lexical", calibrations=str(folder), admin_token=TOKEN, upstream=up.base_url)) as url:
+        assert httpx.get(f"{url}/v1/monitor").json()["lab"]["groups"]["big"]["group"] == "big"
+        v = httpx.post(f"{url}/v1/monitor/labels", headers=AUTH,
+                       json={"profile": "lab", "group": "big", "missed": 9, "unsupported": 10})
+        assert v.status_code == 200 and v.json()["monitor"]["state"] == "void"
+
+        def header(group):
+            extra = {"passages": ["Statins lower LDL cholesterol."], "calibration": "lab"} | (
+                {"group": group} if group else {})
+            with httpx.stream("POST", f"{url}/v1/chat/completions", timeout=30,
+                              json={"model": "m", "messages": [], "stream": True, "citebound": extra}) as r:
+                r.read()
+                return r.headers["x-citebound-guarantee"]
+        assert (header("big"), header(None)) == ("void", "ok")

@@ -53,6 +53,7 @@ APP = "citebound/serving/app.py"
 MR, MET = "citebound/serving/monitor_routes.py", "citebound/serving/metrics.py"
 H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
 HB45 = "citebound/scoring/bounded_http.py"
+RV50 = "citebound/verifiers/remote.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
 SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
@@ -3167,6 +3168,41 @@ MUTANTS = [
            "labels of raw answers are told to run citebound monitor on them"),
     Mutant("label49", LA49, '        f" --model {q(args.model)}" if args.model else "")', '        "")',
            "the printed next steps leave out --model"),
+    # round 50 (2026-12-05): the served verifier (verifiers/remote.py) beyond round 9's mutants, written from the code
+    # before any of its tests was read
+    Mutant("remote50", RV50, "    if not key.isprintable() or not key.isascii():", "    if not key.isprintable():",
+           "an api_key_file whose key is not ASCII is accepted"),
+    Mutant("remote50", RV50, " or not (lo <= v <= hi) or (kind is int and v != int(v)):", " or not (lo <= v <= hi):",
+           "batch_size 2.5 is read as 2"),
+    Mutant("remote50", RV50, "    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (lo <= v <= hi)",
+           "    if not isinstance(v, (int, float)) or not (lo <= v <= hi)", "max_retries: true is read as 1"),
+    Mutant("remote50", RV50, '            return {"id": model, "root": r.get("root"), "max_model_len": r.get("max_model_len")}',
+           '            return {"id": model, "max_model_len": r.get("max_model_len")}',
+           "the served model's root is left out of its identity: another checkpoint under the same name passes"),
+    Mutant("remote50", RV50, "        self.chunk_units = self.batch_size * self.max_concurrency",
+           "        self.chunk_units = self.batch_size", "a judge call carries one request's units: the others wait idle"),
+    Mutant("remote50", RV50, '        thr = cfg.get("threshold", 0.5 if self.api == "score" else None)',
+           '        thr = cfg.get("threshold", 0.5)', "a classifier's verdict is P(support) >= 0.5, not its top class"),
+    Mutant("remote50", RV50, "            with self._lock:\n                self._changed = msg\n", "            pass\n",
+           "a changed served model fails only the calls of that check, not every call until restart"),
+    Mutant("remote50", RV50, '        if self.truncate is not None:\n            body["truncate_prompt_tokens"] = int(self.truncate)\n',
+           "", "truncate_prompt_tokens is not sent"),
+    Mutant("remote50", RV50, "            if (self.positive_label is not None and best == self.positive and row.get(\"label\") is not None",
+           "            if (self.positive_label is not None and row.get(\"label\") is not None",
+           "a row whose top class is another class is refused for its label"),
+    Mutant("remote50", RV50, "                pause = self.backoff * 2 ** attempt", "                pause = self.backoff",
+           "retries back off by a constant, not doubling"),
+    Mutant("remote50", RV50, "                failures[str(e)] = failures.get(str(e), 0) + (b - a)",
+           "                failures[str(e)] = failures.get(str(e), 0) + 1", "the failure log counts requests, not units"),
+    Mutant("remote50", RV50, "                self._logged[why] = (last, hidden + units)", "                self._logged[why] = (now, hidden + units)",
+           "a failure that goes on is never logged again: each hidden one restarts the quiet period"),
+    Mutant("remote50", RV50, '        more = f" (and {hidden} more units since the last line)" if hidden else ""',
+           '        more = ""', "the repeated failure's line leaves out the units hidden since the last"),
+    Mutant("remote50", RV50, "        spans = [(i, min(i + self.batch_size, n)) for i in range(0, n, self.batch_size)]",
+           "        spans = [(i, min(i + self.batch_size, n)) for i in range(0, n - 1, self.batch_size)]",
+           "a last batch of one unit is never sent (its unit keeps no score)"),
+    Mutant("remote50", RV50, "        end = getattr(token, \"deadline\", None) or math.inf",
+           "        end = math.inf", "a served call ignores the request's deadline (only timeout_seconds bounds it)"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3498,6 +3534,8 @@ TESTS = {
                    "tests/guard/test_audit_page.py", "citebound/calibration/files.py"],
     "label49": ["tests/guard/test_label_session.py", "tests/guard/test_label_cli_refusals.py", "tests/guard/test_label_reports.py",
                 "tests/guard/test_labelling_values.py", "tests/guard/test_labelling.py", "tests/guard/test_closed_loop.py"],
+    "remote50": ["tests/guard/test_remote_verifier.py", "tests/guard/test_wire_boundaries.py",
+                 "tests/guard/test_pins_and_hosts.py", "tests/guard/test_loader_edges.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3644,8 +3682,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 50)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 49: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 51)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 50: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3701,6 +3739,7 @@ def main() -> int:
     first47 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("pairs from exactly two sources are held out"))
     first48 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a drift monitor with delta = 1 is accepted"))
     first49 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a calibration without 'format' (made before"))
+    first50 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an api_key_file whose key is not ASCII"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3722,7 +3761,7 @@ def main() -> int:
               43: MUTANTS[first43:first44], 44: MUTANTS[first44:first45],
               45: MUTANTS[first45:first46], 46: MUTANTS[first46:first47],
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
-              49: MUTANTS[first49:]}
+              49: MUTANTS[first49:first50], 50: MUTANTS[first50:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

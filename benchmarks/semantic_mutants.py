@@ -53,6 +53,7 @@ APP = "citebound/serving/app.py"
 MR, MET = "citebound/serving/monitor_routes.py", "citebound/serving/metrics.py"
 H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
 HB45 = "citebound/scoring/bounded_http.py"
+GU51 = "citebound/guarding/guard.py"
 RV50 = "citebound/verifiers/remote.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
@@ -3203,6 +3204,35 @@ MUTANTS = [
            "a last batch of one unit is never sent (its unit keeps no score)"),
     Mutant("remote50", RV50, "        end = getattr(token, \"deadline\", None) or math.inf",
            "        end = math.inf", "a served call ignores the request's deadline (only timeout_seconds bounds it)"),
+    # round 51 (2026-12-05): the assembled guard (guarding/guard.py) beyond earlier rounds, written from the code
+    # before any of its tests was read
+    Mutant("guard51", GU51, '        if calibration is not None and threshold is not None:\n            raise GuardInputError("give a calibration or a threshold, not both")\n',
+           "", "a calibration and a threshold together: the threshold is silently ignored"),
+    Mutant("guard51", GU51, '        if base not in (0, 1):\n            raise GuardInputError(f"citation base must be 0 or 1, got {base!r}")\n        self.action',
+           "        self.action", "Guard(base=2) is accepted"),
+    Mutant("guard51", GU51, '        if uncited not in UNCITED:\n            raise GuardInputError(f"uncited must be one of {list(UNCITED)}, got {uncited!r}")\n',
+           "", "an unknown uncited policy is accepted"),
+    Mutant("guard51", GU51, "        except CalibrationError:\n            raise\n        except ValueError as e:\n            raise GuardInputError(str(e)) from None\n",
+           "        except CalibrationError:\n            raise\n", "a bad state URL escapes as a bare ValueError, not bad input"),
+    Mutant("guard51", GU51, "            if block and not isinstance(r, GuardInputError) and self.blocks(r[1]):",
+           "            if not isinstance(r, GuardInputError) and self.blocks(r[1]):",
+           "a stream's segment is blocked by its own review budget, not the answer's so far"),
+    Mutant("guard51", GU51, '        uncited = f", and {report.uncited} sentences cite nothing" if report.uncited and self.uncited == "flag" else ""',
+           '        uncited = f", and {report.uncited} sentences cite nothing" if report.uncited else ""',
+           "the block reason counts uncited sentences that the policy ignores"),
+    Mutant("guard51", GU51, "        tail, rep = asm.end()\n        if tail:\n            yield tail\n", "        tail, rep = asm.end()\n",
+           "a stream's text after its last sentence is never yielded"),
+    Mutant("guard51", GU51, "            b = item[2] if len(item) > 2 and item[2] is not None else (self.base if base is None else base)",
+           "            b = item[2] if len(item) > 2 else (self.base if base is None else base)",
+           "an item whose base is None does not get the call's base"),
+    Mutant("guard51", GU51, "        if block_above is None or isinstance(block_above, bool) or not 0 <= float(block_above) < 1:",
+           "        if block_above is None or not 0 <= float(block_above) < 1:", "block_above=False is read as 0"),
+    Mutant("guard51", GU51, '    if on_error not in ON_ERROR:\n        raise GuardInputError(f"on_error must be one of {list(ON_ERROR)}, got {on_error!r}")\n',
+           "", "an unknown on_error is accepted (and fails closed as if 'closed')"),
+    Mutant("guard51", GU51, '    if block_above is not None:\n        raise GuardInputError("block_above is only for action=\'block\'")\n',
+           "", "block_above without action='block' is accepted and does nothing"),
+    Mutant("guard51", GU51, "        return keeper, fallback, (math.inf if keeper.flag_all else tau),",
+           "        return keeper, fallback, tau,", "flag-all on a void monitor lets citations pass"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3536,6 +3566,9 @@ TESTS = {
                 "tests/guard/test_labelling_values.py", "tests/guard/test_labelling.py", "tests/guard/test_closed_loop.py"],
     "remote50": ["tests/guard/test_remote_verifier.py", "tests/guard/test_wire_boundaries.py",
                  "tests/guard/test_pins_and_hosts.py", "tests/guard/test_loader_edges.py"],
+    "guard51": ["tests/guard/test_guard_assembly.py", "tests/guard/test_guard_api_edges.py", "tests/guard/test_guarding.py",
+                "tests/guard/test_actions.py", "tests/guard/test_edges.py", "tests/guard/test_guard_batch.py",
+                "tests/guard/test_core_edges.py", "tests/guard/test_groups.py", "citebound/guarding/guard.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3682,8 +3715,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 51)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 50: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 52)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 51: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3740,6 +3773,7 @@ def main() -> int:
     first48 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a drift monitor with delta = 1 is accepted"))
     first49 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a calibration without 'format' (made before"))
     first50 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an api_key_file whose key is not ASCII"))
+    first51 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a calibration and a threshold together"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3761,7 +3795,8 @@ def main() -> int:
               43: MUTANTS[first43:first44], 44: MUTANTS[first44:first45],
               45: MUTANTS[first45:first46], 46: MUTANTS[first46:first47],
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
-              49: MUTANTS[first49:first50], 50: MUTANTS[first50:]}
+              49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
+              51: MUTANTS[first51:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -53,6 +53,7 @@ APP = "citebound/serving/app.py"
 MR, MET = "citebound/serving/monitor_routes.py", "citebound/serving/metrics.py"
 H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
 HB45 = "citebound/scoring/bounded_http.py"
+LEX = "citebound/text/html_lex.py"
 GU51 = "citebound/guarding/guard.py"
 RV50 = "citebound/verifiers/remote.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
@@ -3278,7 +3279,7 @@ MOVED = {
         'stands = {a.sentence_index for a in audits if not failed(a, fail_open) and a.action != "reattributed"}'),
     "--on-error open passes a citation with nothing to check": ("citebound/guarding/report.py", None, None),
     "a tag longer than MAX_TAG is still read": (
-        "citebound/text/visible.py", "            return (attrs, end.end(), where) if end.end() - lt <= MAX_TAG else None",
+        LEX, "            return (attrs, end.end(), where) if end.end() - lt <= MAX_TAG else None",
         "            return attrs, end.end(), where"),
     "a served verifier's failures leave the command's status 0": (
         "citebound/cli/guard.py", '                if a.action == "unverified" and not a.unreadable:',
@@ -3293,6 +3294,14 @@ MOVED = {
     "a formatting end tag over a special element leaves the tree as it was": (
         V9, "            if tag in _FORMATTING:\n                self.broken = True  # the adoption agency moves things: the guard "
             "cannot tell from here\n", ""),
+    # visible.py's token-level reads (a tag's attributes, a comment's end, a script's end) moved to html_lex.py
+    "a repeated attribute's last value wins": (LEX, None, None),
+    "one more attribute is read at MAX_TAG itself": (LEX, None, None),
+    "<!--> in a script does not leave the escape": (LEX, None, None),
+    "a quote that never closes is read as a plain value": (LEX, None, None),
+    "the alt text's last character stays markup": (LEX, None, None),
+    "<!---> opens a comment that hides the rest of the text": (LEX, None, None),
+    "a <!-- inside a double-escaped script drops back to escaped": (LEX, None, None),
     "an image's alt is not checked": (
         CSS9, '    if tag in ("img", "image"):  # <image> is an <img> in HTML\n        return ["alt"] + svg',
         '    if tag in ("img", "image"):  # <image> is an <img> in HTML\n        return svg'),
@@ -3340,9 +3349,9 @@ TESTS = {
     "closed_loop": ["tests/guard/test_closed_loop.py"],
     "contradiction": ["tests/guard/test_contradiction.py"],
     "css": ["tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py", "tests/guard/test_hostile.py",
-            "citebound/text/css.py", "citebound/text/visible.py"],
+            "citebound/text/css.py", "citebound/text/visible.py", "citebound/text/html_lex.py"],
     "visible": ["tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py", "tests/guard/test_hostile.py",
-                "tests/guard/test_complexity.py", "citebound/text/visible.py"],
+                "tests/guard/test_complexity.py", "citebound/text/visible.py", "citebound/text/html_lex.py"],
     "forms": ["tests/guard/test_sup_exponents.py", "tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py", "citebound/text/forms.py"],
     "state": ["tests/guard/test_state.py", "tests/guard/test_state_concurrency.py", "tests/guard/test_store_down.py",
               "tests/guard/test_store_probe.py",
@@ -3538,7 +3547,7 @@ TESTS = {
     "visible45": ["tests/guard/test_visible_tree.py", "tests/guard/test_visible_edges.py", "tests/guard/test_displayed_attributes.py",
                   "tests/guard/test_visible_forms.py", "tests/guard/test_core_edges.py", "tests/guard/test_unchecked.py",
                   "tests/guard/test_hostile.py", "tests/guard/test_hostile_streams.py", "tests/guard/test_complexity.py",
-                  "citebound/text/visible.py"],
+                  "citebound/text/visible.py", "citebound/text/html_lex.py"],
     "http45": ["tests/guard/test_bounded_http.py", "tests/guard/test_wire_boundaries.py", "tests/guard/test_remote_verifier.py",
                "citebound/scoring/bounded_http.py"],
     "stream46": ["tests/guard/test_stream_values.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_chat_effects.py", "tests/guard/test_proxy_unchecked.py",

@@ -44,27 +44,19 @@ True
 """
 from __future__ import annotations
 
-import html
 import re
 from dataclasses import dataclass, field
 
 from citebound.text.css import VOID, State, displayed_attributes, element_state, unreadable  # noqa: F401 (re-exported)
+from citebound.text.html_lex import BOGUS, MAX_ATTRS, MAX_TAG, TAG_OPEN, attributes, comment_end, script_end  # noqa: F401
 
 # zero-width and other invisible format characters
 INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 SHOWN, HIDDEN, OBSCURED, UNCERTAIN = 0, 1, 2, 3
 
-MAX_TAG = 4000  # characters one tag may take, '<' to '>' (a longer one is text)
-MAX_ATTRS = 100  # attributes read from one tag (the rest are ignored: they can only add markup)
 MAX_DEPTH = 256  # open elements; deeper, the guard cannot tell (obscured)
 
-_TAG_OPEN = re.compile(r"<(/?)([a-zA-Z][^\s/>\x00]{0,40})")
-_ATTR_NAME = re.compile(r"[\s/]*([^\s/>][^\s/>=]{0,200})?")
-_ATTR_VALUE = re.compile(r"\s*=\s*(?:\"([^\"]{0,3000})\"|'([^']{0,3000})'|([^\s>]{0,3000}))")
-_TAG_END = re.compile(r"\s*/?>")
-_COMMENT_CLOSE = re.compile(r"--!?>")
-_BOGUS = re.compile(r"<(?:!|\?|/[^a-zA-Z>])")  # <!DOCTYPE …>, <?xml …?>, </3 …>: bogus comments to the next '>'
 # elements whose contents are raw text up to their close tag
 _RAW_HIDDEN = {"script", "style", "title", "iframe", "noembed", "noframes", "noscript", "xmp"}
 _RAW_UNCERTAIN = {"textarea"}
@@ -107,84 +99,6 @@ class Visibility:
             runs[-1] = (runs[-1][0], max(runs[-1][1], hi))
         else:
             runs.append((lo, hi))
-
-
-def _attributes(text: str, lt: int, pos: int) -> tuple[dict[str, str], int, dict[str, tuple[int, int]]] | None:
-    """The attributes of the tag opened at ``lt``, read from ``pos`` (after its name), where the tag ends, and
-    where each value lies in ``text`` (as written, before character references are read); None when the tag
-    does not end (its '>' included) within :data:`MAX_TAG` characters of its '<', or at all."""
-    attrs: dict[str, str] = {}
-    where: dict[str, tuple[int, int]] = {}
-    limit = lt + MAX_TAG
-    while pos < limit:
-        end = _TAG_END.match(text, pos)
-        if end:
-            return (attrs, end.end(), where) if end.end() - lt <= MAX_TAG else None
-        m = _ATTR_NAME.match(text, pos)
-        if not m.group(1):
-            return None  # the end of the text
-        pos = m.end()
-        v = _ATTR_VALUE.match(text, pos)
-        value, span = "", (pos, pos)
-        if v:
-            if v.group(3) is not None and v.group(3)[:1] in ("\"", "'"):
-                return None  # a quoted value that does not close within reach
-            g = next(k for k in (1, 2, 3) if v.group(k) is not None)
-            value, span = v.group(g), v.span(g)
-            pos = v.end()
-        name = m.group(1).lower()
-        if name not in attrs and len(attrs) < MAX_ATTRS:
-            attrs[name] = html.unescape(value)
-            where[name] = span
-    return None
-
-
-def _comment_end(text: str, lt: int) -> int:
-    """Where the comment opened by ``<!--`` at ``lt`` ends, as HTML's tokenizer ends it (-1: at the end of the text):
-    ``<!-->`` and ``<!--->`` are whole (empty) comments, and ``--!>`` closes one as ``-->`` does. A reader sees
-    what follows them, so the guard must check it.
-
-    >>> [_comment_end(t, 0) for t in ("<!-->x", "<!--->x", "<!---->x", "<!-- a --!>x", "<!-- a -- >x")]
-    [5, 6, 7, 11, -1]
-    """
-    if text.startswith(">", lt + 4):
-        return lt + 5
-    if text.startswith("->", lt + 4):
-        return lt + 6
-    m = _COMMENT_CLOSE.search(text, lt + 4)  # stops at the first close: each comment is read once
-    return m.end() if m else -1
-
-
-_SCRIPT_TOKENS = re.compile(r"<!--|-->|<script[\s/>]|</script[\s/>]")
-
-
-def _script_end(lower: str, pos: int) -> int | None:
-    """Where a ``<script>``'s contents from ``pos`` end (the start of the ``</script`` that closes it; None: the
-    end of the text), by HTML's script-data states: after ``<!--`` a ``<script`` is double-escaped, and until
-    ``-->`` or a ``</script`` leaves that, a ``</script>`` does not close the script. ``lower``: the text in
-    lower case. One pass.
-
-    >>> _script_end("<!--<script></script>x</script>", 0), _script_end("x</script>", 0), _script_end("<!--", 0)
-    (22, 1, None)
-    """
-    state = "data"
-    for m in _SCRIPT_TOKENS.finditer(lower, pos):
-        tok = m.group()
-        if tok == "<!--":
-            if state == "data":
-                state = "escaped"
-                if lower.startswith(">", m.end()) or lower.startswith("->", m.end()):
-                    state = "data"  # <!--> and <!---> leave the escape at once
-        elif tok == "-->":
-            state = "data"
-        elif tok.startswith("<script"):
-            if state == "escaped":
-                state = "double"
-        elif state == "double":
-            state = "escaped"
-        else:
-            return m.start()
-    return None
 
 
 class _Scanner:
@@ -283,7 +197,7 @@ class _Scanner:
             close = re.compile(rf"</{re.escape(tag)}[\s/>]").search(self.lower, tag_end)
             hi = len(self.text) if close is None else (self.text.find(">", close.start()) + 1 or len(self.text))
             if tag == "script" and close is not None:
-                end = _script_end(self.lower, tag_end)  # a double-escaped script runs past its first </script>
+                end = script_end(self.lower, tag_end)  # a double-escaped script runs past its first </script>
                 if end is None or end > close.start():
                     late = len(self.text) if end is None else (self.text.find(">", end) + 1 or len(self.text))
                     self.vis._add(UNCERTAIN, hi, late)  # a browser hides it: an answer checks it, a passage drops it
@@ -318,16 +232,16 @@ class _Scanner:
                 break
             self.add_text(pos, lt)
             if text.startswith("<!--", lt):
-                end = _comment_end(text, lt)
+                end = comment_end(text, lt)
                 pos = len(text) if end < 0 else end
                 vis._add(HIDDEN, lt, pos)
                 vis.hidden_regions += 1
                 if end < 0:
                     vis.open_to_end = lt
                 continue
-            m = _TAG_OPEN.match(text, lt)
+            m = TAG_OPEN.match(text, lt)
             if not m:
-                end = text.find(">", lt + 2, lt + MAX_TAG) if _BOGUS.match(text, lt) else -1
+                end = text.find(">", lt + 2, lt + MAX_TAG) if BOGUS.match(text, lt) else -1
                 if end >= 0:
                     vis._add(HIDDEN, lt, end + 1)
                     pos = end + 1
@@ -335,7 +249,7 @@ class _Scanner:
                     self.add_text(lt, lt + 1)
                     pos = lt + 1
                 continue
-            parsed = _attributes(text, lt, m.end())
+            parsed = attributes(text, lt, m.end())
             if parsed is None:  # a tag the guard cannot read within reach: a browser may make it anything
                 if vis.open_to_end is None and len(text) - lt <= MAX_TAG:
                     vis.open_to_end = lt  # a stream may still complete it

@@ -1,0 +1,94 @@
+"""The served verifier's numbers and timings (#56, round 50), against the scripted model server: settings read as
+exact numbers, a classifier's verdict as its top class, retries that double their pause, a retry never started past
+the request's deadline, and the failure log's unit counts and quiet period, each worked out by hand."""
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import pytest
+
+import citebound
+from citebound.scoring import deadline
+from citebound.scoring.loader import VerifierLoadError
+from tests.fake_classifier import FakeClassifier
+
+
+@pytest.fixture
+def server():
+    with FakeClassifier() as s:
+        yield s
+
+
+def scorer(server, **over):
+    return citebound.load_scorer("remote_nli", overrides={"url": server.url, "model": server.model, **over})
+
+
+@pytest.mark.parametrize("over,why", [
+    ({"batch_size": 2.5}, "batch_size must be an integer in [1, 1024], got 2.5"),
+    ({"max_retries": True}, "max_retries must be an integer in [0, 10], got True"),
+    ({"timeout_seconds": False}, "timeout_seconds must be a number in [0.1, 3600], got False"),
+    ({"max_concurrency": 65}, "max_concurrency must be an integer in [1, 64], got 65"),
+])
+def test_settings_are_exact_numbers(server, over, why):
+    with pytest.raises(VerifierLoadError, match=None) as e:
+        scorer(server, **over)
+    assert why in str(e.value)
+
+
+def test_a_classifiers_verdict_is_its_top_class_not_half():
+    """2 of a claim's 5 words in the passage: the scripted model says [0.4, 0.3, 0.3], so entailment is the top class
+    (a support verdict) though P(support) is under 0.5; 1 of 5: [0.2, 0.4, 0.4], not supported."""
+    with FakeClassifier() as server:
+        ps = scorer(server).score(["statins lower every single migraine", "statins cure every single migraine"],
+                                  ["Statins lower LDL.", "Statins lower LDL."])
+    np.testing.assert_allclose(ps.score, [0.4, 0.2], atol=1e-12)
+    assert ps.verdict.tolist() == [True, False]
+
+
+def test_retries_double_their_pause(server):
+    server.behaviour, server.busy_first = "busy", 2
+
+    class Timed(list):  # the server's request log, each entry stamped when it came
+        def append(self, r):
+            super().append(dict(r, at=time.monotonic()))
+
+    s = scorer(server, max_retries=2, backoff_seconds=0.25)
+    server.requests = Timed()
+    assert s.score(["aspirin"], ["aspirin"]).score.tolist() == [1.0]  # two 503s, then the answer
+    posts = [r["at"] for r in server.requests if "body" in r]
+    assert len(posts) == 3
+    first, second = posts[1] - posts[0], posts[2] - posts[1]
+    assert 0.2 <= first < 0.45 and 0.45 <= second < 0.9, (first, second)  # 0.25 s, then 0.5 s
+
+
+def test_no_retry_starts_past_the_requests_deadline(server):
+    """A 503 with 1 s of backoff ahead and 0.8 s left: the unit fails closed at once with the server's answer, not a
+    cancellation when the deadline passes mid-pause."""
+    server.behaviour, server.busy_first = "busy", 10
+    s = scorer(server, max_retries=2, backoff_seconds=1.0)
+    t0 = time.monotonic()
+    with deadline.WorkToken(0.8).active():
+        ps = s.score(["aspirin"], ["aspirin"])
+    assert time.monotonic() - t0 < 0.5
+    assert np.isnan(ps.score[0]) and "answered 503" in ps.reason[0]
+    assert len([r for r in server.requests if "body" in r]) == 1
+
+
+def test_the_failure_log_counts_units_and_reports_what_its_quiet_period_hid(server, caplog, monkeypatch):
+    import citebound.verifiers.remote as remote
+
+    monkeypatch.setattr(remote, "LOG_EVERY_S", 0.3)
+    s = scorer(server, batch_size=2, max_concurrency=2)  # a judge call takes 4 units, in requests of 2
+    server.behaviour = "bad"
+    with caplog.at_level(logging.ERROR, logger="citebound.verifiers.remote"):
+        s.score(["a", "b", "c"], ["a", "b", "c"])  # requests of 2 and 1 units: one line, 3 of 3 units
+        time.sleep(0.2)
+        s.score(["d"], ["d"])  # inside the quiet period: hidden, counted
+        time.sleep(0.2)
+        s.score(["e", "f"], ["e", "f"])  # 0.4 s after the first line: logged, with what was hidden
+    lines = [r.getMessage() for r in caplog.records if "unscored" in r.getMessage()]
+    assert len(lines) == 2, lines
+    assert "3 of 3 units unscored" in lines[0] and "more units" not in lines[0]
+    assert "2 of 2 units unscored" in lines[1] and lines[1].endswith("(and 1 more units since the last line)")

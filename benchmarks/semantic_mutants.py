@@ -54,6 +54,7 @@ MR, MET = "citebound/serving/monitor_routes.py", "citebound/serving/metrics.py"
 H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
 HB45 = "citebound/scoring/bounded_http.py"
 LEX = "citebound/text/html_lex.py"
+VB52, LP52 = "citebound/verifiers/base.py", "citebound/labelling/app.py"
 GU51 = "citebound/guarding/guard.py"
 RV50 = "citebound/verifiers/remote.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
@@ -3234,6 +3235,31 @@ MUTANTS = [
            "", "block_above without action='block' is accepted and does nothing"),
     Mutant("guard51", GU51, "        return keeper, fallback, (math.inf if keeper.flag_all else tau),",
            "        return keeper, fallback, tau,", "flag-all on a void monitor lets citations pass"),
+    # round 52 (2026-12-05): the full-passage protocol (verifiers/base.py) beyond earlier rounds and the labelling
+    # page's request checks (labelling/app.py), written from the code before any of their tests was read
+    Mutant("base52", VB52, '        failed = next((u_note[j] for j in ids if u_note[j]), "")',
+           '        failed = u_note[ids[0]]', "a pair whose later window could not be judged is judged on the others"),
+    Mutant("base52", VB52, "        if np.all(np.isnan(s)):\n            reason[i] = \"unscored\"",
+           "        if np.any(np.isnan(s)):\n            reason[i] = \"unscored\"",
+           "one window without a score (an unparsed reply) leaves the whole pair unscored"),
+    Mutant("base52", VB52, "        claim = str(c)[:claim_cap]", "        claim = str(c)", "the claim cap is ignored"),
+    Mutant("base52", VB52, '            reason[i] = "missing_claim" if is_blank(c) else "empty_passage"',
+           '            reason[i] = "empty_passage" if is_blank(p) else "missing_claim"',
+           "a pair with neither claim nor passage scores 0 (an empty passage), not no score"),
+    Mutant("base52", VB52, '    return {**windowing, **dict(cfg.get("windowing") or {})}',
+           '    return {**dict(cfg.get("windowing") or {}), **windowing}',
+           "a verifier's own windowing is overridden by the protocol's"),
+    Mutant("base52", VB52, "    return PairScores(score, verdict, best, n_win, reason, len(units), n_cached)",
+           "    return PairScores(score, verdict, best, n_win, reason, n, n_cached)", "n_units counts pairs, not distinct units"),
+    Mutant("base52", VB52, "                out[k] = (math.nan if s is None else s, bool(v))", "                out[k] = (s, bool(v))",
+           "a cached unit without a score comes back as None"),
+    Mutant("base52", VB52, "        n_win[i] = len(ids)\n", "        n_win[i] = len(set(ids))\n",
+           "a passage whose windows repeat counts each distinct window once"),
+    Mutant("labelapp52", LP52, '            if not secrets.compare_digest(request.headers.get("x-citebound-token", ""), token):\n'
+           '                return JSONResponse({"detail": "missing or wrong X-Citebound-Token: reload the page"}, status_code=403)\n',
+           "", "a label request without the page's token is taken"),
+    Mutant("labelapp52", LP52, "        response.headers.update(NO_FRAMING)\n", "",
+           "the labelling page may be framed by another site"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3578,6 +3604,10 @@ TESTS = {
     "guard51": ["tests/guard/test_guard_policy.py", "tests/guard/test_guard_assembly.py", "tests/guard/test_guard_api_edges.py", "tests/guard/test_guarding.py",
                 "tests/guard/test_actions.py", "tests/guard/test_edges.py", "tests/guard/test_guard_batch.py",
                 "tests/guard/test_core_edges.py", "tests/guard/test_groups.py", "citebound/guarding/guard.py"],
+    "base52": ["tests/guard/test_verifiers.py", "tests/guard/test_edges.py", "tests/guard/test_llm_verifiers.py",
+               "tests/guard/test_model_verifiers.py", "tests/guard/test_remote_verifier.py", "citebound/verifiers/base.py"],
+    "labelapp52": ["tests/guard/test_labelling.py", "tests/guard/test_labelling_values.py", "tests/guard/test_security.py",
+                   "tests/guard/test_audit_page.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3724,8 +3754,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 52)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 51: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 53)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 52: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3783,6 +3813,7 @@ def main() -> int:
     first49 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a calibration without 'format' (made before"))
     first50 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an api_key_file whose key is not ASCII"))
     first51 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a calibration and a threshold together"))
+    first52 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a pair whose later window could not be judged"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3805,7 +3836,7 @@ def main() -> int:
               45: MUTANTS[first45:first46], 46: MUTANTS[first46:first47],
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
-              51: MUTANTS[first51:]}
+              51: MUTANTS[first51:first52], 52: MUTANTS[first52:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -3604,7 +3604,7 @@ TESTS = {
     "guard51": ["tests/guard/test_guard_policy.py", "tests/guard/test_guard_assembly.py", "tests/guard/test_guard_api_edges.py", "tests/guard/test_guarding.py",
                 "tests/guard/test_actions.py", "tests/guard/test_edges.py", "tests/guard/test_guard_batch.py",
                 "tests/guard/test_core_edges.py", "tests/guard/test_groups.py", "citebound/guarding/guard.py"],
-    "base52": ["tests/guard/test_verifiers.py", "tests/guard/test_edges.py", "tests/guard/test_llm_verifiers.py",
+    "base52": ["tests/guard/test_protocol_values.py", "tests/guard/test_verifiers.py", "tests/guard/test_edges.py", "tests/guard/test_llm_verifiers.py",
                "tests/guard/test_model_verifiers.py", "tests/guard/test_remote_verifier.py", "citebound/verifiers/base.py"],
     "labelapp52": ["tests/guard/test_labelling.py", "tests/guard/test_labelling_values.py", "tests/guard/test_security.py",
                    "tests/guard/test_audit_page.py"],

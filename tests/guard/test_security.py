@@ -355,3 +355,23 @@ def test_each_redaction_layer_holds_alone(monkeypatch, caplog):
     logged = [rec.getMessage() for rec in caplog.records if rec.name.startswith("httpx")]
     assert any("HTTP Request: POST" in m for m in logged)  # httpx did log the upstream call
     assert not any(_leaks(m, secret) for m in logged), logged
+
+
+def test_the_labelling_page_and_its_api_refuse_to_be_framed(tmp_path):
+    """Every answer of the labelling server, the page and the API alike, forbids framing by any site (one click in a
+    frame would write a label) and content sniffing."""
+    from starlette.testclient import TestClient
+
+    from citebound.cli.label import make_label_session
+    from citebound.cli.main import parse
+    from citebound.labelling.app import create_label_app
+    from tests.guard.test_labelling import answers_file
+
+    session = make_label_session(parse(["label", "--input", str(answers_file(tmp_path / "a.jsonl")), "--out",
+                                        str(tmp_path / "labels.jsonl"), "--sample", "2", "--verifier", "lexical"]))
+    with TestClient(create_label_app(session, port=8766, token="tok-1"), base_url="http://127.0.0.1:8766") as c:
+        for r in (c.get("/"), c.get("/api/state"), c.post("/api/undo", headers={"x-citebound-token": "tok-1"})):
+            assert r.status_code == 200, r.text
+            assert r.headers["x-frame-options"] == "DENY"
+            assert r.headers["content-security-policy"] == "frame-ancestors 'none'"
+            assert r.headers["x-content-type-options"] == "nosniff"

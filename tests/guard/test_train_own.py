@@ -8,23 +8,14 @@ import json
 import pytest
 
 from citebound.cli.main import main
+from tests.guard.test_trained import OTHER, TOPICS, labelled
 
-TOPICS = ["aspirin lowers fever", "statins reduce cholesterol", "exercise improves sleep", "coffee raises alertness",
-          "vitamin d strengthens bones", "smoking damages lungs", "salt raises blood pressure", "insulin lowers glucose"]
-OTHERS = ["The committee met on Tuesday to discuss the budget of the municipal library.",
-          "Rainfall in the valley was above average for the third year in a row."]
+OTHERS = (OTHER, "Rainfall in the valley was above average for the third year in a row.")
 
 
 def pairs(sources=("a", "b"), n=6):
     """Per claim one supported passage (it restates the claim) and two unsupported ones: 3 pairs, 1 supported."""
-    out = []
-    for s in sources:
-        for i in range(n):
-            claim = f"In study {s}{i}, {TOPICS[i % len(TOPICS)]}."
-            out.append({"claim": claim, "passage": f"We found that {TOPICS[i % len(TOPICS)]} in study {s}{i}.",
-                        "label": 1, "source": s})
-            out += [{"claim": claim, "passage": o, "label": 0, "source": s} for o in OTHERS]
-    return out
+    return labelled(n, sources, OTHERS)
 
 
 def jsonl(path, recs):

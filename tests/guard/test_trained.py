@@ -75,20 +75,22 @@ def test_missing_or_malformed_head_is_a_clear_error(tmp_path, capsys):
     assert rc == 2 and "missing ['scale', 'coef', 'intercept']" in capsys.readouterr().err
 
 
-def labelled(n_per_source=12, sources=("a", "b")):
-    """Pairs whose label is lexical: a supported passage restates the claim, an unsupported one is unrelated."""
-    topics = ["aspirin lowers fever", "statins reduce cholesterol", "exercise improves sleep", "coffee raises alertness",
-              "vitamin d strengthens bones", "smoking damages lungs", "salt raises blood pressure",
-              "insulin lowers glucose", "sunlight boosts mood", "antibiotics kill bacteria", "fibre aids digestion",
-              "noise harms hearing"]
-    other = "The committee met on Tuesday to discuss the budget of the municipal library and its opening hours."
+TOPICS = ["aspirin lowers fever", "statins reduce cholesterol", "exercise improves sleep", "coffee raises alertness",
+          "vitamin d strengthens bones", "smoking damages lungs", "salt raises blood pressure", "insulin lowers glucose",
+          "sunlight boosts mood", "antibiotics kill bacteria", "fibre aids digestion", "noise harms hearing"]
+OTHER = "The committee met on Tuesday to discuss the budget of the municipal library and its opening hours."
+
+
+def labelled(n_per_source=12, sources=("a", "b"), others=(OTHER,)):
+    """Pairs whose label is lexical: a supported passage restates the claim, each unsupported one (``others``) is
+    unrelated; per claim one supported pair, then one unsupported pair per other passage."""
     out = []
     for s in sources:
         for i in range(n_per_source):
-            claim = f"In study {s}{i}, {topics[i % len(topics)]}."
-            out.append({"claim": claim, "passage": f"We found that {topics[i % len(topics)]} in study {s}{i}.",
+            claim = f"In study {s}{i}, {TOPICS[i % len(TOPICS)]}."
+            out.append({"claim": claim, "passage": f"We found that {TOPICS[i % len(TOPICS)]} in study {s}{i}.",
                         "label": 1, "source": s})
-            out.append({"claim": claim, "passage": other, "label": 0, "source": s})
+            out += [{"claim": claim, "passage": o, "label": 0, "source": s} for o in others]
     return out
 
 

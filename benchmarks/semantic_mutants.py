@@ -54,6 +54,7 @@ MR, MET = "citebound/serving/monitor_routes.py", "citebound/serving/metrics.py"
 H, RV, LG = "citebound/serving/held.py", "citebound/verifiers/remote.py", "citebound/integrations/litellm_guardrail.py"
 HB45 = "citebound/scoring/bounded_http.py"
 LEX = "citebound/text/html_lex.py"
+LJ53 = "citebound/verifiers/llm_judge.py"
 VB52, LP52 = "citebound/verifiers/base.py", "citebound/labelling/app.py"
 GU51 = "citebound/guarding/guard.py"
 RV50 = "citebound/verifiers/remote.py"
@@ -3260,6 +3261,23 @@ MUTANTS = [
            "", "a label request without the page's token is taken"),
     Mutant("labelapp52", LP52, "        response.headers.update(NO_FRAMING)\n", "",
            "the labelling page may be framed by another site"),
+    # round 53 (2026-12-05): the LLM judge (verifiers/llm_judge.py) beyond earlier rounds, written from the code
+    # before any of its tests was read
+    Mutant("judge53", LJ53, "wasn't|doesn't)[\\s,;:]+", "wasn't)[\\s,;:]+", "'doesn't ... supported' reads as supported"),
+    Mutant("judge53", LJ53, 'rf"|\\b(?:un|non|not)-{p}\\b")', 'rf"|\\b(?:un|not)-{p}\\b")', "'non-supported' reads as supported"),
+    Mutant("judge53", LJ53, "            if e.status_code < 500:\n                raise", "            if e.status_code <= 500:\n                raise",
+           "a 500 from the judge's endpoint is not retried"),
+    Mutant("judge53", LJ53, "            wait = backoff * (2 ** attempt)", "            wait = backoff",
+           "the judge's retries wait a constant pause, not a doubling one"),
+    Mutant("judge53", LJ53, "        if attempt < max_retries:\n            wait =", "        if attempt <= max_retries:\n            wait =",
+           "after its last attempt the judge still waits out a backoff before failing"),
+    Mutant("judge53", LJ53, "    return cap if end is None else max(0.1, min(cap, end - time.monotonic()))",
+           "    return cap if end is None else max(0.1, end - time.monotonic())",
+           "a call's timeout runs past the verifier's own when the request's deadline is later"),
+    Mutant("judge53", LJ53, "        if cached is not None:\n            return cached", "        if cached:\n            return cached",
+           "an empty frozen reply is asked again instead of replayed"),
+    Mutant("judge53", LJ53, 'api_key=api_key(cfg), max_retries=0,', 'api_key=api_key(cfg), max_retries=2,',
+           "the SDK retries on top of the judge's own retries"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3608,6 +3626,7 @@ TESTS = {
                "tests/guard/test_model_verifiers.py", "tests/guard/test_remote_verifier.py", "citebound/verifiers/base.py"],
     "labelapp52": ["tests/guard/test_labelling.py", "tests/guard/test_labelling_values.py", "tests/guard/test_security.py",
                    "tests/guard/test_audit_page.py"],
+    "judge53": ["tests/guard/test_llm_verifiers.py", "tests/guard/test_llm_judge_effects.py", "citebound/verifiers/llm_judge.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3754,8 +3773,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 53)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 52: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 54)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 53: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3814,6 +3833,7 @@ def main() -> int:
     first50 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an api_key_file whose key is not ASCII"))
     first51 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a calibration and a threshold together"))
     first52 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a pair whose later window could not be judged"))
+    first53 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("'doesn't ... supported' reads as supported"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3836,7 +3856,8 @@ def main() -> int:
               45: MUTANTS[first45:first46], 46: MUTANTS[first46:first47],
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
-              51: MUTANTS[first51:first52], 52: MUTANTS[first52:]}
+              51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
+              53: MUTANTS[first53:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -92,11 +92,7 @@ def call_with_retries(fn: Callable[[], str], max_retries: int, backoff: float, t
         try:
             return fn()
         except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as e:
-            err = e
-        except openai.APIStatusError as e:
-            if e.status_code < 500:
-                raise
-            err = e
+            err = e  # any other status (a 4xx: the request itself is wrong) is raised as it is, untried again
         if attempt < max_retries:
             wait = backoff * (2 ** attempt)
             log.warning("LLM call failed (%s); retry %d/%d in %.1fs", type(err).__name__, attempt + 1, max_retries, wait)

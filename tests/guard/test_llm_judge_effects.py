@@ -3,6 +3,7 @@ gets, that an answer frozen for one model is never replayed for another, that th
 over a run, and a negated verdict with words between."""
 import hashlib
 
+import numpy as np
 import pytest
 from conftest import verifier_cfg
 from fake_openai import FakeOpenAI
@@ -68,3 +69,44 @@ def test_the_unparsed_count_adds_up_over_calls(tmp_path):
         v.judge(["c", "d"], ["r", "s"])
         assert v.n_unparsed == 3
         assert len(srv.requests) == 4
+
+
+@pytest.mark.parametrize("reply, verdict", [
+    ("It doesn't look supported.", False), ("The claim isn't really supported.", False),
+    ("The claim is non-supported.", False), ("Un-supported.", False), ("Not-supported", False),
+    ("It does look supported.", True),
+])
+def test_every_negation_cue_reads_as_a_negative_verdict(reply, verdict):
+    assert parse_verdict(reply, "SUPPORTED", "UNSUPPORTED") is verdict
+
+
+def test_retries_double_their_pause_and_none_follows_the_last_attempt(tmp_path):
+    """Three failing attempts with a 0.2 s backoff: they come at 0, 0.2 and 0.6 s (0.2 then 0.4 between), and the
+    error follows the third at once (no fourth pause)."""
+    import time
+
+    class Timed(list):  # the server's request log, with when each request came
+        def append(self, body):
+            super().append(dict(body, at=time.monotonic()))
+
+    with FakeOpenAI(lambda body: "SUPPORTED", fail_first=100) as srv:
+        srv.requests = Timed()
+        v = build_verifier(verifier_cfg("llm_judge", base_url=srv.base_url, api_key_env=KEY, backoff_seconds=0.2,
+                                        max_retries=2, max_concurrency=1), tmp_path)
+        with pytest.raises(EndpointError, match="failed after 3 attempts"):
+            v.judge(["a claim"], ["a passage"])
+        done = time.monotonic()
+        at = [r["at"] for r in srv.requests]
+    assert len(at) == 3
+    first, second = at[1] - at[0], at[2] - at[1]
+    assert 0.18 <= first < 0.38 and 0.38 <= second < 0.7, (first, second)
+    assert done - at[2] < 0.3
+
+
+def test_an_empty_frozen_reply_is_replayed_not_asked_again(tmp_path):
+    with FakeOpenAI(lambda body: "") as srv:
+        v = build_verifier(verifier_cfg("llm_judge", base_url=srv.base_url, api_key_env=KEY, max_concurrency=1), tmp_path)
+        for _ in range(2):
+            s, verdict = v.judge(["a claim"], ["a passage"])
+            assert np.isnan(s[0]) and not verdict[0]  # an empty reply says nothing: unparsed, no score
+        assert len(srv.requests) == 1 and v.n_unparsed == 2

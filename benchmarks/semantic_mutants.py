@@ -3279,6 +3279,17 @@ MUTANTS = [
            "an empty frozen reply is asked again instead of replayed"),
     Mutant("judge53", LJ53, 'api_key=api_key(cfg), max_retries=0,', 'api_key=api_key(cfg), max_retries=2,',
            "the SDK retries on top of the judge's own retries"),
+    # round 54 (2026-12-05): work tokens (scoring/deadline.py) and monitor --labels' file check (cli/monitor.py),
+    # written from the code before any of their tests was read
+    Mutant("deadline54", "citebound/scoring/deadline.py", "            for f in self._futures:\n                f.cancel()\n",
+           "            pass\n", "a cancelled token leaves the futures it waits on running (its jobs stay queued)"),
+    Mutant("deadline54", "citebound/scoring/deadline.py", "        finally:\n            CURRENT.reset(reset)\n",
+           "        finally:\n            pass\n", "a token stays the current one after its block"),
+    Mutant("deadline54", "citebound/scoring/deadline.py",
+           "        return self._cancelled.is_set() or (self.deadline is not None and time.monotonic() > self.deadline)",
+           "        return self._cancelled.is_set()", "a token's deadline never cancels it"),
+    Mutant("monitorcli54", "citebound/cli/monitor.py", "    if n_records and foreign == n_records:", "    if foreign == n_records:",
+           "an empty labels file is refused as if every label were another verifier's"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3628,6 +3639,9 @@ TESTS = {
     "labelapp52": ["tests/guard/test_labelling.py", "tests/guard/test_labelling_values.py", "tests/guard/test_security.py",
                    "tests/guard/test_audit_page.py"],
     "judge53": ["tests/guard/test_llm_verifiers.py", "tests/guard/test_llm_judge_effects.py", "citebound/verifiers/llm_judge.py"],
+    "deadline54": ["tests/guard/test_deadline_tokens.py", "tests/guard/test_batch_members.py", "tests/guard/test_remote_verifier.py",
+                   "citebound/scoring/deadline.py"],
+    "monitorcli54": ["tests/guard/test_monitor.py", "tests/guard/test_closed_loop.py", "tests/guard/test_cli_options.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3774,8 +3788,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 54)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 53: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 55)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 54: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3835,6 +3849,7 @@ def main() -> int:
     first51 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a calibration and a threshold together"))
     first52 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a pair whose later window could not be judged"))
     first53 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("'doesn't ... supported' reads as supported"))
+    first54 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a cancelled token leaves the futures it waits on"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3858,7 +3873,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -3641,7 +3641,7 @@ TESTS = {
     "judge53": ["tests/guard/test_llm_verifiers.py", "tests/guard/test_llm_judge_effects.py", "citebound/verifiers/llm_judge.py"],
     "deadline54": ["tests/guard/test_deadline_tokens.py", "tests/guard/test_batch_members.py", "tests/guard/test_remote_verifier.py",
                    "citebound/scoring/deadline.py"],
-    "monitorcli54": ["tests/guard/test_monitor.py", "tests/guard/test_closed_loop.py", "tests/guard/test_cli_options.py"],
+    "monitorcli54": ["tests/guard/test_monitor_cli_labels.py", "tests/guard/test_monitor.py", "tests/guard/test_closed_loop.py", "tests/guard/test_cli_options.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],

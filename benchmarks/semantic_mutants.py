@@ -3290,6 +3290,64 @@ MUTANTS = [
            "        return self._cancelled.is_set()", "a token's deadline never cancels it"),
     Mutant("monitorcli54", "citebound/cli/monitor.py", "    if n_records and foreign == n_records:", "    if foreign == n_records:",
            "an empty labels file is refused as if every label were another verifier's"),
+    # round 55 (2026-12-05): the Responses API face (serving/api_responses.py) beyond earlier rounds, written from
+    # the code before any of its tests was read
+    Mutant("responses55", AR, ' and r["text"].strip():\n', ":\n",
+           "a blank file-search result is numbered as a passage, shifting every later number"),
+    Mutant("responses55", AR, '        if not isinstance(item, dict) or item.get("type") != "file_search_call":\n            continue\n',
+           '        if not isinstance(item, dict) or item.get("type") != "file_search_call":\n            break\n',
+           "the file-search results after any other output item (a reasoning item first) are not read"),
+    Mutant("responses55", AR, '        if not isinstance(a, dict) or a.get("type") == "file_path":\n            continue\n        at =',
+           '        if not isinstance(a, dict):\n            continue\n        at =',
+           "a file_path annotation (a link to a made file) is checked as a citation"),
+    Mutant("responses55", AR, "if isinstance(at, int) and not isinstance(at, bool) else n",
+           "if isinstance(at, int) else n", "an end_index of true is read as position 1"),
+    Mutant("responses55", AR, "if isinstance(at, int) and not isinstance(at, bool) else n",
+           "if isinstance(at, int) and not isinstance(at, bool) else 0",
+           "an annotation without a position is attached to the text's start, not its end"),
+    Mutant("responses55", AR, '        out.append(a | moved | {"citebound": structured.verdict(audits[k])})\n        k += 1\n',
+           '        out.append(a | moved | {"citebound": structured.verdict(audits[k])})\n',
+           "every annotation gets the first annotation's verdict"),
+    Mutant("responses55", AR, "            found = rep.audit[len(rep.audit) - len(cites):] if cites else []",
+           "            found = rep.audit[:len(cites)] if cites else []",
+           "annotations get the verdicts of the text's [N] markers, not their own"),
+    Mutant("responses55", AR, '"annotations": annotate(notes, found, position_map(text, guarded))}',
+           '"annotations": annotate(notes, found, position_map(guarded, text))}',
+           "annotation positions are mapped from the guarded text to the original (arguments swapped)"),
+    Mutant("responses55", AR, "            parts.append((offset, rep))\n            offset += len(text)\n",
+           "            parts.append((offset, rep))\n            offset += len(guarded)\n",
+           "a later part's report offsets count the earlier parts' guarded lengths, not their texts'"),
+    Mutant("responses55", AR, "got[\"output\"], passages + found, files, base, group)",
+           "got[\"output\"], found + passages, files, base, group)",
+           "file-search results are numbered before the request's passages"),
+    Mutant("responses55", AR, '            original = json.loads(json.dumps(got["output"]))', '            original = got["output"]',
+           "return_original's output is the guarded one (the copy is the object guarded in place)"),
+    Mutant("responses55", AR, '        key = (ev.get("output_index", 0), ev.get("content_index", 0))',
+           '        key = (ev.get("output_index", 0), 0)',
+           "two output_text parts of one message are held as one"),
+    Mutant("responses55", AR, "                yield self._out(ev | {\"delta\": out, \"logprobs\": []})\n            self.blocked = held.block_report\n",
+           "                yield self._out(ev | {\"delta\": out, \"logprobs\": []})\n",
+           "a part blocked mid-stream goes on streaming until the part ends"),
+    Mutant("responses55", AR, "                self.files |= files\n", "                self.files = files\n",
+           "a second file search forgets the files of the first"),
+    Mutant("responses55", AR, "            self.calls += str(item.get(\"type\", \"\")).endswith(\"call\") and item.get(\"type\") != \"file_search_call\"",
+           "            self.calls += str(item.get(\"type\", \"\")).endswith(\"call\")",
+           "a streamed file search is counted as an unchecked tool call"),
+    Mutant("responses55", AR, "            output = [self._fill(i, n) if isinstance(i, dict) else i for n, i in enumerate(resp.get(\"output\") or [])]",
+           "            output = [self._fill(i, 0) if isinstance(i, dict) else i for n, i in enumerate(resp.get(\"output\") or [])]",
+           "response.completed fills every message with the first item's guarded parts"),
+    Mutant("responses55", AR, "err.get('message') if isinstance(err, dict) else err)[:500]}\")",
+           "err.get('message') if isinstance(err, dict) else err)}\")",
+           "an upstream error's message is passed on whole, unbounded"),
+    Mutant("responses55", AR, "            held = sum(h.held_chars for h in self.held.values())", "            held = 0",
+           "a failed stream's message does not say how much text was withheld"),
+    Mutant("responses55", AR, "        self.offset, self.seq, self.calls, self.blocked = 0, 0, 0, None",
+           "        self.offset, self.seq, self.calls, self.blocked = 0, 1, 0, None",
+           "sequence numbers start at 1, not 0"),
+    Mutant("responses55", AR, "self.group, lambda: self.parts)", "self.group, lambda: [])",
+           "a part's block decision ignores the parts already finished (a per-answer budget is per part)"),
+    Mutant("responses55", AR, "        now = self.parts + [(self.offset, h.report()) for h in self.held.values()]",
+           "        now = self.parts", "a failed stream's report leaves out the part it was holding"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3642,6 +3700,9 @@ TESTS = {
     "deadline54": ["tests/guard/test_deadline_tokens.py", "tests/guard/test_batch_members.py", "tests/guard/test_remote_verifier.py",
                    "citebound/scoring/deadline.py"],
     "monitorcli54": ["tests/guard/test_monitor_cli_labels.py", "tests/guard/test_monitor.py", "tests/guard/test_closed_loop.py", "tests/guard/test_cli_options.py"],
+    "responses55": ["tests/guard/test_api_effects.py", "tests/guard/test_api_adapters.py", "tests/guard/test_cross_face.py",
+                    "tests/guard/test_proxy_routes.py", "tests/guard/test_failure_paths.py", "tests/guard/test_body_errors.py",
+                    "tests/guard/test_app_values.py", "tests/guard/test_security.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3788,8 +3849,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 55)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 54: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 56)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 55: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3850,6 +3911,7 @@ def main() -> int:
     first52 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a pair whose later window could not be judged"))
     first53 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("'doesn't ... supported' reads as supported"))
     first54 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a cancelled token leaves the futures it waits on"))
+    first55 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a blank file-search result is numbered as a passage"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3873,7 +3935,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

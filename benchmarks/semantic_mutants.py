@@ -3348,6 +3348,37 @@ MUTANTS = [
            "a part's block decision ignores the parts already finished (a per-answer budget is per part)"),
     Mutant("responses55", AR, "        now = self.parts + [(self.offset, h.report()) for h in self.held.values()]",
            "        now = self.parts", "a failed stream's report leaves out the part it was holding"),
+    # round 56 (2026-12-05): the micro-batcher (serving/batcher.py) and the service's metrics (serving/metrics.py)
+    # beyond earlier rounds, written from the code before any of their tests was read
+    Mutant("batcher56", "citebound/serving/batcher.py", "            while n < self.max_units:", "            while n <= self.max_units:",
+           "a batch that holds exactly max_units units still waits for more"),
+    Mutant("batcher56", "citebound/serving/batcher.py", "len(jobs) >= self.in_flight():", "len(jobs) > self.in_flight():",
+           "a batch holding every request in flight still waits out max_wait_ms (a lone request waits)"),
+    Mutant("batcher56", "citebound/serving/batcher.py", "            jobs = [j for j in jobs if not j.future.cancelled()]\n", "",
+           "a job whose caller gave up while it waited is still scored"),
+    Mutant("batcher56", "citebound/serving/batcher.py", "                self.on_batch(n, len(jobs))", "                self.on_batch(len(jobs), n)",
+           "the batch hook gets (requests, units) for (units, requests)"),
+    Mutant("batcher56", "citebound/serving/batcher.py", "timeout=max(0.0, deadline - time.monotonic()))",
+           "timeout=self.max_wait)", "each arrival restarts the batch's wait, so a steady trickle holds the first job"),
+    Mutant("batcher56", "citebound/serving/batcher.py", "list(ps.reason[at:at + k])))", "list(ps.reason[:k])))",
+           "every job after the first gets the first job's reasons"),
+    Mutant("batcher56", "citebound/serving/batcher.py", "ps.n_windows[at:at + k]", "ps.n_windows[:k]",
+           "every job after the first gets the first job's window counts"),
+    Mutant("batcher56", "citebound/serving/batcher.py", '        self.cfg = getattr(scorer, "cfg", {})', "        self.cfg = {}",
+           "the batched scorer hides its verifier's configuration"),
+    Mutant("batcher56", "citebound/serving/batcher.py", "    _LAST_TRIM[0] = now\n", "",
+           "the heap is trimmed after every batch, not at most once per interval"),
+    Mutant("batcher56", "citebound/serving/batcher.py", "            token.check()\n            token.watch(job.future)\n",
+           "            token.watch(job.future)\n", "a request already past its deadline is still queued for the verifier"),
+    Mutant("metrics56", "citebound/serving/metrics.py", '"citebound.score": -1.0 if a.score is None else float(a.score)',
+           '"citebound.score": float(a.score or 0)', "an unscored citation's span event says score 0, not -1"),
+    Mutant("metrics56", "citebound/serving/metrics.py", '"citebound.cited": int(a.cited)', '"citebound.cited": int(a.sentence_index)',
+           "a citation's span event names its sentence as the cited passage"),
+    Mutant("metrics56", "citebound/serving/metrics.py", '        span.set_attribute("citebound.answers", answers)',
+           '        span.set_attribute("citebound.answers", 1)', "the guard span says one answer whatever the request held"),
+    Mutant("metrics56", "citebound/serving/metrics.py", "                self.citations.labels(a.action).inc()\n",
+           "                self.citations.labels(a.action).inc(len(r.audit))\n",
+           "each citation is counted once per citation of its answer"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3703,6 +3734,8 @@ TESTS = {
     "responses55": ["tests/guard/test_api_effects.py", "tests/guard/test_api_adapters.py", "tests/guard/test_cross_face.py",
                     "tests/guard/test_proxy_routes.py", "tests/guard/test_failure_paths.py", "tests/guard/test_body_errors.py",
                     "tests/guard/test_app_values.py", "tests/guard/test_security.py"],
+    "batcher56": ["tests/guard/test_batch_members.py", "tests/guard/test_behaviours.py"],
+    "metrics56": ["tests/guard/test_observability.py", "tests/guard/test_service.py", "tests/guard/test_monitor_effects.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3849,8 +3882,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 56)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 55: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 57)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 56: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3912,6 +3945,7 @@ def main() -> int:
     first53 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("'doesn't ... supported' reads as supported"))
     first54 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a cancelled token leaves the futures it waits on"))
     first55 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a blank file-search result is numbered as a passage"))
+    first56 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a batch that holds exactly max_units units"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3935,7 +3969,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -3379,6 +3379,53 @@ MUTANTS = [
     Mutant("metrics56", "citebound/serving/metrics.py", "                self.citations.labels(a.action).inc()\n",
            "                self.citations.labels(a.action).inc(len(r.audit))\n",
            "each citation is counted once per citation of its answer"),
+    # round 57 (2026-12-05): the service's request models (serving/models.py) and the chat proxy
+    # (serving/proxy.py) beyond earlier rounds, written from the code before any of their tests was read
+    Mutant("models57", "citebound/serving/models.py",
+           "        if self.answer is not None and self.passages is None:\n            raise ValueError(\"'passages' is required with 'answer': missing context is never a pass\")\n",
+           "", "an answer sent without passages is taken (and guarded against none)"),
+    Mutant("models57", "citebound/serving/models.py",
+           "        if self.passages is None:\n            raise ValueError(\"'passages' (or 'ctxs') is required: missing context is never a pass\")\n",
+           "", "a batch's answer without passages is taken"),
+    Mutant("models57", "citebound/serving/models.py",
+           '    group: str | None = Field(None, max_length=200,\n                              description=',
+           '    group: str | None = Field(None,\n                              description=',
+           "a guard request's group name is unbounded"),
+    Mutant("models57", "citebound/serving/models.py", "    group: str | None = Field(None, max_length=200)\n",
+           "    group: str | None = None\n", "a proxied request's group name is unbounded"),
+    Mutant("models57", "citebound/serving/models.py", "    claim: Text\n    passage: Text\n", "    claim: str\n    passage: str\n",
+           "a scored pair's ill-formed text (a lone surrogate) is taken"),
+    Mutant("models57", "citebound/serving/models.py",
+           "    citation_base: Literal[0, 1] | None = None\n    answers: list[AnswerIn] | None = None",
+           "    citation_base: int | None = None\n    answers: list[AnswerIn] | None = None",
+           "a guard request's citation_base of 2 (or -1) is taken"),
+    Mutant("models57", "citebound/serving/models.py",
+           '    model_config = ConfigDict(extra="allow")\n    model: str\n    messages: list[dict[str, Any]]\n    stream: bool | None = None\n',
+           '    model_config = ConfigDict(extra="ignore")\n    model: str\n    messages: list[dict[str, Any]]\n    stream: bool | None = None\n',
+           "a chat request's other fields (temperature, tools, n) are dropped before the upstream"),
+    Mutant("models57", "citebound/serving/models.py", '    model_config = ConfigDict(extra="allow")\n    model: str\n    input:',
+           '    model_config = ConfigDict(extra="ignore")\n    model: str\n    input:',
+           "a Responses request's other fields (tools, instructions) are dropped before the upstream"),
+    Mutant("proxy57", "citebound/serving/proxy.py", "    if not isinstance(choices, list) or len(choices) != 1:",
+           "    if not isinstance(choices, list) or len(choices) < 1:",
+           "an upstream answer with two choices is guarded on its first; the second passes unchecked"),
+    Mutant("proxy57", "citebound/serving/proxy.py", '{"error": {"message": redact_url(message), "code": code',
+           '{"error": {"message": message, "code": code', "an error message carries the upstream URL's credentials"),
+    Mutant("proxy57", "citebound/serving/proxy.py",
+           '            body["messages"] = [{"role": "system", "content": cfg.passages_prompt.replace("{passages}", listed)},\n                                *body["messages"]]',
+           '            body["messages"] = [*body["messages"],\n                                {"role": "system", "content": cfg.passages_prompt.replace("{passages}", listed)}]',
+           "the passages prompt is sent as the last message, not the first"),
+    Mutant("proxy57", "citebound/serving/proxy.py", '"unchecked_tool_calls": calls, "unchecked_fields": fields} | (',
+           '"unchecked_tool_calls": 0, "unchecked_fields": fields} | (', "the chat answer's body counts no unchecked tool call"),
+    Mutant("proxy57", "citebound/serving/proxy.py",
+           '            data = await asyncio.wait_for(upstream_json(state, "GET", f"{upstream}/models", headers),\n                                          cfg.request_timeout_s)',
+           '            data = await upstream_json(state, "GET", f"{upstream}/models", headers)',
+           "GET /v1/models waits on a stalled upstream past the request timeout"),
+    Mutant("proxy57", "citebound/serving/proxy.py", '        what = f"{request.method} /v1/{rest[:200]}"',
+           '        what = f"{request.method} /v1/{rest}"', "a route not served is echoed whole, however long its path"),
+    Mutant("proxy57", "citebound/serving/proxy.py", "            return blocked(report, error_shape=True, show_text=bool(extra.return_original))",
+           "            return blocked(report, error_shape=True, show_text=True)",
+           "a blocked chat answer's withheld text comes back without return_original"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3736,6 +3783,12 @@ TESTS = {
                     "tests/guard/test_app_values.py", "tests/guard/test_security.py"],
     "batcher56": ["tests/guard/test_batch_members.py", "tests/guard/test_behaviours.py"],
     "metrics56": ["tests/guard/test_observability.py", "tests/guard/test_service.py", "tests/guard/test_monitor_effects.py"],
+    "models57": ["tests/guard/test_request_models.py", "tests/guard/test_body_errors.py", "tests/guard/test_service.py",
+                 "tests/guard/test_guard_batch.py", "tests/guard/test_hostile.py", "tests/guard/test_api_adapters.py",
+                 "tests/guard/test_proxy_routes.py", "tests/guard/test_chat_effects.py", "tests/guard/test_groups.py"],
+    "proxy57": ["tests/guard/test_chat_effects.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_proxy_routes.py",
+                "tests/guard/test_observed_effects.py", "tests/guard/test_proxy_unchecked.py", "tests/guard/test_wire_boundaries.py",
+                "tests/guard/test_api_adapters.py", "tests/guard/test_security.py", "tests/guard/test_failure_paths.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3882,8 +3935,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 57)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 56: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 58)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 57: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -3946,6 +3999,7 @@ def main() -> int:
     first54 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a cancelled token leaves the futures it waits on"))
     first55 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a blank file-search result is numbered as a passage"))
     first56 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a batch that holds exactly max_units units"))
+    first57 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an answer sent without passages is taken"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -3969,7 +4023,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

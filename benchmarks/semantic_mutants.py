@@ -3426,6 +3426,34 @@ MUTANTS = [
     Mutant("proxy57", "citebound/serving/proxy.py", "            return blocked(report, error_shape=True, show_text=bool(extra.return_original))",
            "            return blocked(report, error_shape=True, show_text=True)",
            "a blocked chat answer's withheld text comes back without return_original"),
+    # round 58 (2026-12-05): citebound guard's command (cli/guard.py) beyond earlier rounds, written from the code
+    # before any of its tests was read
+    Mutant("guardcli58", "citebound/cli/guard.py", "    if args.batch_answers < 1:", "    if args.batch_answers < 0:",
+           "--batch-answers 0 is taken (and fails later with a traceback)"),
+    Mutant("guardcli58", "citebound/cli/guard.py", '            self.totals["blocked"] += report.blocked\n', "",
+           "the counts say no answer was blocked"),
+    Mutant("guardcli58", "citebound/cli/guard.py",
+           'COUNTS = ("n_citations", "verified", "reattributed", "flagged", "invalid", "unverified", "uncited")',
+           'COUNTS = ("n_citations", "verified", "reattributed", "flagged", "invalid", "unverified")',
+           "the counts leave out the uncited sentences"),
+    Mutant("guardcli58", "citebound/cli/guard.py", "                    self.first_error = self.first_error or a.reason",
+           "                    self.first_error = a.reason", "the verifier error named is the last one, not the first"),
+    Mutant("guardcli58", "citebound/cli/guard.py", '        where = f"{args.input}:{lineno}" if batch else args.input',
+           "        where = args.input", "a refused JSONL answer's error does not name its line"),
+    Mutant("guardcli58", "citebound/cli/guard.py", '    batch = args.input.endswith(".jsonl") or args.jsonl',
+           "    batch = args.jsonl", "a .jsonl input is read as one JSON answer unless --jsonl is given"),
+    Mutant("guardcli58", "citebound/cli/guard.py", "    check_out(args.out)\n    check_out(args.html)\n",
+           "    check_out(args.out)\n", "an unwritable --html path is found only after every answer was guarded"),
+    Mutant("guardcli58", "citebound/cli/guard.py", "        state.fail(msg, rec, line, printed=True)",
+           "        state.fail(msg, rec, line, printed=False)", "a refused answer's error is printed twice"),
+    Mutant("guardcli58", "citebound/cli/guard.py", 'self.failed.append((str(rid if rid is not None else f"line {lineno}"), message))',
+           'self.failed.append((str(rid or f"line {lineno}"), message))',
+           "the audit page names a failed answer with id 0 by its line"),
+    Mutant("guardcli58", "citebound/cli/guard.py", "AuditEntry(str(rec.get(\"id\", lineno)), answer,",
+           "AuditEntry(str(rec.get(\"id\") or lineno), answer,", "the audit page names an answer with id 0 by its line"),
+    Mutant("guardcli58", "citebound/cli/guard.py", "            print(\"counts: \" + json.dumps(t), file=sys.stderr)",
+           "            print(\"counts: \" + json.dumps(t), file=sys.stdout)",
+           "a batch's counts go to stdout, into the guarded output when --out is '-'"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3789,6 +3817,10 @@ TESTS = {
     "proxy57": ["tests/guard/test_chat_effects.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_proxy_routes.py",
                 "tests/guard/test_observed_effects.py", "tests/guard/test_proxy_unchecked.py", "tests/guard/test_wire_boundaries.py",
                 "tests/guard/test_api_adapters.py", "tests/guard/test_security.py", "tests/guard/test_failure_paths.py"],
+    "guardcli58": ["tests/guard/test_first_hour.py", "tests/guard/test_cli.py", "tests/guard/test_cli_guard_edges.py",
+                   "tests/guard/test_groups.py", "tests/guard/test_cli_options.py", "tests/guard/test_actions.py",
+                   "tests/guard/test_guard_batch.py", "tests/guard/test_audit_page.py", "tests/guard/test_cli_main.py",
+                   "tests/guard/test_limits.py", "tests/guard/test_unchecked.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3935,8 +3967,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 58)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 57: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 59)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 58: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4000,6 +4032,7 @@ def main() -> int:
     first55 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a blank file-search result is numbered as a passage"))
     first56 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a batch that holds exactly max_units units"))
     first57 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an answer sent without passages is taken"))
+    first58 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--batch-answers 0 is taken"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4023,7 +4056,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

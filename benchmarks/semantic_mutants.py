@@ -3454,6 +3454,35 @@ MUTANTS = [
     Mutant("guardcli58", "citebound/cli/guard.py", "            print(\"counts: \" + json.dumps(t), file=sys.stderr)",
            "            print(\"counts: \" + json.dumps(t), file=sys.stdout)",
            "a batch's counts go to stdout, into the guarded output when --out is '-'"),
+    # round 59 (2026-12-05): the state stores (calibration/state.py) beyond earlier rounds, written from the code
+    # before any of their tests was read
+    Mutant("state59", "citebound/calibration/state.py",
+           "        with self._lock:  # the read, the change and the write under one lock: no update is lost\n"
+           "            new = fn(_decode(self._data.get(key), self.url))\n            self._data[key] = json.dumps(new)\n            return new\n",
+           "        new = fn(_decode(self._data.get(key), self.url))\n        with self._lock:\n"
+           "            self._data[key] = json.dumps(new)\n            return new\n",
+           "the memory store's update reads and computes outside its lock (concurrent updates are lost)"),
+    Mutant("state59", "citebound/calibration/state.py", "    except (ValueError, UnicodeDecodeError):\n        value = None\n",
+           "    except (ValueError, UnicodeDecodeError):\n        return None\n",
+           "a stored state that is not JSON reads as no state (the monitor starts afresh, forgetting its alarm)"),
+    Mutant("state59", "citebound/calibration/state.py", 'raise StoreUnavailable(f"{self.url}: {type(e).__name__}: {str(e)[:200]}") from None',
+           'raise StoreUnavailable(f"{self.url}: {type(e).__name__}: {str(e)}") from None',
+           "a Redis error's message is passed on whole, unbounded"),
+    Mutant("state59", "citebound/calibration/state.py", "                for _ in range(1000):", "                for _ in range(1):",
+           "one conflicting write of another replica fails a Redis update"),
+    Mutant("state59", "citebound/calibration/state.py", "        self.url, self.shared = inner.url, inner.shared",
+           "        self.url, self.shared = inner.url, False", "a checked shared store reads as one process's"),
+    Mutant("state59", "citebound/calibration/state.py",
+           "        if os.path.isdir(path):\n            raise ValueError(", "        if False:\n            raise ValueError(",
+           "a folder given as --state fails with SQLite's message, not one that says what to give"),
+    Mutant("state59", "citebound/calibration/state.py", "        if not os.path.isdir(folder):\n            raise ValueError(",
+           "        if False:\n            raise ValueError(", "a --state file in a missing folder fails with SQLite's message"),
+    Mutant("state59", "citebound/calibration/state.py", "            self.available, self.reason = False, str(e)\n        self.checked_at",
+           "            self.available, self.reason = False, \"\"\n        self.checked_at",
+           "a store found down says no reason"),
+    Mutant("state59", "citebound/calibration/state.py", '                       "value = excluded.value", (key, json.dumps(new)))',
+           '                       "value = monitor_state.value", (key, json.dumps(new)))',
+           "an SQLite update of an existing key keeps the old state"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3821,6 +3850,9 @@ TESTS = {
                    "tests/guard/test_groups.py", "tests/guard/test_cli_options.py", "tests/guard/test_actions.py",
                    "tests/guard/test_guard_batch.py", "tests/guard/test_audit_page.py", "tests/guard/test_cli_main.py",
                    "tests/guard/test_limits.py", "tests/guard/test_unchecked.py"],
+    "state59": ["tests/guard/test_state_backends.py", "tests/guard/test_state.py", "tests/guard/test_state_concurrency.py",
+                "tests/guard/test_store_down.py", "tests/guard/test_store_probe.py", "tests/guard/test_monitor.py",
+                "tests/guard/test_card.py", "citebound/calibration/state.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3967,8 +3999,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 59)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 58: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 60)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 59: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4033,6 +4065,7 @@ def main() -> int:
     first56 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a batch that holds exactly max_units units"))
     first57 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an answer sent without passages is taken"))
     first58 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--batch-answers 0 is taken"))
+    first59 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the memory store's update reads and computes outside"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4056,7 +4089,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -1,0 +1,245 @@
+"""The Responses API face's values, worked out by hand: which passage each ``[N]`` and each annotation is checked
+against, which sentence an annotation attaches to, each annotation's own verdict and its moved positions, the
+report's marker spans across parts, the unguarded output kept apart, a message of two parts and two file searches
+streamed, a failed or blocked stream's last events. The lexical verifier: a claim's score is the share of its
+content terms found in the passage, so a claim copied from a passage scores 1 (verified) and "Unicorns sing opera
+loudly" scores 0 against every passage here (flagged). A flagged marker is written ``[N UNVERIFIED]`` (no
+re-attribution)."""
+import json
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi")
+from fake_apis import FakeAPIs, Turn, _sse, response  # noqa: E402
+from service_helpers import running  # noqa: E402
+
+from citebound.serving.state import ServeConfig  # noqa: E402
+
+ASPIRIN = "Aspirin irreversibly inhibits platelet cyclooxygenase."
+STATINS = "Statins lower LDL cholesterol in adults."
+ATP = "Mitochondria produce ATP in cells."
+UNICORNS = "Unicorns sing opera loudly"
+
+
+def _whole(output: list[dict]) -> dict:
+    return response(Turn([""]), "m") | {"output": output}
+
+
+def _message(*parts: dict, mid: str = "msg_1") -> dict:
+    return {"type": "message", "id": mid, "status": "completed", "role": "assistant", "content": list(parts)}
+
+
+def _part(text: str, annotations: list | None = None, pieces: list[str] | None = None) -> dict:
+    """An output_text part; ``pieces``: how it streams (one delta each; default the whole text)."""
+    return {"type": "output_text", "text": text, "annotations": annotations or [], "_pieces": pieces or [text]}
+
+
+def _search(fs_id: str, *results: tuple[str, str]) -> dict:
+    return {"type": "file_search_call", "id": fs_id, "status": "completed", "queries": ["q"],
+            "results": [{"file_id": f, "filename": f"{f}.txt", "score": 1.0, "text": t} for f, t in results]}
+
+
+def _clean(item: dict) -> dict:
+    if item["type"] != "message":
+        return item
+    return item | {"content": [{k: v for k, v in p.items() if k != "_pieces"} for p in item["content"]]}
+
+
+def _events(output: list[dict], error: str | None = None) -> bytes:
+    """The stream of a response whose output is ``output``: each item added and done in order, each output_text
+    part's pieces as deltas, its annotations after its text; ``error``: an error event (and nothing more) after
+    the first part's deltas."""
+    done = _whole([_clean(i) for i in output])
+    shell = done | {"status": "in_progress", "output": [], "usage": None}
+    ev = [{"type": "response.created", "response": shell}, {"type": "response.in_progress", "response": shell}]
+    for n, item in enumerate(output):
+        if item["type"] != "message":
+            ev += [{"type": "response.output_item.added", "output_index": n, "item": item | {"results": None}},
+                   {"type": "response.output_item.done", "output_index": n, "item": item}]
+            continue
+        ev.append({"type": "response.output_item.added", "output_index": n,
+                   "item": _clean(item) | {"content": [], "status": "in_progress"}})
+        for k, part in enumerate(item["content"]):
+            ref = {"item_id": item["id"], "output_index": n, "content_index": k}
+            ev.append({"type": "response.content_part.added", **ref,
+                       "part": {"type": "output_text", "text": "", "annotations": []}})
+            ev += [{"type": "response.output_text.delta", **ref, "delta": p, "logprobs": []} for p in part["_pieces"]]
+            if error is not None:
+                ev.append({"type": "error", "code": "server_error", "message": error, "param": None})
+                return _sse([e | {"sequence_number": s} for s, e in enumerate(ev)])
+            ev += [{"type": "response.output_text.annotation.added", **ref, "annotation_index": j, "annotation": a}
+                   for j, a in enumerate(part["annotations"])]
+            clean = {k2: v for k2, v in part.items() if k2 != "_pieces"}
+            ev += [{"type": "response.output_text.done", **ref, "text": part["text"], "logprobs": []},
+                   {"type": "response.content_part.done", **ref, "part": clean}]
+        ev.append({"type": "response.output_item.done", "output_index": n, "item": _clean(item)})
+    ev.append({"type": "response.completed", "response": done})
+    return _sse([e | {"sequence_number": s} for s, e in enumerate(ev)])
+
+
+def _post(output: list[dict], passages: list[str], stream: bool, error: str | None = None, **cfg) -> httpx.Response:
+    turn = Turn([""], whole=_whole([_clean(i) for i in output]), raw=_events(output, error))
+    settings = {"verifier": "lexical", "reattributor": None} | cfg
+    with FakeAPIs(lambda b: turn) as up, running(ServeConfig(upstream=up.base_url, **settings)) as url:
+        return httpx.post(f"{url}/v1/responses", timeout=60, json={
+            "model": "m", "input": "q", "stream": stream,
+            "citebound": {"passages": passages, "return_original": True}})
+
+
+def _sent(r: httpx.Response) -> list[dict]:
+    return [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+
+
+def _report(r: httpx.Response, stream: bool) -> dict:
+    if not stream:
+        return r.json()["citebound"]["report"]
+    (rep,) = [e["report"] for e in _sent(r) if e.get("type") == "citebound.report"]
+    return rep
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_markers_number_the_requests_passages_then_each_nonblank_result_of_a_search_after_any_item(stream):
+    """A reasoning item comes first, then a file search whose results are the statin text, a blank one and the
+    ATP text. The request's passage (aspirin) is [1]; the results follow without the blank one: [2] statins,
+    [3] ATP. Each sentence copies its passage: all three verified (score 1), each against that text."""
+    text = f"{ASPIRIN[:-1]} [1]. {STATINS[:-1]} [2]. {ATP[:-1]} [3]."
+    output = [{"type": "reasoning", "id": "rs_1", "summary": []},
+              _search("fs_1", ("f1", STATINS), ("f1", "  \n\t "), ("f2", ATP)), _message(_part(text))]
+    r = _post(output, [ASPIRIN], stream)
+    assert r.status_code == 200, r.text
+    rep = _report(r, stream)
+    assert [(a["cited"], a["action"], a["score"], a["evidence"]["text"]) for a in rep["audit"]] == [
+        (1, "verified", 1.0, ASPIRIN), (2, "verified", 1.0, STATINS), (3, "verified", 1.0, ATP)]
+
+
+def test_each_annotation_gets_its_own_verdict_at_its_own_sentence_and_its_positions_follow_the_guarded_text():
+    """Sentences: 0 "Unicorns ... [1]." (the marker: flagged against the aspirin passage, rewritten
+    "[1 UNVERIFIED]", 11 characters longer), 1 the statin text, 2 the ATP text. Passages: aspirin [1], then the
+    search's statins [2] and ATP [3]. Annotations: a file_path (a made file: no citation, left as it is); f1 (statins)
+    ending at sentence 1's end: verified; f2 (ATP) with no position: attached at the text's end, sentence 2, verified
+    (at its start it would be the unicorn sentence, flagged); a url_citation whose end_index is true (not a
+    position: the text's end): sentence 2, unchecked; f1 ending at sentence 0's end: flagged (no unicorn term in
+    the statin text). Citations: the marker and four annotations, 5. The f1 annotation's index moves by 11 (after
+    the rewritten marker); the one ending at sentence 0 stays where the sentence's "." stands in the guarded text."""
+    text = f"{UNICORNS} [1]. {STATINS} {ATP}"
+    end1 = text.index(STATINS) + len(STATINS)
+    notes = [{"type": "file_path", "file_id": "f9", "index": 3},
+             {"type": "file_citation", "file_id": "f1", "filename": "f1.txt", "index": end1},
+             {"type": "file_citation", "file_id": "f2", "filename": "f2.txt"},
+             {"type": "url_citation", "url": "https://example.org", "title": "t", "start_index": 0, "end_index": True},
+             {"type": "file_citation", "file_id": "f1", "filename": "f1.txt", "index": len(f"{UNICORNS} [1].")}]
+    output = [_search("fs_1", ("f1", STATINS), ("f2", ATP)), _message(_part(text, notes))]
+    r = _post(output, [ASPIRIN], False)
+    assert r.status_code == 200, r.text
+    (part,) = r.json()["output"][1]["content"]
+    guarded = part["text"]
+    assert guarded == f"{UNICORNS} [1 UNVERIFIED]. {STATINS} {ATP}"
+    got = part["annotations"]
+    assert got[0] == notes[0]
+    assert [g["citebound"]["action"] for g in got[1:]] == ["verified", "verified", "unverified", "flagged"]
+    assert [g["citebound"]["passage"] for g in got[1:]] == [2, 3, None, 2]
+    assert got[1]["index"] == end1 + 11 == guarded.index(STATINS) + len(STATINS)
+    assert got[4]["index"] == len(f"{UNICORNS} [1 UNVERIFIED].")
+    rep = r.json()["citebound"]["report"]
+    assert rep["n_citations"] == 5
+    # the audit: the marker first, then the annotations in order, each at its sentence
+    assert [(a["sentence_index"], a["cited"], a["action"]) for a in rep["audit"]] == [
+        (0, 1, "flagged"), (1, 2, "verified"), (2, 3, "verified"), (2, -1, "unverified"), (0, 2, "flagged")]
+
+
+def test_two_parts_marker_spans_count_the_earlier_parts_text_and_the_original_output_is_the_upstreams():
+    """Part 0 "Unicorns sing opera loudly [1]." (31 characters; guarded 42, its marker flagged), part 1
+    " Statins ... adults [2]." (its "[2]" at 41 within it). The whole report's spans are positions in the answer
+    as the upstream wrote it: [1] at 27-30, [2] at 31 + 41 = 72-75 (not 42 + 41). original_output is the
+    upstream's output unchanged, not the guarded one."""
+    t0, t1 = f"{UNICORNS} [1].", f" {STATINS[:-1]} [2]."
+    assert (len(t0), t1.index("[2]")) == (31, 41)
+    output = [_message(_part(t0), _part(t1))]
+    r = _post(output, [ASPIRIN, STATINS], False)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert [p["text"] for p in body["output"][0]["content"]] == [f"{UNICORNS} [1 UNVERIFIED].", t1]
+    assert [p["text"] for p in body["citebound"]["original_output"][0]["content"]] == [t0, t1]
+    assert [(a["sentence_index"], a["spans"]) for a in body["citebound"]["report"]["audit"]] == [
+        (0, [[27, 30]]), (1, [[72, 75]])]
+
+
+def test_a_streamed_message_of_two_parts_after_two_searches_comes_back_whole_and_guarded():
+    """Output 0 and 1: file searches (f1's statin text, then f2's ATP text); output 2: a message of two parts,
+    each streamed in two pieces. Part 0: "[1 ...]" on the unicorn sentence (flagged), and an annotation of f1 (the
+    first search's file) on the statin sentence: verified. Part 1: the ATP sentence with [2] (the ATP result:
+    passages are the request's none, then statins [1], ATP [2]): verified. The completed response, each
+    output_text.done and content_part.done carry each part's own guarded text."""
+    t0 = f"{UNICORNS} [1]. {STATINS}"
+    t1 = f" {ATP[:-1]} [2]."
+    note = {"type": "file_citation", "file_id": "f1", "filename": "f1.txt", "index": len(t0)}
+    output = [_search("fs_1", ("f1", STATINS)), _search("fs_2", ("f2", ATP)),
+              _message(_part(t0, [note], pieces=[t0[:20], t0[20:]]), _part(t1, pieces=[t1[:9], t1[9:]]))]
+    r = _post(output, [], True)
+    assert r.status_code == 200, r.text
+    sent = _sent(r)
+    g0, g1 = f"{UNICORNS} [1 UNVERIFIED]. {STATINS}", t1
+    assert [e["text"] for e in sent if e["type"] == "response.output_text.done"] == [g0, g1]
+    assert [e["part"]["text"] for e in sent if e["type"] == "response.content_part.done"] == [g0, g1]
+    (done,) = [e["response"] for e in sent if e["type"] == "response.completed"]
+    assert [p["text"] for p in done["output"][2]["content"]] == [g0, g1]
+    assert done["output"][2]["content"][0]["annotations"][0]["citebound"]["action"] == "verified"
+    rep = _report(r, True)
+    assert [(a["cited"], a["action"]) for a in rep["audit"]] == [(1, "flagged"), (1, "verified"), (2, "verified")]
+    assert [e["sequence_number"] for e in sent] == list(range(len(sent)))
+
+
+def test_a_stream_that_fails_mid_part_says_what_it_withheld_bounds_the_message_and_counts_what_it_checked():
+    """The part streams "Statins ... adults [1]. Mitochondria produce" and then the upstream's error event, whose
+    message is 5,000 characters. The first sentence went out (verified); "Mitochondria produce" (20 characters;
+    the space before it is between sentences) was held and is not sent. The error event says so, carries at most
+    500 of the upstream's characters, and its report counts the verified citation of the part being held."""
+    text = f"{STATINS[:-1]} [1]. Mitochondria produce"
+    output = [_message(_part(text))]
+    r = _post(output, [STATINS], True, error="x" * 5000)
+    assert r.status_code == 200, r.text
+    sent = _sent(r)
+    assert "".join(e["delta"] for e in sent if e["type"] == "response.output_text.delta") == f"{STATINS[:-1]} [1]."
+    err = sent[-1]
+    assert err["type"] == "error"
+    assert "x" * 500 in err["message"] and "x" * 501 not in err["message"]
+    assert "20 characters of an unfinished sentence were not sent" in err["message"]
+    rep = err["citebound"]["report"]
+    assert (rep["n_citations"], rep["verified"]) == (1, 1)
+
+
+def test_a_part_blocked_mid_stream_ends_the_stream_at_once_even_if_the_upstream_then_fails():
+    """--action block above 0.3: the unicorn sentence's [1] is flagged when "Statins" starts the next one (budget
+    1/1): the stream ends there with response.incomplete (content_filter) and the blocked report, before the
+    upstream's error event that follows is read."""
+    text = f"{UNICORNS} [1]. Statins lower"
+    output = [_message(_part(text, pieces=[f"{UNICORNS} [1]. Statins", " lower"]))]
+    r = _post(output, [ASPIRIN], True, error="scripted failure", action="block", block_above=0.3)
+    assert r.status_code == 200, r.text
+    sent = _sent(r)
+    assert [e["type"] for e in sent[-2:]] == ["response.incomplete", "citebound.report"]
+    assert sent[-2]["response"]["incomplete_details"] == {"reason": "content_filter"}
+    assert sent[-1]["report"]["blocked"] is True
+    assert not any(e["type"] == "error" for e in sent)
+    assert not any(e["type"] == "response.output_text.delta" for e in sent)
+
+
+def test_the_block_decides_on_the_whole_answer_so_far_not_on_the_part_alone():
+    """--action block above 0.3. Part 0: three sentences, each copying its passage: 3 verified. Part 1: the
+    unicorn sentence [1] (flagged), then the statin sentence [1] (verified). After part 1's first sentence the
+    answer so far has 1 of 4 citations to review (0.25: not above 0.3), though that part alone has 1 of 1; at the
+    end 1 of 5 (0.2). Nothing is blocked, every text is sent."""
+    t0 = f"{STATINS[:-1]} [1]. {ATP[:-1]} [2]. {ASPIRIN[:-1]} [3]."
+    t1 = f" {UNICORNS} [1]. {STATINS[:-1]} [1]."
+    first = f" {UNICORNS} [1]. Statins"
+    output = [_message(_part(t0), _part(t1, pieces=[first, t1[len(first):]]))]
+    r = _post(output, [STATINS, ATP, ASPIRIN], True, action="block", block_above=0.3)
+    assert r.status_code == 200, r.text
+    sent = _sent(r)
+    assert not any(e["type"] == "response.incomplete" for e in sent)
+    rep = _report(r, True)
+    assert (rep["blocked"], rep["n_citations"], rep["flagged"], rep["verified"]) == (False, 5, 1, 4)
+    assert rep["review_budget"] == pytest.approx(0.2)
+    assert [e["text"] for e in sent if e["type"] == "response.output_text.done"] == [
+        t0, f" {UNICORNS} [1 UNVERIFIED]. {STATINS[:-1]} [1]."]

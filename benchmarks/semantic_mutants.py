@@ -3483,6 +3483,47 @@ MUTANTS = [
     Mutant("state59", "citebound/calibration/state.py", '                       "value = excluded.value", (key, json.dumps(new)))',
            '                       "value = monitor_state.value", (key, json.dumps(new)))',
            "an SQLite update of an existing key keeps the old state"),
+    # round 60 (2026-12-05): the stream's sentence hold, joiner and report merge (guarding/stream.py) beyond earlier
+    # rounds, POST /v1/score (serving/score_routes.py) and the embedding verifier (verifiers/embedding.py), written
+    # from the code before any of their tests was read
+    Mutant("stream60", "citebound/guarding/stream.py", "    if lt >= 0 and len(text) - lt <= MAX_TAG and", "    if lt >= 0 and len(text) - lt < MAX_TAG and",
+           "a '<' exactly MAX_TAG characters from the end is no longer held as a tag that may complete"),
+    Mutant("stream60", "citebound/guarding/stream.py", "        end = min(end, lt)", "        end = lt",
+           "a '<' after an element left open releases the open element's text"),
+    Mutant("stream60", "citebound/guarding/stream.py", '    if end and "\\ud800" <= text[end - 1] <= "\\udbff":',
+           '    if end and "\\ud800" <= text[end - 1] <= "\\udfff":',
+           "a trailing lone low surrogate is held back as if more text could pair it"),
+    Mutant("stream60", "citebound/guarding/stream.py", "    cuts = [s.start for s in sents[1:-1]] + (",
+           "    cuts = [s.start for s in sents[1:]] + (",
+           "the last sentence's start is a cut even when it opens with a marker that may belong to the sentence before"),
+    Mutant("stream60", "citebound/guarding/stream.py", "        if len(self.held) > 4096 and len(self.held) < self._checked_at * 5 // 4:",
+           "        if len(self.held) > 0 and len(self.held) < self._checked_at * 5 // 4:",
+           "a short held text skips the sentence check until it grows by a quarter (a finished sentence waits)"),
+    Mutant("stream60", "citebound/guarding/stream.py", "        if not c:\n            self.limits.check_held(len(self.held))\n",
+           "        if not c:\n", "the text held waiting for a sentence to end is unbounded"),
+    Mutant("stream60", "citebound/guarding/stream.py", "        self.pending = text[len(body):]\n", '        self.pending = ""\n',
+           "the whitespace between two guarded segments is lost"),
+    Mutant("stream60", "citebound/guarding/stream.py", "        if not body:\n            self.pending += text\n",
+           "        if not body:\n            self.pending = text\n", "whitespace-only segments in a row keep only the last"),
+    Mutant("stream60", "citebound/guarding/stream.py", "            a.spans = [(lo + offset, hi + offset) for lo, hi in a.spans]",
+           "            a.spans = [(lo, hi) for lo, hi in a.spans]", "a later segment's marker spans are not shifted to the whole answer"),
+    Mutant("stream60", "citebound/guarding/stream.py", "            a.sentence_index += out.n_sentences", "            a.sentence_index += r.n_sentences",
+           "a later segment's sentence indices are shifted by its own count, not the earlier segments'"),
+    Mutant("score60", "citebound/serving/score_routes.py", "        if len(req.pairs) > limits.max_citations_per_answer:",
+           "        if len(req.pairs) >= limits.max_citations_per_answer:", "exactly max_citations_per_answer pairs are refused"),
+    Mutant("score60", "citebound/serving/score_routes.py", "            if len(p.passage) > limits.max_passage_chars:",
+           "            if len(p.passage) >= limits.max_passage_chars:", "a passage of exactly max_passage_chars is refused"),
+    Mutant("score60", "citebound/serving/score_routes.py", "PairScore(score=None if np.isnan(s) else float(s),",
+           "PairScore(score=float(s),", "an unscored pair is answered NaN, not null"),
+    Mutant("embedding60", "citebound/verifiers/embedding.py", "            keep = set(texts)\n", "            keep = set()\n",
+           "past the memo's bound, the texts being embedded are dropped too"),
+    Mutant("embedding60", "citebound/verifiers/embedding.py",
+           "    return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9), dim=-1)",
+           "    return torch.nn.functional.normalize(hidden.mean(1), dim=-1)", "mean pooling counts the padding tokens"),
+    Mutant("embedding60", "citebound/verifiers/embedding.py",
+           "    return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9), dim=-1)",
+           "    return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9), dim=0)",
+           "the embeddings are normalised across the batch, not each to unit length"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3853,6 +3894,13 @@ TESTS = {
     "state59": ["tests/guard/test_state_backends.py", "tests/guard/test_state.py", "tests/guard/test_state_concurrency.py",
                 "tests/guard/test_store_down.py", "tests/guard/test_store_probe.py", "tests/guard/test_monitor.py",
                 "tests/guard/test_card.py", "citebound/calibration/state.py"],
+    "stream60": ["tests/guard/test_guard_assembly.py", "tests/guard/test_stream_differential.py", "tests/guard/test_stream_proxy.py",
+                 "tests/guard/test_hostile_streams.py", "tests/guard/test_structured.py", "tests/guard/test_stream_values.py",
+                 "tests/guard/test_limits.py", "citebound/guarding/stream.py"],
+    "score60": ["tests/guard/test_service.py", "tests/guard/test_hostile.py", "tests/guard/test_hostile_generated.py",
+                "tests/guard/test_behaviours.py", "tests/guard/test_security.py", "tests/guard/test_limits.py"],
+    "embedding60": ["tests/guard/test_pins_and_hosts.py", "tests/guard/test_graph.py", "tests/guard/test_verifiers.py",
+                    "tests/guard/test_model_verifiers.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -3999,8 +4047,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 60)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 59: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 61)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 60: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4066,6 +4114,7 @@ def main() -> int:
     first57 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an answer sent without passages is taken"))
     first58 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--batch-answers 0 is taken"))
     first59 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the memory store's update reads and computes outside"))
+    first60 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a '<' exactly MAX_TAG characters from the end"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4089,7 +4138,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

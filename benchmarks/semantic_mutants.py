@@ -3876,7 +3876,7 @@ TESTS = {
     "deadline54": ["tests/guard/test_deadline_tokens.py", "tests/guard/test_batch_members.py", "tests/guard/test_remote_verifier.py",
                    "citebound/scoring/deadline.py"],
     "monitorcli54": ["tests/guard/test_monitor_cli_labels.py", "tests/guard/test_monitor.py", "tests/guard/test_closed_loop.py", "tests/guard/test_cli_options.py"],
-    "responses55": ["tests/guard/test_api_effects.py", "tests/guard/test_api_adapters.py", "tests/guard/test_cross_face.py",
+    "responses55": ["tests/guard/test_responses_values.py", "tests/guard/test_api_effects.py", "tests/guard/test_api_adapters.py", "tests/guard/test_cross_face.py",
                     "tests/guard/test_proxy_routes.py", "tests/guard/test_failure_paths.py", "tests/guard/test_body_errors.py",
                     "tests/guard/test_app_values.py", "tests/guard/test_security.py"],
     "batcher56": ["tests/guard/test_batcher_values.py", "tests/guard/test_batch_members.py", "tests/guard/test_behaviours.py"],

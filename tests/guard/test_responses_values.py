@@ -170,7 +170,8 @@ def test_a_streamed_message_of_two_parts_after_two_searches_comes_back_whole_and
     each streamed in two pieces. Part 0: "[1 ...]" on the unicorn sentence (flagged), and an annotation of f1 (the
     first search's file) on the statin sentence: verified. Part 1: the ATP sentence with [2] (the ATP result:
     passages are the request's none, then statins [1], ATP [2]): verified. The completed response, each
-    output_text.done and content_part.done carry each part's own guarded text."""
+    output_text.done and content_part.done carry each part's own guarded text; the searches are no unchecked tool
+    calls."""
     t0 = f"{UNICORNS} [1]. {STATINS}"
     t1 = f" {ATP[:-1]} [2]."
     note = {"type": "file_citation", "file_id": "f1", "filename": "f1.txt", "index": len(t0)}
@@ -187,6 +188,8 @@ def test_a_streamed_message_of_two_parts_after_two_searches_comes_back_whole_and
     assert done["output"][2]["content"][0]["annotations"][0]["citebound"]["action"] == "verified"
     rep = _report(r, True)
     assert [(a["cited"], a["action"]) for a in rep["audit"]] == [(1, "flagged"), (1, "verified"), (2, "verified")]
+    # the guard read both searches' results: they are no unchecked tool calls
+    assert [e["unchecked_tool_calls"] for e in sent if e["type"] == "citebound.report"] == [0]
     assert [e["sequence_number"] for e in sent] == list(range(len(sent)))
 
 

@@ -47,6 +47,17 @@ def test_an_answer_with_two_choices_is_refused_and_neither_passes():
     assert "Unicorns" not in r.text and "platelet" not in r.text
 
 
+def test_a_url_with_credentials_in_a_refused_request_is_redacted_in_the_error():
+    """n is echoed in the refusal (n must be 1): a URL with credentials there comes back without them, as in
+    every error the proxy writes."""
+    r, sent = _ask(_chat({"content": GOOD}), {"messages": [{"role": "user", "content": "q"}],
+                                              "n": "https://bob:hunter2-pw@example.org/x",
+                                              "citebound": {"passages": [ASPIRIN]}})
+    assert r.status_code == 400, r.text
+    assert "example.org" in r.json()["error"]["message"]
+    assert "hunter2-pw" not in r.text and sent == []
+
+
 def test_credentials_in_the_upstream_url_never_reach_an_error():
     port = free_port()  # nothing listens there: the call fails, and its error names the upstream
     with running(ServeConfig(verifier="lexical", upstream=f"http://alice:s3cr3t-pw@127.0.0.1:{port}/v1",

@@ -17,9 +17,10 @@ from citebound.text.limits import LimitExceeded, Limits
 
 @pytest.mark.parametrize("tail, held", [(MAX_TAG - 1, True), (MAX_TAG, True), (MAX_TAG + 1, False)])
 def test_a_trailing_lt_is_held_while_it_may_still_become_a_tag(tail, held):
-    """"A works. " (9 characters) then '<' and letters: ``tail`` characters from the '<' to the end. Up to
-    MAX_TAG characters it may still be a tag: the stable text ends at 9; past it, it is text: all of it."""
-    text = "A works. <" + "x" * (tail - 1)
+    """"A works. " (9 characters) then "<!" and letters: ``tail`` characters from the '<' to the end, a bogus
+    comment that a later '>' would close (hiding what it holds). Up to MAX_TAG characters it may still be one:
+    the stable text ends at 9; past it, it is text: all of it."""
+    text = "A works. <!" + "x" * (tail - 2)
     assert len(text) - 9 == tail
     assert stable_end(text) == (9 if held else len(text))
 

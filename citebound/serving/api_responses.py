@@ -78,7 +78,8 @@ def annotate(annotations: list[Any], audits: list[Any], where: Any) -> list[Any]
         if not isinstance(a, dict) or a.get("type") == "file_path":
             out.append(a)
             continue
-        moved = {f: where(a[f]) for f in ("index", "start_index", "end_index") if isinstance(a.get(f), int)}
+        moved = {f: where(a[f]) for f in ("index", "start_index", "end_index") if isinstance(a.get(f), int)
+                 and not isinstance(a[f], bool)}  # true is no position (attached() reads it as none): left as sent
         out.append(a | moved | {"citebound": structured.verdict(audits[k])})
         k += 1
     return out

@@ -141,6 +141,7 @@ def test_each_annotation_gets_its_own_verdict_at_its_own_sentence_and_its_positi
     assert [g["citebound"]["passage"] for g in got[1:]] == [2, 3, None, 2]
     assert got[1]["index"] == end1 + 11 == guarded.index(STATINS) + len(STATINS)
     assert got[4]["index"] == len(f"{UNICORNS} [1 UNVERIFIED].")
+    assert got[3]["start_index"] == 0 and got[3]["end_index"] is True  # true is no position: left as sent
     rep = r.json()["citebound"]["report"]
     assert rep["n_citations"] == 5
     # the audit: the marker first, then the annotations in order, each at its sentence

@@ -3525,6 +3525,29 @@ MUTANTS = [
            "    return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9), dim=-1)",
            "    return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9), dim=0)",
            "the embeddings are normalised across the batch, not each to unit length"),
+    # round 61 (2026-12-05): citations carried as data (guarding/structured.py) beyond earlier rounds, written from
+    # the code before any of its tests was read
+    Mutant("structured61", "citebound/guarding/structured.py", "    if len(cites) > limits.max_citations_per_answer:",
+           "    if len(cites) >= limits.max_citations_per_answer:", "exactly max_citations_per_answer citations as data are refused"),
+    Mutant("structured61", "citebound/guarding/structured.py", "        seen.setdefault(text, k)", "        seen[text] = k",
+           "a quoted text equal to two of the request's passages is numbered as the last, not the first"),
+    Mutant("structured61", "citebound/guarding/structured.py",
+           "        if c.text is None or not c.text.strip() or not claim.strip():",
+           "        if c.text is None or not c.text.strip():",
+           "a citation attached to a sentence with no claim is checked with an empty claim"),
+    Mutant("structured61", "citebound/guarding/structured.py", "        if c.text not in seen:\n            seen[c.text] = len(ext)\n",
+           "        if True:\n            seen[c.text] = len(ext)\n", "a text quoted twice is numbered twice"),
+    Mutant("structured61", "citebound/guarding/structured.py",
+           "            a.sentence_index, a.claim, a.marker, a.spans = max(index, 0), claim, c.label, [(c.at, c.at)]",
+           "            a.sentence_index, a.claim, a.spans = max(index, 0), claim, [(c.at, c.at)]",
+           "a checked citation's audit names the synthetic marker, not the citation"),
+    Mutant("structured61", "citebound/guarding/structured.py", "            out[a0 + k] = b0 + min(jb, j + (k - i))",
+           "            out[a0 + k] = b0 + jb", "every position inside a rewritten marker maps to its closing bracket"),
+    Mutant("structured61", "citebound/guarding/structured.py", "    return lambda p: out[min(max(p, 0), len(original))]",
+           "    return lambda p: out[p]", "a position past the text's end (or before it) is read unclamped"),
+    Mutant("structured61", "citebound/guarding/structured.py", '_BRACKETS = re.compile(f"[{_OPEN}][^{_OPEN}{_CLOSE}]*[{_CLOSE}]|\\\\s+")',
+           '_BRACKETS = re.compile(f"[{_OPEN}][^{_OPEN}{_CLOSE}]*[{_CLOSE}]")',
+           "a sentence whose spacing the guard changed is taken as removed"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3902,6 +3925,9 @@ TESTS = {
                 "tests/guard/test_behaviours.py", "tests/guard/test_security.py", "tests/guard/test_limits.py"],
     "embedding60": ["tests/guard/test_pins_and_hosts.py", "tests/guard/test_graph.py", "tests/guard/test_verifiers.py",
                     "tests/guard/test_model_verifiers.py"],
+    "structured61": ["tests/guard/test_structured_effects.py", "tests/guard/test_structured.py", "tests/guard/test_api_adapters.py",
+                     "tests/guard/test_api_effects.py", "tests/guard/test_cross_face.py", "tests/guard/test_guard_api_edges.py",
+                     "tests/guard/test_messages_runs.py", "citebound/guarding/structured.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4048,8 +4074,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 61)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 60: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 62)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 61: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4116,6 +4142,7 @@ def main() -> int:
     first58 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--batch-answers 0 is taken"))
     first59 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the memory store's update reads and computes outside"))
     first60 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a '<' exactly MAX_TAG characters from the end"))
+    first61 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("exactly max_citations_per_answer citations as data"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4139,7 +4166,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

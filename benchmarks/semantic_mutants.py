@@ -3915,7 +3915,7 @@ TESTS = {
                    "tests/guard/test_cli_guard_edges.py", "tests/guard/test_groups.py", "tests/guard/test_cli_options.py",
                    "tests/guard/test_actions.py", "tests/guard/test_guard_batch.py", "tests/guard/test_audit_page.py",
                    "tests/guard/test_cli_main.py", "tests/guard/test_limits.py", "tests/guard/test_unchecked.py"],
-    "state59": ["tests/guard/test_state_backends.py", "tests/guard/test_state.py", "tests/guard/test_state_concurrency.py",
+    "state59": ["tests/guard/test_state_values.py", "tests/guard/test_state_backends.py", "tests/guard/test_state.py", "tests/guard/test_state_concurrency.py",
                 "tests/guard/test_store_down.py", "tests/guard/test_store_probe.py", "tests/guard/test_monitor.py",
                 "tests/guard/test_card.py", "citebound/calibration/state.py"],
     "stream60": ["tests/guard/test_guard_assembly.py", "tests/guard/test_stream_differential.py", "tests/guard/test_stream_proxy.py",

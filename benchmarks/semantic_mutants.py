@@ -3925,7 +3925,7 @@ TESTS = {
                 "tests/guard/test_behaviours.py", "tests/guard/test_security.py", "tests/guard/test_limits.py"],
     "embedding60": ["tests/guard/test_stream_hold_values.py", "tests/guard/test_pins_and_hosts.py", "tests/guard/test_graph.py", "tests/guard/test_verifiers.py",
                     "tests/guard/test_model_verifiers.py"],
-    "structured61": ["tests/guard/test_structured_effects.py", "tests/guard/test_structured.py", "tests/guard/test_api_adapters.py",
+    "structured61": ["tests/guard/test_structured_values.py", "tests/guard/test_structured_effects.py", "tests/guard/test_structured.py", "tests/guard/test_api_adapters.py",
                      "tests/guard/test_api_effects.py", "tests/guard/test_cross_face.py", "tests/guard/test_guard_api_edges.py",
                      "tests/guard/test_messages_runs.py", "citebound/guarding/structured.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",

@@ -3548,6 +3548,25 @@ MUTANTS = [
     Mutant("structured61", "citebound/guarding/structured.py", '_BRACKETS = re.compile(f"[{_OPEN}][^{_OPEN}{_CLOSE}]*[{_CLOSE}]|\\\\s+")',
            '_BRACKETS = re.compile(f"[{_OPEN}][^{_OPEN}{_CLOSE}]*[{_CLOSE}]")',
            "a sentence whose spacing the guard changed is taken as removed"),
+    # round 62 (2026-12-05): exact binomial tails and the Clopper-Pearson bound (calibration/binomial.py) beyond
+    # round 10, written from the code before any of its tests was read
+    Mutant("binomial62", "citebound/calibration/binomial.py", "_SPAN_SD = 40  # terms", "_SPAN_SD = 4  # terms",
+           "past 100,000 draws a tail is summed over 4 standard deviations, losing mass"),
+    Mutant("binomial62", "citebound/calibration/binomial.py", "        out[b0 - j0:b1 - j0 + 1] = _exact_log_pmf(n, p, b0) + np.concatenate(",
+           "        out[b0 - j0:b1 - j0 + 1] = _exact_log_pmf(n, p, j0) + np.concatenate(",
+           "every block of a windowed tail is anchored at the window's first term, not its own"),
+    Mutant("binomial62", "citebound/calibration/binomial.py", "    if n <= 0 or p <= 0.0:\n        out = np.where(ks >= 0, 1.0, 0.0)",
+           "    if n <= 0 or p < 0.0:\n        out = np.where(ks >= 0, 1.0, 0.0)", "the cdf at p = 0 takes the log of 0"),
+    Mutant("binomial62", "citebound/calibration/binomial.py", "    elif p >= 1.0:\n        out = np.where(ks >= n, 1.0, 0.0)",
+           "    elif p > 1.0:\n        out = np.where(ks >= n, 1.0, 0.0)", "the cdf at p = 1 takes the log of 0"),
+    Mutant("binomial62", "citebound/calibration/binomial.py", "    if k >= n or p <= 0.0:\n        return 0.0",
+           "    if k >= n or p < 0.0:\n        return 0.0", "the upper tail at p = 0 takes the log of 0"),
+    Mutant("binomial62", "citebound/calibration/binomial.py", "    if p >= 1.0:\n        return 1.0\n    if n > EXACT_MAX_N:",
+           "    if p >= 1.0:\n        return 0.0\n    if n > EXACT_MAX_N:", "the upper tail at p = 1 is 0, not 1"),
+    Mutant("binomial62", "citebound/calibration/binomial.py", "    for _ in range(200):\n        mid = (lo + hi) / 2",
+           "    for _ in range(20):\n        mid = (lo + hi) / 2", "the Clopper-Pearson bisection stops after 20 halvings (about 1e-6)"),
+    Mutant("binomial62", "citebound/calibration/binomial.py", "    return float(-ndtri(q))", "    return float(ndtri(q))",
+           "the normal quantile's sign is flipped where scipy is installed"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3928,6 +3947,9 @@ TESTS = {
     "structured61": ["tests/guard/test_structured_values.py", "tests/guard/test_structured_effects.py", "tests/guard/test_structured.py", "tests/guard/test_api_adapters.py",
                      "tests/guard/test_api_effects.py", "tests/guard/test_cross_face.py", "tests/guard/test_guard_api_edges.py",
                      "tests/guard/test_messages_runs.py", "citebound/guarding/structured.py"],
+    "binomial62": ["tests/guard/test_binomial.py", "tests/guard/test_calibration_edges.py", "tests/guard/test_conformal_stats.py",
+                   "tests/guard/test_ltt.py", "tests/guard/test_precision.py", "tests/guard/test_pinned.py",
+                   "tests/guard/test_calibrate_in_force.py", "citebound/calibration/binomial.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4074,8 +4096,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 62)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 61: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 63)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 62: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4143,6 +4165,7 @@ def main() -> int:
     first59 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the memory store's update reads and computes outside"))
     first60 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a '<' exactly MAX_TAG characters from the end"))
     first61 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("exactly max_citations_per_answer citations as data"))
+    first62 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("past 100,000 draws a tail is summed over 4"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4166,7 +4189,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

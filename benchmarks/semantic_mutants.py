@@ -3567,6 +3567,25 @@ MUTANTS = [
            "    for _ in range(20):\n        mid = (lo + hi) / 2", "the Clopper-Pearson bisection stops after 20 halvings (about 1e-6)"),
     Mutant("binomial62", "citebound/calibration/binomial.py", "    return float(-ndtri(q))", "    return float(ndtri(q))",
            "the normal quantile's sign is flipped where scipy is installed"),
+    # round 63 (2026-12-05): Learn-then-Test (calibration/ltt.py) beyond rounds 2 and 25, written from the code
+    # before any of its tests was read
+    Mutant("ltt63", "citebound/calibration/ltt.py", "        if not 0 < v < 1:\n            raise ValueError(f\"{name} must be in (0, 1)",
+           "        if not 0 <= v < 1:\n            raise ValueError(f\"{name} must be in (0, 1)", "alpha, beta or delta of 0 is taken"),
+    Mutant("ltt63", "citebound/calibration/ltt.py", "    if not np.isfinite(s).all():\n        raise ValueError(\"every score must be finite\")\n",
+           "", "a NaN score is taken (read as above every tau)"),
+    Mutant("ltt63", "citebound/calibration/ltt.py", "STEPS = np.round(np.arange(1, 100) / 100, 2)",
+           "STEPS = np.round(np.arange(99, 0, -1) / 100, 2)", "the hint names the loosest certifiable bound, not the tightest"),
+    Mutant("ltt63", "citebound/calibration/ltt.py", "    if n == 0:\n        return 1.0\n    return float(binom_cdf(k, n, rate))",
+           "    if n == 0:\n        return 0.0\n    return float(binom_cdf(k, n, rate))",
+           "a risk with no calibration example of its class has p-value 0 (certified)"),
+    Mutant("ltt63", "citebound/calibration/ltt.py", "    out = TwoSided(alpha, beta, delta, method, int((y == 0).sum()), int((y == 1).sum()))",
+           "    out = TwoSided(alpha, beta, delta, method, int((y == 1).sum()), int((y == 0).sum()))",
+           "the outcome's unsupported and supported counts are swapped"),
+    Mutant("ltt63", "citebound/calibration/ltt.py", "np.lexsort((np.arange(len(grid)), p))", "np.lexsort((p, np.arange(len(grid))))",
+           "the fixed sequence runs in grid order, not by the ordering split's p-values"),
+    Mutant("ltt63", "citebound/calibration/ltt.py", "    out.best_beta_at_alpha = next((float(b) for b in STEPS if certified(alpha, b).any()), None)",
+           "    out.best_beta_at_alpha = next((float(b) for b in STEPS if certified(b, alpha).any()), None)",
+           "the best beta at alpha searches with the bounds swapped"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3950,6 +3969,8 @@ TESTS = {
     "binomial62": ["tests/guard/test_binomial.py", "tests/guard/test_calibration_edges.py", "tests/guard/test_conformal_stats.py",
                    "tests/guard/test_ltt.py", "tests/guard/test_precision.py", "tests/guard/test_pinned.py",
                    "tests/guard/test_calibrate_in_force.py", "citebound/calibration/binomial.py"],
+    "ltt63": ["tests/guard/test_ltt.py", "tests/guard/test_ltt_brute_force.py", "tests/guard/test_calibration_edges.py",
+              "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_calibrate_in_force.py", "citebound/calibration/ltt.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4096,8 +4117,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 63)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 62: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 64)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 63: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4166,6 +4187,7 @@ def main() -> int:
     first60 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a '<' exactly MAX_TAG characters from the end"))
     first61 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("exactly max_citations_per_answer citations as data"))
     first62 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("past 100,000 draws a tail is summed over 4"))
+    first63 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("alpha, beta or delta of 0 is taken"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4189,7 +4211,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

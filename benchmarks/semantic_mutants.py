@@ -3969,7 +3969,7 @@ TESTS = {
     "binomial62": ["tests/guard/test_binomial.py", "tests/guard/test_calibration_edges.py", "tests/guard/test_conformal_stats.py",
                    "tests/guard/test_ltt.py", "tests/guard/test_precision.py", "tests/guard/test_pinned.py",
                    "tests/guard/test_calibrate_in_force.py", "citebound/calibration/binomial.py"],
-    "ltt63": ["tests/guard/test_ltt.py", "tests/guard/test_ltt_brute_force.py", "tests/guard/test_calibration_edges.py",
+    "ltt63": ["tests/guard/test_ltt_values.py", "tests/guard/test_ltt.py", "tests/guard/test_ltt_brute_force.py", "tests/guard/test_calibration_edges.py",
               "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_calibrate_in_force.py", "citebound/calibration/ltt.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",

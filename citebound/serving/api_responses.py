@@ -59,6 +59,11 @@ def search_texts(output: list[Any]) -> tuple[list[str], dict[str, str]]:
     return out, by_file
 
 
+def _position(v: Any) -> bool:
+    """Whether an annotation's field is a position: an integer, and not true or false (no position)."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def attached(annotations: list[Any], files: dict[str, str], n: int) -> list[Attached]:
     """The part's citations: each annotation that cites (not a ``file_path``), where it ends in the text."""
     out = []
@@ -66,7 +71,7 @@ def attached(annotations: list[Any], files: dict[str, str], n: int) -> list[Atta
         if not isinstance(a, dict) or a.get("type") == "file_path":
             continue
         at = a.get("end_index", a.get("index"))
-        at = min(max(at, 0), n) if isinstance(at, int) and not isinstance(at, bool) else n
+        at = min(max(at, 0), n) if _position(at) else n
         quoted = files.get(str(a.get("file_id"))) if a.get("type") in ("file_citation", "container_file_citation") else None
         out.append(Attached(at, quoted, f"annotations[{k}] ({a.get('type')})"))
     return out
@@ -78,8 +83,7 @@ def annotate(annotations: list[Any], audits: list[Any], where: Any) -> list[Any]
         if not isinstance(a, dict) or a.get("type") == "file_path":
             out.append(a)
             continue
-        moved = {f: where(a[f]) for f in ("index", "start_index", "end_index") if isinstance(a.get(f), int)
-                 and not isinstance(a[f], bool)}  # true is no position (attached() reads it as none): left as sent
+        moved = {f: where(a[f]) for f in ("index", "start_index", "end_index") if _position(a.get(f))}  # true: left as sent
         out.append(a | moved | {"citebound": structured.verdict(audits[k])})
         k += 1
     return out

@@ -3586,6 +3586,59 @@ MUTANTS = [
     Mutant("ltt63", "citebound/calibration/ltt.py", "    out.best_beta_at_alpha = next((float(b) for b in STEPS if certified(alpha, b).any()), None)",
            "    out.best_beta_at_alpha = next((float(b) for b in STEPS if certified(b, alpha).any()), None)",
            "the best beta at alpha searches with the bounds swapped"),
+    # round 64 (2026-12-05): the LiteLLM guardrail and what every proxy face shares (serving/held.py), beyond
+    # rounds 2 to 55, written from the code before any of their tests was read
+    Mutant("litellm64", LG, 'for k in SETTINGS if params.get(f"citebound_{k}") is not None}',
+           'for k in SETTINGS if params.get(f"citebound_{k}")}', "citebound_block_above: 0 is dropped (the default bound is used)"),
+    Mutant("litellm64", LG, '    verifier = kw.pop("verifier", "embedding")', '    verifier = kw.pop("verifier", "lexical")',
+           "a guardrail that names no verifier runs the lexical one, not the documented embedding default"),
+    Mutant("litellm64", LG, 'extra.get("citation_base"), extra.get("group")', 'extra.get("group"), extra.get("citation_base")',
+           "a request's citation base and group are swapped"),
+    Mutant("litellm64", LG, "    except (GuardInputError, TypeError) as e:\n        raise HTTPException(422",
+           "    except GuardInputError as e:\n        raise HTTPException(422",
+           "passages that are not a list (a number) fail with a 500, not a 422"),
+    Mutant("litellm64", LG, "        if message.content is not None:\n            message.content = text\n",
+           "        message.content = text\n", "a tool-call answer's null content comes back as an empty string"),
+    Mutant("litellm64", LG, "self.guard.guard, content, passages, base=base, group=group)",
+           "self.guard.guard, content, passages, base=base)", "an unstreamed answer is guarded under the pooled calibration, not its group's"),
+    Mutant("litellm64", LG, "    asm = StreamAssembler(self.guard.limits, self.guard.on_error == \"open\")",
+           "    asm = StreamAssembler(self.guard.limits, self.guard.on_error != \"open\")",
+           "a stream's fail-open setting is inverted"),
+    Mutant("litellm64", LG, "                if not delta.content and not choices[0].finish_reason:\n                    last = chunk\n",
+           "                if not delta.content and not choices[0].finish_reason:\n",
+           "a stream that ends while only held text was sent ends quietly, its held sentence dropped unchecked"),
+    Mutant("litellm64", LG, '            chunk.choices[0].finish_reason = "content_filter"', '            chunk.choices[0].finish_reason = "stop"',
+           "a blocked stream ends as if finished normally"),
+    Mutant("held64", H, "        passages = (texts(extra.passages) if extra and extra.passages else []) + list(more or [])",
+           "        passages = list(more or []) + (texts(extra.passages) if extra and extra.passages else [])",
+           "a request's own-API passages are numbered before its citebound passages"),
+    Mutant("held64", H, "        guard.calibrations.resolve(extra.group if extra else None)\n", "",
+           "an unknown group is found only after the upstream was paid for"),
+    Mutant("held64", H, "        guard = state.guard_for(extra.calibration if extra else None)",
+           "        guard = state.guard_for(None)", "a request's named calibration is ignored"),
+    Mutant("held64", H, "            return await asyncio.wait_for(open_upstream(state, url, body, headers), timeout)",
+           "            return await open_upstream(state, url, body, headers)",
+           "an upstream that never opens its stream holds the request past the timeout"),
+    Mutant("held64", H, '"unchecked_fields": fields} | (original or {})', '"unchecked_fields": fields}',
+           "the original text a request asked for is left out"),
+    Mutant("held64", H, '(report.guarantee_card.get("monitor") or {}).get("state", "off")',
+           '(report.guarantee_card.get("monitor") or {}).get("state", "ok")',
+           "a card with no monitor says ok in the guarantee header"),
+    Mutant("held64", H, "            self.state.metrics.record(self.state.scorer.name, [(text, rep)])\n", "",
+           "a segment sent unverified past the timeout is not counted in the metrics"),
+    Mutant("held64", H, "        out = await self._guard(self.asm.finish(), True)\n        if self.block_report is not None:\n            return \"\"\n",
+           "        out = await self._guard(self.asm.finish(), True)\n",
+           "a stream blocked at its last segment still sends its tail"),
+    Mutant("held64", H, "    if held:\n        msg +=", "    if held > 1:\n        msg +=",
+           "one held character is not reported in a failed stream's message"),
+    Mutant("held64", H, "guard.base if base is None else base", "base or guard.base",
+           "citations as data with base 0 are read with the guard's base"),
+    Mutant("held64", H, "    cited_at = [None if (p.sentence[i][1], p.sentence[i][2]) in gone else at\n                for i, at in enumerate(structured.sentence_starts(p, where))]",
+           "    cited_at = structured.sentence_starts(p, where)",
+           "a citation as data of a removed sentence still points into the text"),
+    Mutant("held64", H, "    structured.add(report, found, structured.sentence_starts(p), guard.on_error == \"open\")",
+           "    structured.add(report, found, structured.sentence_starts(p), guard.on_error != \"open\")",
+           "a streamed answer's citations as data are added with fail-open inverted"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -3971,6 +4024,11 @@ TESTS = {
                    "tests/guard/test_calibrate_in_force.py", "citebound/calibration/binomial.py"],
     "ltt63": ["tests/guard/test_ltt_values.py", "tests/guard/test_ltt.py", "tests/guard/test_ltt_brute_force.py", "tests/guard/test_calibration_edges.py",
               "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_calibrate_in_force.py", "citebound/calibration/ltt.py"],
+    "litellm64": ["tests/guard/test_litellm_guardrail.py"],
+    "held64": ["tests/guard/test_chat_effects.py", "tests/guard/test_api_effects.py", "tests/guard/test_api_adapters.py",
+               "tests/guard/test_cross_face.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_proxy_routes.py",
+               "tests/guard/test_proxy_values.py", "tests/guard/test_responses_values.py", "tests/guard/test_messages_runs.py",
+               "tests/guard/test_structured_effects.py", "tests/guard/test_failure_paths.py", "tests/guard/test_app_values.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4117,8 +4175,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 64)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 63: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 65)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 64: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4188,6 +4246,7 @@ def main() -> int:
     first61 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("exactly max_citations_per_answer citations as data"))
     first62 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("past 100,000 draws a tail is summed over 4"))
     first63 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("alpha, beta or delta of 0 is taken"))
+    first64 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("citebound_block_above: 0 is dropped"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4211,7 +4270,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

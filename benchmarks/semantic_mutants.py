@@ -3639,6 +3639,53 @@ MUTANTS = [
     Mutant("held64", H, "    structured.add(report, found, structured.sentence_starts(p), guard.on_error == \"open\")",
            "    structured.add(report, found, structured.sentence_starts(p), guard.on_error != \"open\")",
            "a streamed answer's citations as data are added with fail-open inverted"),
+    # round 65 (2026-12-05): the proxy's upstream client (serving/upstream.py) and the MCP server's tools
+    # (serving/mcp_server.py), beyond rounds 2 to 45, written from the code before any of their tests was read
+    Mutant("upstream65", UP, '        return {"Authorization": f"Bearer {own}"} if header == "authorization" else {header: own}',
+           '        return {"Authorization": f"Bearer {own}"}', "the proxy's own key goes to Anthropic's API as a bearer token, not x-api-key"),
+    Mutant("upstream65", UP, '    if cfg.upstream_auth == "own" or (cfg.upstream_auth == "client-else-own" and not sent):',
+           '    if cfg.upstream_auth == "client-else-own" and not sent:', "upstream_auth own forwards the client's credential"),
+    Mutant("upstream65", UP, '({"upstream": redact_url(e.body)} if e.body else {})', '({"upstream": e.body} if e.body else {})',
+           "an upstream's error body is echoed to the client with the URLs' credentials in it"),
+    Mutant("upstream65", UP, "            if n > cap:\n                raise UpstreamError(", "            if n >= cap:\n                raise UpstreamError(",
+           "an upstream answer of exactly max_upstream_bytes is refused"),
+    Mutant("upstream65", UP, '    if not isinstance(data, dict):\n        raise UpstreamError("answered with JSON that is not an object")\n', "",
+           "an upstream answering a JSON list is taken (and fails later as the proxy's own error)"),
+    Mutant("upstream65", UP, "    timeout = httpx.Timeout(state.cfg.request_timeout_s, read=float(lim.upstream_read_timeout_s))",
+           "    timeout = httpx.Timeout(state.cfg.request_timeout_s)", "a stream's reads are bounded by the request timeout, not upstream_read_timeout_s"),
+    Mutant("upstream65", UP, "            line = raw.rstrip(\"\\r\")\n", "            line = raw\n",
+           "a stream with CRLF line ends never dispatches an event"),
+    Mutant("upstream65", UP, '        lines[0] = "".join(pending) + lines[0]\n', "",
+           "a line split across two reads loses its first part"),
+    Mutant("upstream65", UP, "                    data.append(line[5:].removeprefix(\" \"))", "                    data.append(line[6:])",
+           "a data line without a space after the colon loses its first character"),
+    Mutant("upstream65", UP, "            text = decoder.decode(chunk)", "            text = chunk.decode(\"utf-8\")",
+           "a character split across two reads is refused as bad UTF-8"),
+    Mutant("mcp65", "citebound/serving/mcp_server.py", '"invalid", "unverified", "uncited",\n              "removed_sentences"',
+           '"invalid", "uncited",\n              "removed_sentences"', "the compact result's counts leave out the unverified citations"),
+    Mutant("mcp65", "citebound/serving/mcp_server.py", "    text, report = guard.guard(answer, texts, base=citation_base, group=group)",
+           "    text, report = guard.guard(answer, texts, base=citation_base)", "guard_answer ignores its group"),
+    Mutant("mcp65", "citebound/serving/mcp_server.py", '"monitor": {"in_force": card.get("in_force"), "state": mon.get("state", "off")',
+           '"monitor": {"in_force": card.get("in_force"), "state": mon.get("state", "ok")', "a card with no monitor is reported ok"),
+    Mutant("mcp65", "citebound/serving/mcp_server.py", "    if report.blocked:\n        out[\"blocked\"] = report.block_reason\n", "",
+           "a blocked answer's reason is not given"),
+    Mutant("mcp65", "citebound/serving/mcp_server.py", '(compact(full) if detail == "compact" else {"report": full})',
+           '(compact(full) if detail != "compact" else {"report": full})', "detail full and compact are swapped"),
+    Mutant("mcp65", "citebound/serving/mcp_server.py",
+           '    if group is not None:\n        _field("group", group, str, "a string (a calibration group) or null")\n', "",
+           "a group that is not a string is not refused by name"),
+    Mutant("mcp65", "citebound/serving/mcp_server.py", '    if not claim.strip():\n        raise GuardInputError("\'claim\' is empty")\n', "",
+           "an empty claim is scored"),
+    Mutant("mcp65", "citebound/serving/mcp_server.py", "    check_text(claim, \"'claim'\")\n", "",
+           "a lone surrogate in verify_citation's claim is not refused by name"),
+    Mutant("mcp65", "citebound/serving/mcp_server.py", "        return v if math.isfinite(v) else bad", "        return v",
+           "a number like 1e999 (infinite) reaches the SDK"),
+    Mutant("mcp65", "citebound/serving/mcp_server.py", '    stack: list[tuple[str, Any]] = [("params", msg.get("params")), ("method", msg.get("method"))]',
+           '    stack: list[tuple[str, Any]] = [("params", msg.get("params"))]', "a lone surrogate in the method reaches the SDK"),
+    Mutant("mcp65", "citebound/serving/mcp_server.py",
+           '            raise ToolError(f"citebound could not guard this answer: {type(e).__name__}: {str(e)[:300]}") from None',
+           '            raise ToolError(f"citebound could not guard this answer: {type(e).__name__}: {e}") from None',
+           "a failing guard's message reaches the agent unbounded"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4029,6 +4076,12 @@ TESTS = {
                "tests/guard/test_cross_face.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_proxy_routes.py",
                "tests/guard/test_proxy_values.py", "tests/guard/test_responses_values.py", "tests/guard/test_messages_runs.py",
                "tests/guard/test_structured_effects.py", "tests/guard/test_failure_paths.py", "tests/guard/test_app_values.py"],
+    "upstream65": ["tests/guard/test_wire_boundaries.py", "tests/guard/test_security.py", "tests/guard/test_unchecked.py",
+                   "tests/guard/test_complexity.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_proxy_values.py",
+                   "tests/guard/test_failure_paths.py", "tests/guard/test_proxy_routes.py", "tests/guard/test_chat_effects.py",
+                   "tests/guard/test_api_effects.py", "tests/guard/test_hostile_generated.py"],
+    "mcp65": ["tests/guard/test_mcp.py", "tests/guard/test_mcp_inputs.py", "tests/guard/test_mcp_lines.py", "tests/guard/test_mcp_config.py",
+              "tests/guard/test_cross_face.py", "tests/guard/test_hostile_generated.py", "tests/guard/test_card.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4175,8 +4228,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 65)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 64: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 66)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 65: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4247,6 +4300,7 @@ def main() -> int:
     first62 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("past 100,000 draws a tail is summed over 4"))
     first63 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("alpha, beta or delta of 0 is taken"))
     first64 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("citebound_block_above: 0 is dropped"))
+    first65 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the proxy's own key goes to Anthropic's API"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4270,7 +4324,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -58,6 +58,7 @@ LJ53 = "citebound/verifiers/llm_judge.py"
 VB52, LP52 = "citebound/verifiers/base.py", "citebound/labelling/app.py"
 GU51 = "citebound/guarding/guard.py"
 RV50 = "citebound/verifiers/remote.py"
+AP66, LD66 = "citebound/guarding/audit_page.py", "citebound/scoring/loader.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
 SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
@@ -3686,6 +3687,52 @@ MUTANTS = [
            '            raise ToolError(f"citebound could not guard this answer: {type(e).__name__}: {str(e)[:300]}") from None',
            '            raise ToolError(f"citebound could not guard this answer: {type(e).__name__}: {e}") from None',
            "a failing guard's message reaches the agent unbounded"),
+    # round 66 (2026-12-05): the audit page's text and filter (guarding/audit_page.py) and the verifier loader
+    # (scoring/loader.py), beyond rounds 2 to 52, written from the code before any of their tests was read
+    Mutant("audit66", AP66, "        lines.append(escape(a[\"reason\"]))", "        lines.append(a[\"reason\"])",
+           "a citation's reason is put in its tip unescaped"),
+    Mutant("audit66", AP66, '<span class=\\"evidence\\">{escape(text[:300])}', '<span class=\\"evidence\\">{text[:300]}',
+           "the evidence in a citation's tip is put in unescaped (passages are web text)"),
+    Mutant("audit66", AP66, "{'&hellip;' if len(text) > 300 else ''}", "{'&hellip;' if len(text) >= 300 else ''}",
+           "a tip's evidence of exactly 300 characters gets an ellipsis"),
+    Mutant("audit66", AP66, '        return escape(f"{a[\'cited\']} {kind}" if a["cited"] >= 0 else kind)',
+           '        return escape(f"{a[\'cited\']} {kind}" if a["cited"] > 0 else kind)',
+           "a citation as data of passage 0 (base 0) is shown without its passage"),
+    Mutant("audit66", AP66, "        if start < pos:\n            continue\n", "",
+           "a sentence that starts inside a citation marker repeats the answer's text"),
+    Mutant("audit66", AP66, "    out.append(escape(e.answer[pos:]))", "    out.append(e.answer[pos:])",
+           "the answer's text after its last mark is put in unescaped"),
+    Mutant("audit66", AP66, "f'<td>{escape(a[\"claim\"])}'", "f'<td>{a[\"claim\"]}'",
+           "a citation's claim is put in its row unescaped"),
+    Mutant("audit66", AP66, '    needs = bool(review) or bool(uncited) or bool(r.get("blocked"))',
+           '    needs = bool(review) or bool(uncited)', "a blocked answer whose citations all passed is hidden by the filter"),
+    Mutant("audit66", AP66, "    budget = pooled_review_budget([e.report for e in entries])",
+           "    budget = sum(float(e.report.get(\"review_budget\", 0)) for e in entries) / max(len(entries), 1)",
+           "the page's review budget is the mean of the answers' budgets, not pooled over their citations"),
+    Mutant("audit66", AP66, "        lines.append(f\"moved to [{a['new_pointer']}] (score {a['new_score']:.3f})\")",
+           "        lines.append(f\"moved to [{a['cited']}] (score {a['new_score']:.3f})\")",
+           "a re-attributed citation's tip names the passage it left"),
+    Mutant("audit66", AP66, "    guarded = escape(e.guarded_answer) if e.guarded_answer is not None else",
+           "    guarded = escape(e.guarded_answer) if e.guarded_answer else", "an empty guarded answer is shown as withheld"),
+    Mutant("loader66", LD66, "    check_override_keys(name, overrides)\n    cfg.update(overrides or {})",
+           "    cfg.update(overrides or {})", "a misspelt --override key is taken (and never read)"),
+    Mutant("loader66", LD66, "    except (OSError, ValueError, RuntimeError) as e:  # RuntimeError",
+           "    except (OSError, ValueError) as e:  # RuntimeError", "a served model that cannot be reached fails with a traceback"),
+    Mutant("loader66", LD66, '                           stride=self.windowing["stride"], claim_cap=self.windowing["claim_cap"],',
+           '                           stride=self.windowing["window_chars"], claim_cap=self.windowing["claim_cap"],',
+           "windows are laid end to end (the stride is the window size)"),
+    Mutant("loader66", LD66, "                           max_windows=self.windowing.get(\"max_windows\"),\n", "",
+           "the windowing's max_windows never reaches the scoring"),
+    Mutant("loader66", LD66, "        if len(base) != len(self.model[\"features\"]):\n            raise ValueError(",
+           "        if len(base) < 1:\n            raise ValueError(", "a stacked verifier combines the wrong number of base outcomes"),
+    Mutant("loader66", LD66, "        for b in self._bases or []:\n            b.close()\n", "",
+           "a stacked verifier's base caches are left open"),
+    Mutant("loader66", LD66, '        return verifier_hash({**cfg, "served": identity_of(cfg)})', "        return verifier_hash(cfg)",
+           "a served verifier's configured hash leaves out who serves it (it differs from the loaded scorer's)"),
+    Mutant("loader66", LD66, "    t.join(seconds)\n    return bool(ok)", "    t.join()\n    return bool(ok)",
+           "the hub probe waits for a name lookup with no bound"),
+    Mutant("loader66", LD66, '    host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname',
+           '    host = urlparse("https://huggingface.co").hostname', "the hub probe ignores HF_ENDPOINT"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4082,6 +4129,12 @@ TESTS = {
                    "tests/guard/test_api_effects.py", "tests/guard/test_hostile_generated.py"],
     "mcp65": ["tests/guard/test_mcp.py", "tests/guard/test_mcp_inputs.py", "tests/guard/test_mcp_lines.py", "tests/guard/test_mcp_config.py",
               "tests/guard/test_cross_face.py", "tests/guard/test_hostile_generated.py", "tests/guard/test_card.py"],
+    "audit66": ["tests/guard/test_audit_page.py", "tests/guard/test_audit_page_values.py", "tests/guard/test_security.py",
+                "tests/guard/test_unchecked.py", "tests/guard/test_guard_batch.py", "tests/guard/test_guard_cli_values.py",
+                "tests/guard/test_first_hour.py", "citebound/guarding/audit_page.py"],
+    "loader66": ["tests/guard/test_loader_edges.py", "tests/guard/test_loader_stacked.py", "tests/guard/test_cli.py",
+                 "tests/guard/test_remote_values.py", "tests/guard/test_remote_verifier.py", "tests/guard/test_registry.py",
+                 "tests/guard/test_model_verifiers.py", "tests/guard/test_package.py", "tests/guard/test_trained.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4228,8 +4281,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 66)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 65: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 67)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 66: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4301,6 +4354,7 @@ def main() -> int:
     first63 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("alpha, beta or delta of 0 is taken"))
     first64 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("citebound_block_above: 0 is dropped"))
     first65 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the proxy's own key goes to Anthropic's API"))
+    first66 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation's reason is put in its tip unescaped"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4324,7 +4378,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

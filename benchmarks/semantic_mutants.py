@@ -59,6 +59,7 @@ VB52, LP52 = "citebound/verifiers/base.py", "citebound/labelling/app.py"
 GU51 = "citebound/guarding/guard.py"
 RV50 = "citebound/verifiers/remote.py"
 AP66, LD66 = "citebound/guarding/audit_page.py", "citebound/scoring/loader.py"
+CF67, GR67, RA67 = "citebound/calibration/conformal.py", "citebound/calibration/groups.py", "citebound/guarding/reattributors.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
 SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
@@ -3733,6 +3734,34 @@ MUTANTS = [
            "the hub probe waits for a name lookup with no bound"),
     Mutant("loader66", LD66, '    host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname',
            '    host = urlparse("https://huggingface.co").hostname', "the hub probe ignores HF_ENDPOINT"),
+    # round 67 (2026-12-05): split conformal, the groups' fallback and the re-attributor, beyond rounds 2 to 41,
+    # written from the code before any of their tests was read
+    Mutant("conformal67", CF67, "        self.k = conformal_rank(len(neg), self.alpha)", "        self.k = conformal_rank(len(s), self.alpha)",
+           "the reported rank counts every label, not the unsupported ones"),
+    Mutant("conformal67", CF67, "            tau_pac = cal[:, kp - 1] if kp <= n_cal else np.full(n_splits, np.inf)",
+           "            tau_pac = cal[:, kp - 1] if kp < n_cal else np.full(n_splits, np.inf)",
+           "a PAC rank equal to the calibration size is taken as none (tau = inf)"),
+    Mutant("conformal67", CF67, '        out["flag_supported"].append((pos[None, :] <= tau[:, None]).mean(1)',
+           '        out["flag_supported"].append((pos[None, :] <= tau_naive[:, None]).mean(1)',
+           "the supported flag rate is measured at the naive tau, not the conformal one"),
+    Mutant("conformal67", CF67, "    if not 0 < n_cal < n:\n", "    if not 0 < n_cal <= n:\n",
+           "a split with every negative in calibration (none left to test) is taken"),
+    Mutant("conformal67", CF67, "            mask = (y == 0) & np.isfinite(s)\n", "            mask = y == 0\n",
+           "a group's tau counts its non-finite unsupported scores"),
+    Mutant("conformal67", CF67, "    if not 0 < alpha < 1:\n        raise ValueError(f\"alpha must be in (0, 1), got {alpha}\")",
+           "    if not 0 <= alpha < 1:\n        raise ValueError(f\"alpha must be in (0, 1), got {alpha}\")", "alpha = 0 is taken"),
+    Mutant("groups67", GR67, '    if entry.get("tau") is None:\n        return entry.get("no_tau_reason")',
+           '    if not entry.get("tau"):\n        return entry.get("no_tau_reason")', "a group whose tau is exactly 0 falls back as if it had none"),
+    Mutant("groups67", GR67, "    for name in sorted({x for x in g if x}):", "    for name in sorted({x for x in g}):",
+           "citations with no group form a group named ''"),
+    Mutant("groups67", GR67, "    if not isinstance(name, str) or not name.strip() or len(name) > 200:",
+           "    if not isinstance(name, str) or not name or len(name) > 200:", "a group name of spaces is taken"),
+    Mutant("reattrib67", RA67, 'np.argsort(-s, kind="stable")', "np.argsort(s)[::-1]",
+           "passages tied on BM25 are proposed last index first"),
+    Mutant("reattrib67", RA67, "        if self.proposals < 1:\n", "        if self.proposals < 0:\n",
+           "proposals = 0 is taken (re-attribution silently never proposes)"),
+    Mutant("reattrib67", RA67, 'sorted(content_terms(p)) or ["<empty>"] for p in passages]', 'sorted(content_terms(p)) for p in passages]',
+           "passages with no content terms enter the index empty (all of them empty: a division by zero)"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4135,6 +4164,11 @@ TESTS = {
     "loader66": ["tests/guard/test_loader_edges.py", "tests/guard/test_loader_stacked.py", "tests/guard/test_cli.py",
                  "tests/guard/test_remote_values.py", "tests/guard/test_remote_verifier.py", "tests/guard/test_registry.py",
                  "tests/guard/test_model_verifiers.py", "tests/guard/test_package.py", "tests/guard/test_trained.py"],
+    "conformal67": ["tests/guard/test_conformal_stats.py", "tests/guard/test_edges.py", "tests/guard/test_pinned.py",
+                    "tests/guard/test_groups.py", "tests/guard/test_calibration_summary.py", "tests/study/test_guarantees.py",
+                    "tests/study/test_pinned_analysis.py", "citebound/calibration/conformal.py"],
+    "groups67": ["tests/guard/test_groups.py", "tests/guard/test_cli.py", "tests/guard/test_labelling.py", "tests/guard/test_hostile_generated.py"],
+    "reattrib67": ["tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/study/test_pinned_analysis.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4281,8 +4315,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 67)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 66: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 68)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 67: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4355,6 +4389,7 @@ def main() -> int:
     first64 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("citebound_block_above: 0 is dropped"))
     first65 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the proxy's own key goes to Anthropic's API"))
     first66 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation's reason is put in its tip unescaped"))
+    first67 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the reported rank counts every label"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4378,7 +4413,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

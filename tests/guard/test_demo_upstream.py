@@ -75,6 +75,7 @@ def small_demo():
     return DemoModel(max_new_tokens=4)
 
 
+@pytest.mark.slow  # the module's SmolLM2 takes about 20 s to load on 2 cores
 def test_a_clients_max_tokens_is_capped_and_a_cut_at_exactly_it_is_length(small_demo):
     """Greedy SmolLM2 on a question it answers at length: at max_tokens 3 it stops after exactly 3 tokens
     (finish_reason length, not stop); asking for 50 gets at most the server's 4."""
@@ -85,6 +86,7 @@ def test_a_clients_max_tokens_is_capped_and_a_cut_at_exactly_it_is_length(small_
         assert text.strip() and outcome["tokens"] == want and outcome["finish_reason"] == "length"
 
 
+@pytest.mark.slow  # as above
 def test_a_client_that_leaves_stops_the_demo_generation(small_demo, monkeypatch):
     """Through the demo app (the real SmolLM2), a streaming client that reads the first words and goes, and an
     unstreamed one that gives up after 1 s, each stop their generation at its next token: the stop event is set and

@@ -185,8 +185,8 @@ def test_a_precision_draw_violates_when_any_certified_tau_does(monkeypatch):
 
 def test_the_precision_guarantee_holds_over_draws_on_a_real_shaped_population():
     rng = np.random.default_rng(4)
-    s = np.concatenate([rng.beta(2, 5, 1500), rng.beta(5, 2, 1500)])
-    y = np.r_[np.zeros(1500, int), np.ones(1500, int)]
+    s = np.concatenate([rng.beta(2, 5, 800), rng.beta(5, 2, 800)])
+    y = np.r_[np.zeros(800, int), np.ones(800, int)]
     t = G.precision_guarantee({"v": pd.DataFrame({"score_v": s, "label": y})}, 0.1, 0.8, 0.1, 0.1, 30, 0.5, 1).iloc[0]
     assert t.certified_share > 0.9 and t.violations <= 3 and 0 < t.supported_kept_precision <= 1
 

@@ -60,6 +60,7 @@ GU51 = "citebound/guarding/guard.py"
 RV50 = "citebound/verifiers/remote.py"
 AP66, LD66 = "citebound/guarding/audit_page.py", "citebound/scoring/loader.py"
 CF67, GR67, RA67 = "citebound/calibration/conformal.py", "citebound/calibration/groups.py", "citebound/guarding/reattributors.py"
+K68 = "deploy/kubernetes/base/"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
 SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
@@ -3762,6 +3763,49 @@ MUTANTS = [
            "proposals = 0 is taken (re-attribution silently never proposes)"),
     Mutant("reattrib67", RA67, 'sorted(content_terms(p)) or ["<empty>"] for p in passages]', 'sorted(content_terms(p)) for p in passages]',
            "passages with no content terms enter the index empty (all of them empty: a division by zero)"),
+    # round 68 (2026-12-05): the deployment's own files (the Kubernetes manifests, the compose file, HAProxy's
+    # configuration, the Containerfile), which no earlier round planted a bug in; written from the files before
+    # their tests were read
+    Mutant("deploy68", K68 + "deployment.yaml", "          readinessProbe:\n            httpGet: {path: /readyz, port: http}",
+           "          readinessProbe:\n            httpGet: {path: /livez, port: http}",
+           "the pods' readiness is the process's liveness: a replica whose store is down still takes label posts"),
+    Mutant("deploy68", K68 + "deployment.yaml", "          livenessProbe:\n            httpGet: {path: /livez, port: http}",
+           "          livenessProbe:\n            httpGet: {path: /readyz, port: http}",
+           "liveness asks the store: a Redis outage restarts every pod"),
+    Mutant("deploy68", K68 + "service.yaml", "      targetPort: http", "      targetPort: 8080",
+           "the Service sends traffic to a port the pods do not listen on"),
+    Mutant("deploy68", K68 + "pdb.yaml", "      app.kubernetes.io/component: guard", "      app.kubernetes.io/component: server",
+           "the disruption budget selects no pod"),
+    Mutant("deploy68", K68 + "hpa.yaml", "    kind: Deployment\n    name: citebound", "    kind: Deployment\n    name: citebound-guard",
+           "the autoscaler targets a Deployment that does not exist"),
+    Mutant("deploy68", K68 + "deployment.yaml", "            - {name: admin-token, mountPath: /run/secrets/citebound/admin, readOnly: true}",
+           "            - {name: admin-token, mountPath: /run/secrets/citebound, readOnly: true}",
+           "the admin token is mounted where the config does not look for it"),
+    Mutant("deploy68", K68 + "deployment.yaml", "            readOnlyRootFilesystem: true", "            readOnlyRootFilesystem: false",
+           "the guard's root filesystem is writable"),
+    Mutant("deploy68", K68 + "deployment.yaml", "      terminationGracePeriodSeconds: 70", "      terminationGracePeriodSeconds: 5",
+           "a pod is killed before its drain grace and in-flight requests end"),
+    Mutant("deploy68", K68 + "kustomization.yaml", "  - pdb.yaml\n", "", "the disruption budget is not applied"),
+    Mutant("deploy68", K68 + "config.yaml", "state_password_file: /run/secrets/citebound/redis/redis_password",
+           "state_password_file: /run/secrets/citebound/redis/password", "the Redis password is read from a file the Secret does not hold"),
+    Mutant("deploy68", "deploy/compose/compose.yaml", "    CITEBOUND_STATE: redis://redis:6379/0",
+           "    CITEBOUND_STATE: redis://localhost:6379/0", "each replica looks for Redis inside its own container"),
+    Mutant("deploy68", "deploy/compose/compose.yaml", '      - "127.0.0.1:${GUARD2_PORT:-18082}:8000"',
+           '      - "${GUARD2_PORT:-18082}:8000"', "a replica's direct port listens on every interface"),
+    Mutant("deploy68", "deploy/compose/haproxy.cfg", "    option httpchk GET /readyz?scope=verdicts",
+           "    option httpchk GET /readyz", "guard requests stop when Redis is down (verdicts never need it)"),
+    Mutant("deploy68", "deploy/compose/haproxy.cfg", "    option httpchk GET /readyz\n    http-check expect status 200\n    retry-on conn-failure\n",
+           "    option httpchk GET /readyz\n    http-check expect status 200\n    retry-on conn-failure empty-response response-timeout 502 503 504\n",
+           "a label post whose answer was lost is sent again (and counted twice)"),
+    Mutant("deploy68", "deploy/compose/haproxy.cfg", "    retry-on conn-failure\n    server guard-1 guard-1:8000\n    server guard-2 guard-2:8000\n",
+           "    retry-on conn-failure\n    server guard-1 guard-1:8000\n", "label posts go to one replica only"),
+    Mutant("deploy68", "deploy/compose/haproxy.cfg", "    default-server check inter 1s", "    default-server inter 1s",
+           "the load balancer never checks a replica's health"),
+    Mutant("deploy68", "deploy/Containerfile", "USER 10001:10001\n", "", "the guard's image runs as root"),
+    Mutant("deploy68", "deploy/Containerfile", "urllib.request.urlopen('http://127.0.0.1:%s/livez'",
+           "urllib.request.urlopen('http://127.0.0.1:%s/readyz'", "the image's health check asks the store (a Redis outage marks every replica unhealthy)"),
+    Mutant("deploy68", "deploy/Containerfile", '"$(ls /dist/citebound-*.whl)[serve,mcp,redis,otlp]"',
+           '"$(ls /dist/citebound-*.whl)[serve,mcp,otlp]"', "the image lacks the Redis client"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4169,6 +4213,7 @@ TESTS = {
                     "tests/study/test_pinned_analysis.py", "citebound/calibration/conformal.py"],
     "groups67": ["tests/guard/test_groups.py", "tests/guard/test_cli.py", "tests/guard/test_labelling.py", "tests/guard/test_hostile_generated.py"],
     "reattrib67": ["tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/study/test_pinned_analysis.py"],
+    "deploy68": ["tests/guard/test_deploy_files.py", "tests/guard/test_config_file.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4315,8 +4360,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 68)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 67: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 69)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 68: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4390,6 +4435,7 @@ def main() -> int:
     first65 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the proxy's own key goes to Anthropic's API"))
     first66 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation's reason is put in its tip unescaped"))
     first67 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the reported rank counts every label"))
+    first68 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the pods' readiness is the process's liveness"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4413,7 +4459,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -4213,7 +4213,7 @@ TESTS = {
                     "tests/study/test_pinned_analysis.py", "citebound/calibration/conformal.py"],
     "groups67": ["tests/guard/test_groups.py", "tests/guard/test_cli.py", "tests/guard/test_labelling.py", "tests/guard/test_hostile_generated.py"],
     "reattrib67": ["tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/study/test_pinned_analysis.py"],
-    "deploy68": ["tests/guard/test_deploy_files.py", "tests/guard/test_config_file.py"],
+    "deploy68": ["tests/guard/test_deploy_values.py", "tests/guard/test_deploy_files.py", "tests/guard/test_config_file.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],

@@ -6,12 +6,15 @@ A scenario: ``settings`` (the guardrail's litellm_params), ``data`` (the request
 (an unstreamed answer: one content per choice) or ``chunks`` (a stream: each ``{"contents": [...], "finish": ...}``,
 one content per choice). A result: ``status`` (200, or the HTTPException's), ``detail``, and for an answer
 ``text`` (each choice's content, or the joined streamed text), ``report`` (the ``citebound`` report),
-``finish`` (the last finish_reason seen), ``n_chunks`` (chunks the client got)."""
+``finish`` (the last finish_reason seen), ``n_chunks`` (chunks the client got). ``inspect``: the result is the
+Guard the settings built (verifier, action, block_above, on_error) instead; ``failing``: the verifier raises on
+a call whose claims hold that text (tests/failing_scorer.py)."""
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -24,7 +27,18 @@ def main() -> int:
     from citebound.integrations.litellm_guardrail import CiteboundGuardrail
 
     async def one(sc: dict[str, Any]) -> dict[str, Any]:
-        g = CiteboundGuardrail(guardrail_name="citebound", event_hook="post_call", default_on=True, **sc["settings"])
+        try:
+            g = CiteboundGuardrail(guardrail_name="citebound", event_hook="post_call", default_on=True, **sc["settings"])
+        except Exception as e:  # noqa: BLE001 - a guardrail LiteLLM could not load: the scenario's result says why
+            return {"status": "load-failed", "detail": f"{type(e).__name__}: {e}"}
+        if sc.get("inspect"):  # the Guard the settings built
+            return {"status": 200, "verifier": g.guard.verifier_name, "action": g.guard.action,
+                    "block_above": g.guard.block_above, "on_error": g.guard.on_error}
+        if sc.get("failing"):  # the verifier raises on a call whose claims hold this text
+            sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+            from failing_scorer import Failing
+
+            g.guard.scorer = Failing(sc["failing"])
         try:
             if "choices" in sc:
                 resp = ModelResponse(choices=[Choices(message=Message(content=c, role="assistant"), finish_reason="stop",

@@ -102,3 +102,18 @@ def test_an_empty_guarded_answer_is_shown_and_a_withheld_one_says_so():
     sections = re.split(r'(?=<section class="answer )', html)[1:]
     assert "withheld" not in sections[0] and '<summary>guarded text</summary><div class="text"></div>' in sections[0]
     assert '<em class="withheld">withheld: review budget 1 is past --block-above 0.3</em>' in sections[1]
+
+
+@pytest.mark.parametrize("answer", ["Statins lower LDL cholesterol [1. 2] Mitochondria produce ATP.",
+                                    "Statins lower LDL [1. 2]. Mitochondria produce ATP [2]."])
+def test_a_sentence_that_starts_inside_a_marker_shows_the_answer_once(answer):
+    """'[1. 2]' is one unreadable marker to the citation reader, but the sentence splitter ends a sentence at
+    its '. ': the next sentence starts inside the marker's span. The answer's text is shown once, as written
+    (the chip stands for the whole marker, the sentence opens after it)."""
+    import html as entities
+
+    text, rep = guarded(answer, [STATINS, MITO])
+    page = render_audit_page([AuditEntry("a", answer, text, rep)])
+    div = re.search(r'<div class="text">(.*?)</div><table>', page, re.S).group(1)
+    div = re.sub(r'<span class="tip">.*?</span></a>', "</a>", div, flags=re.S)
+    assert entities.unescape(re.sub(r"<[^>]+>", "", div)) == answer

@@ -117,3 +117,15 @@ def test_a_sentence_that_starts_inside_a_marker_shows_the_answer_once(answer):
     div = re.search(r'<div class="text">(.*?)</div><table>', page, re.S).group(1)
     div = re.sub(r'<span class="tip">.*?</span></a>', "</a>", div, flags=re.S)
     assert entities.unescape(re.sub(r"<[^>]+>", "", div)) == answer
+
+
+def test_a_blocked_answer_is_shown_under_the_review_filter_whatever_its_citations():
+    # every citation verified, no uncited sentence, but withheld (a report of another part of the answer, or of a
+    # run with another policy, may say so): the filter shows it, and counts it among those needing a person
+    text, rep = guarded("Statins lower LDL cholesterol [1].", [STATINS])
+    blocked = copy.deepcopy(rep) | {"blocked": True, "block_reason": "the answer so far is past --block-above"}
+    html = render_audit_page([AuditEntry("ok", "Statins lower LDL cholesterol [1].", text, rep),
+                              AuditEntry("held", "Statins lower LDL cholesterol [1].", None, blocked)])
+    classes = re.findall(r'<section class="answer (\w+)" id="answer-\d+" data-answer-id="(\w+)"', html)
+    assert classes == [("clean", "ok"), ("needs", "held")]
+    assert "needs a person (1 of 2 answers)" in html

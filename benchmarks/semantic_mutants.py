@@ -3733,8 +3733,10 @@ MUTANTS = [
            "a served verifier's configured hash leaves out who serves it (it differs from the loaded scorer's)"),
     Mutant("loader66", LD66, "    t.join(seconds)\n    return bool(ok)", "    t.join()\n    return bool(ok)",
            "the hub probe waits for a name lookup with no bound"),
-    Mutant("loader66", LD66, '    host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname',
-           '    host = urlparse("https://huggingface.co").hostname', "the hub probe ignores HF_ENDPOINT"),
+    Mutant("loader66", LD66, '    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")',
+           '    url = urlparse("https://huggingface.co")', "the hub probe ignores HF_ENDPOINT"),
+    Mutant("loader66", LD66, '        port = url.port or (80 if url.scheme == "http" else 443)', "        port = 443",
+           "the hub probe asks port 443 whatever HF_ENDPOINT's port"),
     # round 67 (2026-12-05): split conformal, the groups' fallback and the re-attributor, beyond rounds 2 to 41,
     # written from the code before any of their tests was read
     Mutant("conformal67", CF67, "        self.k = conformal_rank(len(neg), self.alpha)", "        self.k = conformal_rank(len(s), self.alpha)",

@@ -224,19 +224,24 @@ def hub_ids(configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 
 def hub_reachable(seconds: float = HUB_PROBE_S) -> bool:
-    """Whether the hub's host (HF_ENDPOINT's, else huggingface.co) accepts a TCP connection within
-    ``seconds``, name lookup included (a thread: getaddrinfo takes no timeout)."""
+    """Whether the hub's host (HF_ENDPOINT's, at its port, else huggingface.co) accepts a TCP connection
+    within ``seconds``, name lookup included (a thread: getaddrinfo takes no timeout)."""
     import os
     import socket
     import threading
     from urllib.parse import urlparse
 
-    host = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co").hostname or "huggingface.co"
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host = url.hostname or "huggingface.co"
+    try:
+        port = url.port or (80 if url.scheme == "http" else 443)
+    except ValueError:  # a port that is not a number: the loader will say what is wrong with the endpoint
+        port = 443
     ok: list[bool] = []
 
     def probe() -> None:
         try:
-            socket.create_connection((host, 443), timeout=seconds).close()
+            socket.create_connection((host, port), timeout=seconds).close()
             ok.append(True)
         except OSError:
             pass

@@ -46,3 +46,45 @@ def test_a_failed_streams_message_counts_every_held_character(held, said):
     assert msg.startswith("upstream http://u: the upstream's stream failed: boom")
     assert (f"; {held} characters of an unfinished sentence were not sent" in msg) is said
     assert failure_message(StreamFailure("over the limit", "limit"), "http://u", held).startswith("over the limit")
+
+
+class Slow:
+    """The lexical verifier, each call held past the request timeout (a verifier that cannot keep up)."""
+
+    def __init__(self, seconds: float):
+        from citebound.scoring.loader import load_scorer
+
+        self.inner, self.seconds = load_scorer("lexical"), seconds
+        self.name, self.hash, self.cfg, self.windowing = "slow", "5" * 16, self.inner.cfg, self.inner.windowing
+
+    def score(self, claims, passages):
+        import time
+
+        time.sleep(self.seconds)
+        return self.inner.score(claims, passages)
+
+
+def test_a_streamed_segment_past_the_timeout_goes_out_unverified_and_is_counted():
+    """Each verifier call takes 1.5 s, the request timeout is 0.5 s: both sentences go out with [N UNVERIFIED]
+    (fail closed), and the metrics count those 2 citations as unverified, as they count any guarded citation."""
+    import re
+
+    from fake_stream import FakeStreamingOpenAI, Script
+
+    pieces = ["Statins lower LDL cholesterol [1]. ", "Mitochondria produce ATP [2]."]
+    with FakeStreamingOpenAI(lambda b: Script(pieces)) as up, \
+            running(ServeConfig(verifier="lexical", reattributor=None, upstream=up.base_url, request_timeout_s=0.5),
+                    scorer=Slow(1.5)) as url:
+        text = []
+        with httpx.stream("POST", f"{url}/v1/chat/completions", timeout=60,
+                          json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "q"}],
+                                "citebound": {"passages": [STATINS, MITO]}}) as r:
+            for line in r.iter_lines():
+                if line.startswith("data: {"):
+                    import json
+
+                    text += [(c.get("delta") or {}).get("content") or "" for c in json.loads(line[6:]).get("choices") or []]
+        metrics = httpx.get(f"{url}/metrics", timeout=30).text
+    assert "".join(text) == "Statins lower LDL cholesterol [1 UNVERIFIED]. Mitochondria produce ATP [2 UNVERIFIED]."
+    counted = dict(re.findall(r'^citebound_citations_total\{outcome="(\w+)"\} (\S+)$', metrics, re.M))
+    assert {k: float(v) for k, v in counted.items() if float(v)} == {"unverified": 2.0}

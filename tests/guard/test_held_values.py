@@ -88,3 +88,22 @@ def test_a_streamed_segment_past_the_timeout_goes_out_unverified_and_is_counted(
     assert "".join(text) == "Statins lower LDL cholesterol [1 UNVERIFIED]. Mitochondria produce ATP [2 UNVERIFIED]."
     counted = dict(re.findall(r'^citebound_citations_total\{outcome="(\w+)"\} (\S+)$', metrics, re.M))
     assert {k: float(v) for k, v in counted.items() if float(v)} == {"unverified": 2.0}
+
+
+@pytest.mark.parametrize("base,number", [(0, 1), (1, 2)])
+def test_a_citation_as_data_is_numbered_in_the_requests_base(base, number):
+    """One citebound passage (statins), then one document (mitochondria); the answer's citation quotes the
+    document (Anthropic's document_index 0 of the documents): it is the second passage, 1 counted from 0 and 2
+    from 1, in the report and on the citation itself."""
+    cit = {"type": "char_location", "cited_text": MITO, "document_index": 0, "document_title": None,
+           "start_char_index": 0, "end_char_index": len(MITO)}
+    doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": MITO}}
+    with FakeAPIs(lambda b: Turn(["Mitochondria produce ATP."], citations=[cit])) as up, \
+            running(ServeConfig(verifier="lexical", reattributor=None, upstream=up.base_url)) as url:
+        r = httpx.post(f"{url}/v1/messages", timeout=60, json={
+            "model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": [doc, {"type": "text", "text": "q"}]}],
+            "citebound": {"passages": [STATINS], "citation_base": base}})
+    assert r.status_code == 200, r.text
+    (a,) = r.json()["citebound"]["report"]["audit"]
+    assert (a["cited"], a["action"]) == (number, "verified")
+    assert r.json()["content"][0]["citations"][0]["citebound"]["passage"] == number

@@ -107,3 +107,26 @@ def test_a_citation_as_data_is_numbered_in_the_requests_base(base, number):
     (a,) = r.json()["citebound"]["report"]["audit"]
     assert (a["cited"], a["action"]) == (number, "verified")
     assert r.json()["content"][0]["citations"][0]["citebound"]["passage"] == number
+
+
+def test_a_sentence_removed_for_its_failed_citation_as_data_leaves_the_next_one_uncited():
+    """--action remove. Two text blocks: the first sentence carries a citation quoting the statins document (no
+    term of it: flagged, reattributor off), so it is removed; the second cites nothing. What is left is the second
+    sentence alone, still citing nothing: 1 uncited sentence, 1 removed (were the removed sentence's citation
+    placed where it stood, the sentence now there would count as cited)."""
+    from fake_apis import anthropic_message
+
+    cit = {"type": "char_location", "cited_text": STATINS, "document_index": 0, "document_title": None,
+           "start_char_index": 0, "end_char_index": len(STATINS)}
+    whole = anthropic_message([{"type": "text", "text": "Unicorns sing opera loudly. ", "citations": [cit]},
+                               {"type": "text", "text": "Mitochondria produce ATP."}])
+    doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": STATINS}}
+    with FakeAPIs(lambda b: Turn([], whole=whole)) as up, \
+            running(ServeConfig(verifier="lexical", reattributor=None, upstream=up.base_url, action="remove")) as url:
+        r = httpx.post(f"{url}/v1/messages", timeout=60, json={
+            "model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": [doc, {"type": "text", "text": "q"}]}]})
+    assert r.status_code == 200, r.text
+    rep = r.json()["citebound"]["report"]
+    assert "".join(b["text"] for b in r.json()["content"] if b["type"] == "text") == "Mitochondria produce ATP."
+    assert (rep["flagged"], rep["removed_sentences"], rep["uncited"], rep["n_citations"]) == (1, 1, 1, 1)
+    assert rep["review_budget"] == pytest.approx(2 / 2)  # the flagged citation and the uncited sentence, of 1 + 1

@@ -130,3 +130,27 @@ def test_a_sentence_removed_for_its_failed_citation_as_data_leaves_the_next_one_
     assert "".join(b["text"] for b in r.json()["content"] if b["type"] == "text") == "Mitochondria produce ATP."
     assert (rep["flagged"], rep["removed_sentences"], rep["uncited"], rep["n_citations"]) == (1, 1, 1, 1)
     assert rep["review_budget"] == pytest.approx(2 / 2)  # the flagged citation and the uncited sentence, of 1 + 1
+
+
+@pytest.mark.parametrize("on_error,budget", [("open", 0.0), ("closed", 1.0)])
+def test_a_streamed_citation_as_data_the_verifier_failed_on_counts_as_on_error_says(on_error, budget):
+    """A streamed Messages answer of one sentence whose one citation as data quotes the statins passage; the
+    verifier fails on that claim ('boom'): unverified. Failing open it is not to review (budget 0 of 1), failing
+    closed it is (1 of 1)."""
+    import json
+
+    from failing_scorer import Failing
+
+    cit = {"type": "char_location", "cited_text": STATINS, "document_index": 0, "document_title": None,
+           "start_char_index": 0, "end_char_index": len(STATINS)}
+    doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": STATINS}}
+    with FakeAPIs(lambda b: Turn(["Statins lower LDL boom."], citations=[cit])) as up, \
+            running(ServeConfig(verifier="lexical", reattributor=None, upstream=up.base_url, on_error=on_error),
+                    scorer=Failing("boom")) as url:
+        events = []
+        with httpx.stream("POST", f"{url}/v1/messages", timeout=60, json={
+                "model": "m", "max_tokens": 64, "stream": True,
+                "messages": [{"role": "user", "content": [doc, {"type": "text", "text": "q"}]}]}) as r:
+            events = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: ")]
+    (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
+    assert (rep["n_citations"], rep["unverified"], rep["review_budget"]) == (1, 1, budget)

@@ -92,3 +92,17 @@ def test_the_hub_probe_asks_hf_endpoints_host_and_port(monkeypatch, endpoint, wh
         monkeypatch.setenv("HF_ENDPOINT", endpoint)
     monkeypatch.setattr(socket, "create_connection", connect)
     assert loader.hub_reachable(2.0) is True and seen == [where]
+
+
+def test_closing_a_stacked_verifier_closes_its_bases_caches(tmp_path):
+    import json
+
+    mp = tmp_path / "fitted.json"
+    mp.write_text(json.dumps({"features": ["lexical", "lexical"], "coef": [1.0, 1.0], "intercept": 0.0}))
+    lexical = definitions.load("verifier", "lexical")
+    scorer = PairScorer(definitions.load("verifier", "fitted"), {"lexical": lexical}, definitions.windowing(),
+                        cache_dir=tmp_path / "cache", model_path=mp)
+    out = scorer.score([CLAIM], [passage(700)])
+    assert out.score.shape == (1,) and [b.cache is not None for b in scorer.bases] == [True, True]
+    scorer.close()
+    assert [b.cache for b in scorer.bases] == [None, None]

@@ -61,6 +61,7 @@ RV50 = "citebound/verifiers/remote.py"
 AP66, LD66 = "citebound/guarding/audit_page.py", "citebound/scoring/loader.py"
 CF67, GR67, RA67 = "citebound/calibration/conformal.py", "citebound/calibration/groups.py", "citebound/guarding/reattributors.py"
 K68 = "deploy/kubernetes/base/"
+CSS69, FO69 = "citebound/text/css.py", "citebound/text/forms.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
 SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
@@ -3805,6 +3806,45 @@ MUTANTS = [
            "urllib.request.urlopen('http://127.0.0.1:%s/readyz'", "the image's health check asks the store (a Redis outage marks every replica unhealthy)"),
     Mutant("deploy68", "deploy/Containerfile", '"$(ls /dist/citebound-*.whl)[serve,mcp,redis,otlp]"',
            '"$(ls /dist/citebound-*.whl)[serve,mcp,otlp]"', "the image lacks the Redis client"),
+    # round 69 (2026-12-05): the inline-style rules and the citation forms a reader sees (text/css.py,
+    # text/forms.py), this turn's hostile-text code beyond rounds 20 to 45, written from the code before any of
+    # their tests was read
+    Mutant("css69", CSS69, "        if len(h) in (3, 4):\n", "        if len(h) == 3:\n",
+           "a four-digit hex colour (#fff8) is not expanded (and fails to parse)"),
+    Mutant("css69", CSS69, '            return float(x[:-1]) * scale / 100 if x.endswith("%") else float(x)',
+           '            return float(x[:-1]) * scale if x.endswith("%") else float(x)', "rgb() percentages are read as 0-255 values"),
+    Mutant("css69", CSS69, "            a = channel(m.group(4), 1) if m.group(4) else 1.0",
+           "            a = channel(m.group(4), 255) if m.group(4) else 1.0", "an alpha in percent (5%) is read on a 0-255 scale"),
+    Mutant("css69", CSS69, "    return 0.2126 * lin(c[0]) + 0.7152 * lin(c[1]) + 0.0722 * lin(c[2])",
+           "    return 0.2126 * lin(c[0]) + 0.0722 * lin(c[1]) + 0.7152 * lin(c[2])", "the luminance weights of green and blue are swapped"),
+    Mutant("css69", CSS69, '"em": 16, "rem": 16, "%": 0.16', '"em": 1, "rem": 16, "%": 0.16', "em lengths are read as pixels"),
+    Mutant("css69", CSS69, '    if "\\\\" in style or "/*" in style:\n        return None',
+           '    if "/*" in style:\n        return None', "a style with a CSS escape (dis\\play:none) is read as written"),
+    Mutant("css69", CSS69, '        value = re.sub(r"!\\s*important\\s*$", "", value.strip(), flags=re.I).strip().lower()',
+           '        value = value.strip().lower()', "a declaration marked !important is not understood (display:none !important)"),
+    Mutant("css69", CSS69, "        out[name.strip().lower()] = value", "        out[name.strip()] = value",
+           "an upper-case property name (DISPLAY:none) is not read"),
+    Mutant("css69", CSS69, '(tag == "input" and attrs.get("type", "").lower() == "hidden")',
+           '(tag == "input" and attrs.get("type", "") == "hidden")', "an input of type HIDDEN (upper case) is read as shown"),
+    Mutant("css69", CSS69, 'for f in ("var(", "calc(", "env(",', 'for f in ("var(", "env(",',
+           "an offset computed with calc() (left:calc(-10000px)) is taken as readable"),
+    Mutant("css69", CSS69, "            if px is not None and px < 2:\n                obscured = True",
+           "            if px is not None and px < 1:\n                obscured = True", "a 1px box that clips its overflow is readable"),
+    Mutant("css69", CSS69, '_SIZE_PROPS = ("width", "height", "max-width", "max-height")', '_SIZE_PROPS = ("width", "height", "max-width")',
+           "max-height:0 with overflow:hidden is readable"),
+    Mutant("forms69", FO69, '_SUP = "\\u2070\\u00b9\\u00b2\\u00b3\\u2074-\\u2079"', '_SUP = "\\u2070\\u00b2\\u00b3\\u2074-\\u2079"',
+           "a superscript one (grows\u00b9) is not sent to review"),
+    Mutant("forms69", FO69, 'rf"[(\\uff08]{_SMALL_NUM}[)\\uff09]"', 'rf"[(]{_SMALL_NUM}[)]"',
+           "a full-width parenthesised number (\uff082\uff09) is not sent to review"),
+    Mutant("forms69", FO69, '"[\\u2460-\\u2473\\u24ea', '"[\\u2460-\\u2469\\u24ea', "circled numbers past ten (\u246a) are not sent to review"),
+    Mutant("forms69", FO69, 'r"&(?:#0*91|#x0*5b|lsqb|lbrack);', 'r"&(?:#91|#x0*5b|lsqb|lbrack);',
+           "a bracket written as &#091; (a leading zero) is not sent to review"),
+    Mutant("forms69", FO69, 'TAG_FORMS_RE = re.compile(r"<(sup|cite)\\b', 'TAG_FORMS_RE = re.compile(r"<(sup)\\b',
+           "a number in <cite> is not sent to review"),
+    Mutant("forms69", FO69, "        if out and lo < out[-1][1]:", "        if out and lo <= out[-1][1]:",
+           "two forms side by side (\u00b2(3)) are counted as one"),
+    Mutant("forms69", FO69, '"\\u2015": "-",\n                       "\\u2212": "-",', '"\\u2015": "-",\n                       ',
+           "a minus sign in a marker ([1\u22123]) is not read as a range"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4213,6 +4253,10 @@ TESTS = {
     "groups67": ["tests/guard/test_conformal_values.py", "tests/guard/test_groups.py", "tests/guard/test_cli.py", "tests/guard/test_labelling.py", "tests/guard/test_hostile_generated.py"],
     "reattrib67": ["tests/guard/test_conformal_values.py", "tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/study/test_pinned_analysis.py"],
     "deploy68": ["tests/guard/test_deploy_values.py", "tests/guard/test_deploy_files.py", "tests/guard/test_config_file.py"],
+    "css69": ["tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py", "tests/guard/test_hostile.py",
+              "tests/guard/test_visible_tree.py", "citebound/text/css.py", "citebound/text/visible.py"],
+    "forms69": ["tests/guard/test_sup_exponents.py", "tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py",
+                "tests/guard/test_citations.py", "citebound/text/forms.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4359,8 +4403,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 69)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 68: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 70)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4435,6 +4479,7 @@ def main() -> int:
     first66 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation's reason is put in its tip unescaped"))
     first67 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the reported rank counts every label"))
     first68 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the pods' readiness is the process's liveness"))
+    first69 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a four-digit hex colour (#fff8)"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4458,7 +4503,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

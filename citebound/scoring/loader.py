@@ -235,7 +235,7 @@ def hub_reachable(seconds: float = HUB_PROBE_S) -> bool:
     host = url.hostname or "huggingface.co"
     try:
         port = url.port or (80 if url.scheme == "http" else 443)
-    except ValueError:  # a port that is not a number: the loader will say what is wrong with the endpoint
+    except ValueError:  # HF_ENDPOINT names a port that is not a number: the default port is probed
         port = 443
     ok: list[bool] = []
 

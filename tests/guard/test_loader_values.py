@@ -106,3 +106,15 @@ def test_closing_a_stacked_verifier_closes_its_bases_caches(tmp_path):
     assert out.score.shape == (1,) and [b.cache is not None for b in scorer.bases] == [True, True]
     scorer.close()
     assert [b.cache for b in scorer.bases] == [None, None]
+
+
+def test_an_endpoint_whose_port_is_not_a_number_is_probed_at_the_default_port(monkeypatch):
+    seen = []
+
+    def connect(address, timeout=None):
+        seen.append(address)
+        raise OSError("refused")
+
+    monkeypatch.setenv("HF_ENDPOINT", "https://mirror.example:port")
+    monkeypatch.setattr(socket, "create_connection", connect)
+    assert loader.hub_reachable(2.0) is False and seen == [("mirror.example", 443)]

@@ -1,6 +1,9 @@
 """What every proxy face shares (citebound/serving/held.py), at its edges (#56 round 64): a Messages request's
 passages are its ``citebound`` passages first, then its documents, numbered in that order; a failed stream's
-message counts every held character, one included."""
+message counts every held character, one included; a streamed segment past the request timeout goes out
+unverified and is counted in the metrics; a citation carried as data is numbered in the request's base (0 too);
+a sentence removed for its failed citation as data leaves the next one uncited; a streamed citation as data the
+verifier failed on counts as ``on_error`` says."""
 from __future__ import annotations
 
 import httpx

@@ -3733,7 +3733,7 @@ MUTANTS = [
            "the hub probe waits for a name lookup with no bound"),
     Mutant("loader66", LD66, '    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")',
            '    url = urlparse("https://huggingface.co")', "the hub probe ignores HF_ENDPOINT"),
-    Mutant("loader66", LD66, '        port = url.port or (80 if url.scheme == "http" else 443)', "        port = 443",
+    Mutant("loader66", LD66, '        port = url_port(url)', "        port = 443",
            "the hub probe asks port 443 whatever HF_ENDPOINT's port"),
     # round 67 (2026-12-05): split conformal, the groups' fallback and the re-attributor, beyond rounds 2 to 41,
     # written from the code before any of their tests was read

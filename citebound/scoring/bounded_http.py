@@ -78,6 +78,16 @@ def _headers(block: bytes) -> tuple[int, dict[str, str]]:
     return status, headers
 
 
+def url_port(parts: Any) -> int:
+    """The port a split URL names, else its scheme's: 80 for http, 443 otherwise (ValueError: a port that is not
+    a number).
+
+    >>> url_port(urlsplit("http://h")), url_port(urlsplit("https://h")), url_port(urlsplit("http://h:8080/x"))
+    (80, 443, 8080)
+    """
+    return parts.port or (80 if parts.scheme == "http" else 443)
+
+
 def exchange(url: str, method: str = "GET", body: Any = None, *, headers: Mapping[str, str] | None = None,
              timeout_s: float = 30.0, max_bytes: int = 4 << 20, stop: Callable[[], None] | None = None
              ) -> tuple[int, dict[str, str], bytes]:
@@ -88,7 +98,7 @@ def exchange(url: str, method: str = "GET", body: Any = None, *, headers: Mappin
         raise HTTPFailure(f"{url!r} is not an http:// or https:// URL")
     if parts.username is not None or parts.password is not None:
         raise HTTPFailure("the URL carries credentials: give them by file (api_key_file), never in the URL")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    port = url_port(parts)  # the scheme is http or https here
     end = time.monotonic() + timeout_s
     payload = b"" if body is None else json.dumps(body, ensure_ascii=True, allow_nan=False).encode()
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

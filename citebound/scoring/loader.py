@@ -231,10 +231,12 @@ def hub_reachable(seconds: float = HUB_PROBE_S) -> bool:
     import threading
     from urllib.parse import urlparse
 
+    from citebound.scoring.bounded_http import url_port
+
     url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
     host = url.hostname or "huggingface.co"
     try:
-        port = url.port or (80 if url.scheme == "http" else 443)
+        port = url_port(url)
     except ValueError:  # HF_ENDPOINT names a port that is not a number: the default port is probed
         port = 443
     ok: list[bool] = []

@@ -10,6 +10,7 @@ import copy
 import re
 
 import pytest
+from test_audit_page_values import _sections
 
 from citebound import Guard
 from citebound.guarding.audit_page import AuditEntry, render_audit_page
@@ -99,9 +100,10 @@ def test_an_empty_guarded_answer_is_shown_and_a_withheld_one_says_so():
     blocked = copy.deepcopy(rep) | {"blocked": True, "block_reason": "review budget 1 is past --block-above 0.3"}
     html = render_audit_page([AuditEntry("empty", "Statins lower LDL cholesterol [1].", "", rep),
                               AuditEntry("held", "Statins lower LDL cholesterol [1].", None, blocked)])
-    sections = re.split(r'(?=<section class="answer )', html)[1:]
-    assert "withheld" not in sections[0] and '<summary>guarded text</summary><div class="text"></div>' in sections[0]
-    assert '<em class="withheld">withheld: review budget 1 is past --block-above 0.3</em>' in sections[1]
+    sections = _sections(html)
+    assert "withheld" not in sections["empty"]
+    assert '<summary>guarded text</summary><div class="text"></div>' in sections["empty"]
+    assert '<em class="withheld">withheld: review budget 1 is past --block-above 0.3</em>' in sections["held"]
 
 
 @pytest.mark.parametrize("answer", ["Statins lower LDL cholesterol [1. 2] Mitochondria produce ATP.",

@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("fastapi")
 from fake_apis import FakeAPIs, Turn  # noqa: E402
 from service_helpers import running  # noqa: E402
+from test_behaviours import Slow  # noqa: E402
 
 from citebound.serving.state import ServeConfig  # noqa: E402
 
@@ -49,22 +50,6 @@ def test_a_failed_streams_message_counts_every_held_character(held, said):
     assert msg.startswith("upstream http://u: the upstream's stream failed: boom")
     assert (f"; {held} characters of an unfinished sentence were not sent" in msg) is said
     assert failure_message(StreamFailure("over the limit", "limit"), "http://u", held).startswith("over the limit")
-
-
-class Slow:
-    """The lexical verifier, each call held past the request timeout (a verifier that cannot keep up)."""
-
-    def __init__(self, seconds: float):
-        from citebound.scoring.loader import load_scorer
-
-        self.inner, self.seconds = load_scorer("lexical"), seconds
-        self.name, self.hash, self.cfg, self.windowing = "slow", "5" * 16, self.inner.cfg, self.inner.windowing
-
-    def score(self, claims, passages):
-        import time
-
-        time.sleep(self.seconds)
-        return self.inner.score(claims, passages)
 
 
 def test_a_streamed_segment_past_the_timeout_goes_out_unverified_and_is_counted():

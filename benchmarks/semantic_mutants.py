@@ -62,6 +62,8 @@ AP66, LD66 = "citebound/guarding/audit_page.py", "citebound/scoring/loader.py"
 CF67, GR67, RA67 = "citebound/calibration/conformal.py", "citebound/calibration/groups.py", "citebound/guarding/reattributors.py"
 K68 = "deploy/kubernetes/base/"
 CSS69, FO69 = "citebound/text/css.py", "citebound/text/forms.py"
+TF70, VA70, RT70 = "citebound/study/analysis/transfer.py", "citebound/study/analysis/validation.py", "citebound/study/analysis/rates.py"
+CM70, FI70, VE70 = "citebound/study/analysis/_common.py", "citebound/verifiers/fitted.py", "citebound/cli/verifiers.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
 SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
@@ -3845,6 +3847,67 @@ MUTANTS = [
            "two forms side by side (\u00b2(3)) are counted as one"),
     Mutant("forms69", FO69, '"\\u2015": "-",\n                       "\\u2212": "-",', '"\\u2015": "-",\n                       ',
            "a minus sign in a marker ([1\u22123]) is not read as a range"),
+    # round 70 (2026-12-06): the study's small analyses (transfer, validation, rates, their shared helpers), the
+    # stacked verifier and `citebound verifiers`, the least-mutated modules, written from the code before any of
+    # their tests was read
+    Mutant("analysis70", TF70, "            a = round(1 - t, 10)", "            a = round(t, 10)",
+           "the transfer table calibrates at the miss rate as if it were the catch rate"),
+    Mutant("analysis70", TF70, "            caught = int(np.sum(hard_neg <= tau))", "            caught = int(np.sum(hard_neg < tau))",
+           "a hard negative scored exactly at tau is not counted as caught"),
+    Mutant("analysis70", TF70, "            ci = st.wilson(caught, len(hard_neg))", "            ci = st.wilson(caught, len(easy_neg))",
+           "the hard catch rate is divided by the number of easy negatives"),
+    Mutant("analysis70", TF70, '"mean_score_gap": float(np.mean(hard_neg) - np.mean(easy_neg))',
+           '"mean_score_gap": float(np.mean(easy_neg) - np.mean(hard_neg))', "the score gap's sign is reversed"),
+    Mutant("analysis70", TF70, "float(np.mean(hard_pos <= tau_hard)) if len(hard_pos)", "float(np.mean(hard_pos <= tau)) if len(hard_pos)",
+           "the supported flag rate at the tau needed on hard pairs is measured at the easy tau"),
+    Mutant("analysis70", TF70, "                tau_hard = conformal_threshold(hard_neg, a)", "                tau_hard = conformal_threshold(hard_pos, a)",
+           "the tau needed on hard pairs is calibrated on the supported ones"),
+    Mutant("analysis70", VA70, '    df = df[df["label"].isin([0, 1])]\n    y = ', "    y = ",
+           "validation counts pairs with an unknown label as unsupported"),
+    Mutant("analysis70", VA70, 'ci_cols("recall_supported", a / (a + c) if a + c', 'ci_cols("recall_supported", a / (a + b) if a + b',
+           "recall on supported pairs is divided by the pairs judged supported (precision)"),
+    Mutant("analysis70", VA70, 'ci_cols("specificity", d / (b + d) if b + d', 'ci_cols("specificity", d / (c + d) if c + d',
+           "specificity is divided by the pairs judged unsupported"),
+    Mutant("analysis70", VA70, "st.boot_ratio(bd, bb + bd)", "st.boot_ratio(bd, bc + bd)",
+           "the specificity interval's resamples use the wrong denominator"),
+    Mutant("analysis70", VA70, '        score = df[f"score_{v}"].fillna(0.0).to_numpy(float)',
+           '        score = df[f"score_{v}"].fillna(1.0).to_numpy(float)', "a pair the verifier could not score counts as fully supported in the AUC"),
+    Mutant("analysis70", VA70, "boot - st.boot_auc(ref, y, idx))", "st.boot_auc(ref, y, idx) - boot)",
+           "the AUC difference's interval has the reverse sign of its point"),
+    Mutant("analysis70", VA70, "            t = neg[k - 1]", "            t = neg[min(k, len(neg) - 1)]",
+           "the frontier's threshold is one order statistic too high"),
+    Mutant("analysis70", VA70, '"review_cost": float(np.mean(pos <= t))', '"review_cost": float(np.mean(pos < t))',
+           "a supported pair scored exactly at the threshold is not counted in the review cost"),
+    Mutant("analysis70", RT70, '            flag = (~df[f"verdict_{v}"].to_numpy(bool)).astype(float)',
+           '            flag = (df[f"verdict_{v}"].to_numpy(bool)).astype(float)', "the rate counts supported verdicts"),
+    Mutant("analysis70", RT70, '                pooled.append(df.assign(item_id=source + "|" + df["item_id"].astype(str)))',
+           "                pooled.append(df)", "the pooled rate merges two sources' answers that share an id"),
+    Mutant("analysis70", RT70, '"unsupported_rate": float(succ.sum() / tot.sum())', '"unsupported_rate": float((succ / tot).mean())',
+           "the rate is the mean of per-answer rates (answers of unequal length weigh the same)"),
+    Mutant("analysis70", CM70, '    return {prefix: point, f"{prefix}_ci_low": lo, f"{prefix}_ci_high": hi}',
+           '    return {prefix: point, f"{prefix}_ci_low": hi, f"{prefix}_ci_high": lo}', "every analysis interval's ends are swapped"),
+    Mutant("analysis70", CM70, '        pooled.append(d.assign(item_id=source + "|" + d["item_id"].astype(str)))',
+           "        pooled.append(d)", "the pooled table merges two sources' answers that share an id"),
+    Mutant("fitted70", FI70, "    ok = np.all(np.isfinite(features), axis=1) & np.isfinite(labels)\n",
+           "    ok = np.all(np.isfinite(features), axis=1)\n", "a pair without a label is fitted"),
+    Mutant("fitted70", FI70, "    if ok.sum() < 10 or", "    if ok.sum() <= 10 or", "exactly ten labelled pairs are refused"),
+    Mutant("fitted70", FI70, 'max_iter=1000, class_weight="balanced")', "max_iter=1000)",
+           "the stacked fit weighs the classes by their counts (the minority class is drowned)"),
+    Mutant("fitted70", FI70, '"n_train_supported": int(labels[ok].sum())', '"n_train_supported": int((labels[ok] == 0).sum())',
+           "the model reports its unsupported count as its supported one"),
+    Mutant("fitted70", FI70, "    return 1.0 / (1.0 + np.exp(-z))", "    return 1.0 / (1.0 + np.exp(z))",
+           "the stacked score is P(unsupported)"),
+    Mutant("fitted70", FI70, '    return score, score >= float(cfg["threshold"])', '    return score, score > float(cfg["threshold"])',
+           "a stacked score exactly at the threshold is judged unsupported"),
+    Mutant("verifiers70", VE70, "{redact_url(str(d.get('url', '')))}", "{d.get('url', '')}",
+           "`citebound verifiers` prints a remote verifier's URL with its credentials"),
+    Mutant("verifiers70", VE70, '        lines = textwrap.wrap(r["sees"], WIDTH - left) or [""]',
+           '        lines = textwrap.wrap(r["sees"], WIDTH) or [""]', "the table's rows run past 100 columns"),
+    Mutant("verifiers70", VE70, "    left = sum(w) + 2 * len(w)", "    left = sum(w) + len(w)",
+           "the wrapped lines do not line up under the first"),
+    Mutant("verifiers70", VE70, "        for more in lines[1:]:", "        for more in lines[2:]:",
+           "the second line of what a verifier can tell apart is dropped"),
+    Mutant("verifiers70", VE70, '"remote": "-"}', '"remote": "torch"}', "the table says a remote verifier needs torch in the guard"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4257,6 +4320,11 @@ TESTS = {
               "tests/guard/test_visible_tree.py", "citebound/text/css.py", "citebound/text/visible.py"],
     "forms69": ["tests/guard/test_css_forms_values.py", "tests/guard/test_sup_exponents.py", "tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py",
                 "tests/guard/test_citations.py", "citebound/text/forms.py"],
+    "analysis70": ["tests/study/test_pinned_analysis.py", "tests/guard/test_edges.py", "tests/study/test_workflow.py",
+                   "citebound/study/analysis/transfer.py", "citebound/study/analysis/validation.py"],
+    "fitted70": ["tests/study/test_workflow.py", "citebound/verifiers/fitted.py"],
+    "verifiers70": ["tests/guard/test_first_hour.py", "tests/study/test_config_placement.py", "tests/guard/test_graph.py",
+                    "citebound/cli/verifiers.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4403,8 +4471,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 70)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 71)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 79: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4480,6 +4548,7 @@ def main() -> int:
     first67 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the reported rank counts every label"))
     first68 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the pods' readiness is the process's liveness"))
     first69 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a four-digit hex colour (#fff8)"))
+    first70 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the transfer table calibrates at the miss rate"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4503,7 +4572,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

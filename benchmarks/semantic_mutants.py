@@ -64,6 +64,7 @@ K68 = "deploy/kubernetes/base/"
 CSS69, FO69 = "citebound/text/css.py", "citebound/text/forms.py"
 TF70, VA70, RT70 = "citebound/study/analysis/transfer.py", "citebound/study/analysis/validation.py", "citebound/study/analysis/rates.py"
 CM70, FI70, VE70 = "citebound/study/analysis/_common.py", "citebound/verifiers/fitted.py", "citebound/cli/verifiers.py"
+GE71, CO71 = "citebound/study/generation.py", "citebound/study/contradiction.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
 SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
@@ -3908,6 +3909,53 @@ MUTANTS = [
     Mutant("verifiers70", VE70, "        for more in lines[1:]:", "        for more in lines[2:]:",
            "the second line of what a verifier can tell apart is dropped"),
     Mutant("verifiers70", VE70, '"remote": "-"}', '"remote": "torch"}', "the table says a remote verifier needs torch in the guard"),
+    # round 71 (2026-12-06): cited-answer generation (study/generation.py) and the contradiction check's selection
+    # and adoption (study/contradiction.py), written from the code before any of their tests was read
+    Mutant("generation71", GE71, """f"[{i + 1}] {p.get('title') or ''}""", """f"[{i}] {p.get('title') or ''}""",
+           "the passages shown to the model are numbered from 0 (its [1] cites the second passage)"),
+    Mutant("generation71", GE71, "(?:passage|reference|ref|doc|document|source|excerpt)s?", "(?:passage|reference|ref|doc|document|source)s?",
+           "an answer's [Excerpt 4] is not read as a citation of passage 4"),
+    Mutant("generation71", GE71, '                for n, p in enumerate(it["passages"], 1):', '                for n, p in enumerate(it["passages"]):',
+           "per-passage notes are numbered from 0"),
+    Mutant("generation71", GE71, '            states[i]["prompt_tokens"] += o.prompt_tokens', '            states[i]["prompt_tokens"] = o.prompt_tokens',
+           "an answer's prompt tokens count only its last call"),
+    Mutant("generation71", GE71, '            states[i]["completion_tokens"] += o.completion_tokens', '            states[i]["completion_tokens"] += o.prompt_tokens',
+           "completion tokens count the prompt's"),
+    Mutant("generation71", GE71, "        n_blank += len(ctxs) - len(passages)", "        n_blank = len(ctxs) - len(passages)",
+           "the count of blank passages left out is only the last record's"),
+    Mutant("generation71", GE71, "    return tasks[:max_items] if max_items else tasks", "    return tasks[:max_items + 1] if max_items else tasks",
+           "--max-items keeps one task more"),
+    Mutant("generation71", GE71, "    seen = done_ids(partial)", "    seen = done_ids(out_path)",
+           "a resumed run generates again what its partial file holds (duplicate answers)"),
+    Mutant("generation71", GE71, '                        results.append({"output": None, "error": f"{type(e1).__name__}: {e1}"})',
+           '                        log.warning("item %s failed: %s", t["id"], e1)',
+           "a failing item is left out of its batch's results, so the answers after it go to the wrong questions"),
+    Mutant("generation71", GE71, '            if stop_after is not None and stats["generated"] + stats["errors"] >= stop_after:',
+           '            if stop_after is not None and stats["generated"] >= stop_after:', "failed items do not count toward stop_after"),
+    Mutant("generation71", GE71, '            parts = per_item.get(i, [])\n', '            parts = per_item.get(i, [])[:1]\n',
+           "a per-passage step keeps only the first passage's note"),
+    Mutant("contradiction71", CO71, "    order = np.lexsort((-cos, owner))", "    order = np.lexsort((cos, owner))",
+           "each pair trains on its window with the lowest cos_l6"),
+    Mutant("contradiction71", CO71, '            fit_on = (src != held) & np.isin(kind, ["support", "refute"])',
+           '            fit_on = np.isin(kind, ["support", "refute"])', "the left-out source is trained on (leakage)"),
+    Mutant("contradiction71", CO71, '"vetoed_support": float(np.mean(comb[keep][y[keep]] < emb[keep][y[keep]]))',
+           '"vetoed_support": float(np.mean(comb[keep][y[keep]] <= emb[keep][y[keep]]))', "every supported pair the veto left alone counts as vetoed"),
+    Mutant("contradiction71", CO71, '    best = float(sr.groupby("C")["gain"].mean().idxmax())', '    best = float(sr.groupby("C")["gain"].mean().idxmin())',
+           "the L2 strength with the worst mean gain is chosen"),
+    Mutant("contradiction71", CO71, "            tau = conformal_threshold(s_a[half & (y_a == 0)], alpha)", "            tau = conformal_threshold(s_a[half], alpha)",
+           "tau is calibrated on supported and unsupported scores together"),
+    Mutant("contradiction71", CO71, "            caught += int((s_a[test & (y_a == 0)] <= tau).sum())", "            caught += int((s_a[test & (y_a == 0)] < tau).sum())",
+           "a held-out unsupported score exactly at tau is not caught"),
+    Mutant("contradiction71", CO71, "            kept.append(float(np.mean(s_a[test & (y_a == 1)] > tau)))", "            kept.append(float(np.mean(s_a[test & (y_a == 1)] >= tau)))",
+           "a supported score exactly at tau (flagged) counts as kept"),
+    Mutant("contradiction71", CO71, '"keeps_guarantee": bool(hi >= 1 - alpha)', '"keeps_guarantee": bool(lo >= 1 - alpha)',
+           "the guarantee is judged kept only when the interval's lower end clears 1 - alpha"),
+    Mutant("contradiction71", CO71, '    checks = {"loso_mean_gain": mean_gain >= rule["min_auc_gain"]', '    checks = {"loso_mean_gain": mean_gain > rule["min_auc_gain"]',
+           "a mean gain exactly at the rule's minimum fails"),
+    Mutant("contradiction71", CO71, '"cost": cost_ratio is not None and cost_ratio <= rule["max_cost_ratio"]',
+           '"cost": cost_ratio is None or cost_ratio <= rule["max_cost_ratio"]', "a check whose cost was not measured is adopted"),
+    Mutant("contradiction71", CO71, '    sr = selection[(selection.C == c) & (selection.comparison == "support vs refute")',
+           '    sr = selection[(selection.comparison == "support vs refute")', "the adoption's mean gain pools every L2 strength"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4325,6 +4373,9 @@ TESTS = {
     "fitted70": ["tests/study/test_workflow.py", "citebound/verifiers/fitted.py"],
     "verifiers70": ["tests/guard/test_first_hour.py", "tests/study/test_config_placement.py", "tests/guard/test_graph.py",
                     "citebound/cli/verifiers.py"],
+    "generation71": ["tests/study/test_generation.py", "tests/study/test_interrupt.py", "tests/study/test_study_counts.py",
+                     "tests/study/test_paperqa.py", "citebound/study/generation.py"],
+    "contradiction71": ["tests/study/test_contradiction_study.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4471,7 +4522,7 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 71)),
+    ap.add_argument("--round", type=int, choices=list(range(2, 72)),
                     help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 79: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
@@ -4549,6 +4600,7 @@ def main() -> int:
     first68 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the pods' readiness is the process's liveness"))
     first69 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a four-digit hex colour (#fff8)"))
     first70 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the transfer table calibrates at the miss rate"))
+    first71 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the passages shown to the model are numbered from 0"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4572,7 +4624,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

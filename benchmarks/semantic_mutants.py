@@ -4013,8 +4013,11 @@ MUTANTS = [
            '        cut = outcome.get("tokens", 0) > n and outcome.get("last") != eos', "an answer cut at max_tokens is reported as stopped"),
     Mutant("demo73", DU73, '                outcome["tokens"] = int(input_ids.shape[1] - prompt_len)',
            '                outcome["tokens"] = int(input_ids.shape[1])', "the prompt's tokens count as generated"),
-    Mutant("demo73", DU73, "                if await request.is_disconnected():  # nobody to answer: the model stops at its next token\n"
-           "                    stop.set()\n", "", "a non-streamed client that leaves holds the model to the end"),
+    Mutant("demo73", DU73, "                    if await request.is_disconnected():  # nobody to answer: the model stops at its next token\n"
+           "                        stop.set()\n", "", "a non-streamed client that leaves holds the model to the end"),
+    Mutant("demo73", DU73, "            finally:  # the answer is whole, or reading it failed: either way the model has nothing left to do\n"
+           "                stop.set()\n", "            finally:\n                pass\n",
+           "a non-streamed answer whose reading fails leaves the model generating (added with the fix)"),
     Mutant("demo73", DU73, "            finally:  # the client left mid-stream (the response was cancelled): the model stops too\n"
            "                stop.set()", "            finally:  # the client left mid-stream (the response was cancelled): the model stops too\n"
            "                pass", "a streamed client that leaves holds the model to the end"),

@@ -91,10 +91,13 @@ def create_demo_app(model: Any) -> Any:
         pieces = model.pieces(msgs, body.get("max_tokens"), stop, outcome)
         if not body.get("stream"):
             parts = []
-            async for p in iterate_in_threadpool(pieces):
-                parts.append(p)
-                if await request.is_disconnected():  # nobody to answer: the model stops at its next token
-                    stop.set()
+            try:
+                async for p in iterate_in_threadpool(pieces):
+                    parts.append(p)
+                    if await request.is_disconnected():  # nobody to answer: the model stops at its next token
+                        stop.set()
+            finally:  # the answer is whole, or reading it failed: either way the model has nothing left to do
+                stop.set()
             return {"id": "demo", "object": "chat.completion", "created": created, "model": name,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(parts).strip()},
                                  "finish_reason": outcome.get("finish_reason", "stop")}]}

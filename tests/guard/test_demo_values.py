@@ -115,3 +115,42 @@ def test_one_generation_at_a_time(demo, monkeypatch):
     spans.sort()
     assert len(spans) == 3
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans  # no two overlap
+
+
+class FailingAfterOne(Recording):
+    """The demo model whose reading fails after its first piece (as TextIteratorStreamer does when it times out)."""
+
+    def pieces(self, messages, max_tokens, stop=None, outcome=None):
+        inner = super().pieces(messages, max_tokens, stop, outcome)
+
+        def gen():
+            yield next(inner)
+            raise RuntimeError("the streamer timed out")
+
+        return gen()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_failed_read_stops_the_generation_in_both_faces(demo, monkeypatch, stream):
+    from citebound.serving.demo_upstream import start_demo_upstream
+
+    monkeypatch.setattr(demo, "max_new_tokens", 300)
+    model = FailingAfterOne(demo)
+    url, server = start_demo_upstream(model)
+    try:
+        body = {"messages": MSGS, "max_tokens": 300, "stream": stream}
+        try:
+            with httpx.stream("POST", f"{url}/chat/completions", json=body, timeout=30) as r:
+                for _ in r.iter_lines():
+                    pass
+        except httpx.HTTPError:
+            pass  # the stream is cut short: what a client sees when the server fails mid-answer
+        ((stop, outcome),) = model.calls
+        assert stop.wait(10)
+        end = time.monotonic() + 60
+        while not demo.lock.acquire(timeout=0.1):
+            assert time.monotonic() < end
+        demo.lock.release()
+        assert 0 < outcome["tokens"] < 150, outcome
+    finally:
+        server.should_exit = True

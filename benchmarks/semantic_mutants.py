@@ -67,6 +67,7 @@ CM70, FI70, VE70 = "citebound/study/analysis/_common.py", "citebound/verifiers/f
 GE71, CO71 = "citebound/study/generation.py", "citebound/study/contradiction.py"
 MO72, LP72 = "citebound/cli/monitor.py", "citebound/labelling/app.py"
 DU73, GC73, CC73 = "citebound/serving/demo_upstream.py", "citebound/guarding/convert.py", "citebound/cli/convert.py"
+SC75, TS75 = "citebound/study/analysis/scope.py", "citebound/study/train_settings.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
 SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
@@ -4083,6 +4084,36 @@ MUTANTS = [
     Mutant("scripts74", "deploy/base/make_base.sh", 'if podman image exists "$image"; then echo "$image exists (podman rmi it to make it anew)"; exit 0; fi',
            'if podman image exists "$image"; then echo "$image exists (podman rmi it to make it anew)"; fi',
            "an existing base is made again (minutes, and a second import)"),
+    # round 75 (2026-12-06): the kit's per-item metrics and comparison (study/kit.py beyond rounds 2 to 29), scope
+    # control (study/analysis/scope.py) and the fine-tuned designs' settings (study/train_settings.py), the study code
+    # no round had touched, written from the code before any of their tests was read
+    Mutant("kit75", K, "    f1 = 2 * prec * rec / (prec + rec) if prec + rec > 0 else 0.0", "    f1 = (prec + rec) / 2 if prec + rec > 0 else 0.0",
+           "the kit's citation F1 is the arithmetic mean of precision and recall"),
+    Mutant("kit75", K, "    keep_guard = [s for k, s in enumerate(sents) if k not in set(unsup)]",
+           "    keep_guard = [s for k, s in enumerate(sents) if k not in set(cited)]", "the guard's coverage removes every cited sentence, not the unsupported ones"),
+    Mutant("kit75", K, '        rows.append({"item_id": item, "error": bool(g.get("output") is None), **row})',
+           '        rows.append({"item_id": item, "error": not g.get("output"), **row})', "an empty answer is counted as a failed generation"),
+    Mutant("kit75", K, '    d = (items["coverage_guard"] - items["coverage_random"]).to_numpy(float)',
+           '    d = (items["coverage_random"] - items["coverage_guard"]).to_numpy(float)', "the guard-minus-random coverage has its sign reversed"),
+    Mutant("kit75", K, "            s = s[np.isfinite(s)]\n", "", "a cell's unscored pairs count as not flagged"),
+    Mutant("kit75", K, "    diff = ours - authors\n", "    diff = authors - ours\n", "the comparison's difference is the authors' minus ours"),
+    Mutant("kit75", K, '"unsupported_ci95_low": exp["unsupported_ci95"][0], "unsupported_ci95_high": exp["unsupported_ci95"][1]}',
+           '"unsupported_ci95_low": exp["unsupported_ci95"][1], "unsupported_ci95_high": exp["unsupported_ci95"][0]}',
+           "the authors' interval ends are compared with ours the wrong way round"),
+    Mutant("kit75", K, '"n_items": n, "n_cited": int(items["n_cited"].sum()),', '"n_items": n, "n_cited": int(items["n_sentences"].sum()),',
+           "a cell's cited count is its sentence count"),
+    Mutant("kit75", K, "    m = a.merge(b, on=\"item_id\", suffixes=(\"_a\", \"_b\"))", "    m = a.merge(b, on=\"item_id\", how=\"outer\", suffixes=(\"_a\", \"_b\")).fillna(0)",
+           "the paired difference counts items only one cell answered"),
+    Mutant("scope75", SC75, '"supported_rate_yes": p[y].mean() if y.any() else np.nan', '"supported_rate_yes": p.mean() if y.any() else np.nan',
+           "the supported rate on yes-conclusions is over every pair"),
+    Mutant("scope75", SC75, '"supported_rate_no": p[~y].mean() if (~y).any() else np.nan', '"supported_rate_no": (~p[~y]).mean() if (~y).any() else np.nan',
+           "the supported rate on no-conclusions counts the unsupported verdicts"),
+    Mutant("scope75", SC75, '    y = df["label"].to_numpy() == 1\n', '    y = df["label"].to_numpy() != 0\n',
+           "a pair without a conclusion counts as yes"),
+    Mutant("settings75", TS75, "    return {**shared, **dict(net.get(design) or {})}", "    return {**dict(net.get(design) or {}), **shared}",
+           "a design's own settings are overridden by the shared ones"),
+    Mutant("settings75", TS75, "    shared = {k: v for k, v in net.items() if k not in DESIGNS}", "    shared = dict(net)",
+           "one design's settings carry the other design's block as a setting"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4512,6 +4543,9 @@ TESTS = {
                   "tests/guard/test_first_hour.py", "citebound/cli/convert.py"],
     "scripts74": ["tests/guard/test_install_script.py", "tests/guard/test_deploy_files.py", "tests/guard/test_deploy_values.py",
                   "tests/guard/test_package.py"],
+    "kit75": ["tests/study/test_kit.py", "citebound/study/kit.py"],
+    "scope75": ["tests/study/test_pinned_analysis.py", "citebound/study/analysis/scope.py"],
+    "settings75": ["citebound/study/train_settings.py", "tests/study/test_train_networks.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4658,7 +4692,7 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 75)),
+    ap.add_argument("--round", type=int, choices=list(range(2, 76)),
                     help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 79: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
@@ -4740,6 +4774,7 @@ def main() -> int:
     first72 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation without a score (an invalid pointer) stops"))
     first73 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a client's max_tokens is not capped by the demo's limit"))
     first74 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the weights package brings its declared dependencies"))
+    first75 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the kit's citation F1 is the arithmetic mean"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4763,7 +4798,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -4108,8 +4108,8 @@ MUTANTS = [
            "the supported rate on yes-conclusions is over every pair"),
     Mutant("scope75", SC75, '"supported_rate_no": p[~y].mean() if (~y).any() else np.nan', '"supported_rate_no": (~p[~y]).mean() if (~y).any() else np.nan',
            "the supported rate on no-conclusions counts the unsupported verdicts"),
-    Mutant("scope75", SC75, '    y = df["label"].to_numpy() == 1\n', '    y = df["label"].to_numpy() != 0\n',
-           "a pair without a conclusion counts as yes"),
+    # judged equivalent: scope_table's `label == 1` read as `label != 0` (a pair without a conclusion as yes): the
+    # scope set's labels are 0 or 1 only (prepare refuses a PubMedQA answer other than yes or no)
     Mutant("settings75", TS75, "    return {**shared, **dict(net.get(design) or {})}", "    return {**dict(net.get(design) or {}), **shared}",
            "a design's own settings are overridden by the shared ones"),
     Mutant("settings75", TS75, "    shared = {k: v for k, v in net.items() if k not in DESIGNS}", "    shared = dict(net)",

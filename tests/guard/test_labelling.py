@@ -206,62 +206,64 @@ def test_labelling_page_by_keyboard_with_undo_and_a_kill_midway(tmp_path):
     keys = {"supported": "s", "unsupported": "u", "cant_tell": "c"}
     clicked: dict[str, str] = {}
     proc = _start(args, port)
-    with playwright.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(f"http://127.0.0.1:{port}/")
+    try:
+        with playwright.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"http://127.0.0.1:{port}/")
 
-        def label(k: int) -> None:
-            page.wait_for_function(f"document.getElementById('progress').textContent.startsWith('{k} of 30')")
-            item = page.evaluate("state.item.item_id")
-            # the best window is highlighted in the passage and the sentence in the answer
-            assert page.locator("mark.best").count() == 1 and page.locator("span.sentence").count() == 1
-            page.keyboard.press(keys[judgement(k)])
-            page.wait_for_function(f"document.getElementById('progress').textContent.startsWith('{k + 1} of 30')")
-            clicked[item] = judgement(k)
+            def label(k: int) -> None:
+                page.wait_for_function(f"document.getElementById('progress').textContent.startsWith('{k} of 30')")
+                item = page.evaluate("state.item.item_id")
+                # the best window is highlighted in the passage and the sentence in the answer
+                assert page.locator("mark.best").count() == 1 and page.locator("span.sentence").count() == 1
+                page.keyboard.press(keys[judgement(k)])
+                page.wait_for_function(f"document.getElementById('progress').textContent.startsWith('{k + 1} of 30')")
+                clicked[item] = judgement(k)
 
-        for k in range(10):
-            label(k)
-        # undo the tenth: it is shown again, and labelled again
-        last = list(clicked)[-1]
-        page.keyboard.press("z")
-        page.wait_for_function("document.getElementById('progress').textContent.startsWith('9 of 30')")
-        assert page.evaluate("state.item.item_id") == last
-        del clicked[last]
-        label(9)
-        for k in range(10, 15):
-            label(k)
-        # the score is hidden until asked for
-        assert page.locator("#score").is_hidden()
-        page.keyboard.press("h")
-        page.wait_for_selector("#score:not([hidden])")
-        # a note: its keys (s, u) label nothing while it is typed; it goes with this label only, and the next
-        # citation starts with its score hidden again and an empty note
-        noted = page.evaluate("state.item.item_id")
-        page.keyboard.press("n")
-        page.keyboard.type("uses s and u")
-        page.wait_for_timeout(300)
-        assert page.evaluate("document.getElementById('progress').textContent").startswith("15 of 30")
-        page.keyboard.press("Escape")
-        label(15)
-        assert page.locator("#score").is_hidden() and page.input_value("#note") == ""
-        # SIGKILL the server midway, restart it, reload the page: it resumes at item 16
-        proc.kill()
-        proc.wait(timeout=10)
-        proc = _start(args, port)
-        page.reload()
-        for k in range(16, 30):
-            label(k)
-            if k == 20:
-                page.screenshot(path=str(tmp_path / "labelling_page.png"))
-        page.wait_for_function("document.getElementById('claim').textContent.startsWith('Every citation')")
-        # the finished page's commands fit their panel (#52: they overflowed it)
-        fits = page.evaluate("(() => { const e = document.getElementById('next-steps'); "
-                             "return [e.scrollWidth, e.clientWidth, e.textContent.length]; })()")
-        assert fits[2] > 40 and fits[0] <= fits[1], fits
-        browser.close()
-    proc.terminate()
-    proc.wait(timeout=30)
+            for k in range(10):
+                label(k)
+            # undo the tenth: it is shown again, and labelled again
+            last = list(clicked)[-1]
+            page.keyboard.press("z")
+            page.wait_for_function("document.getElementById('progress').textContent.startsWith('9 of 30')")
+            assert page.evaluate("state.item.item_id") == last
+            del clicked[last]
+            label(9)
+            for k in range(10, 15):
+                label(k)
+            # the score is hidden until asked for
+            assert page.locator("#score").is_hidden()
+            page.keyboard.press("h")
+            page.wait_for_selector("#score:not([hidden])")
+            # a note: its keys (s, u) label nothing while it is typed; it goes with this label only, and the next
+            # citation starts with its score hidden again and an empty note
+            noted = page.evaluate("state.item.item_id")
+            page.keyboard.press("n")
+            page.keyboard.type("uses s and u")
+            page.wait_for_timeout(300)
+            assert page.evaluate("document.getElementById('progress').textContent").startswith("15 of 30")
+            page.keyboard.press("Escape")
+            label(15)
+            assert page.locator("#score").is_hidden() and page.input_value("#note") == ""
+            # SIGKILL the server midway, restart it, reload the page: it resumes at item 16
+            proc.kill()
+            proc.wait(timeout=10)
+            proc = _start(args, port)
+            page.reload()
+            for k in range(16, 30):
+                label(k)
+                if k == 20:
+                    page.screenshot(path=str(tmp_path / "labelling_page.png"))
+            page.wait_for_function("document.getElementById('claim').textContent.startsWith('Every citation')")
+            # the finished page's commands fit their panel (#52: they overflowed it)
+            fits = page.evaluate("(() => { const e = document.getElementById('next-steps'); "
+                                 "return [e.scrollWidth, e.clientWidth, e.textContent.length]; })()")
+            assert fits[2] > 40 and fits[0] <= fits[1], fits
+            browser.close()
+    finally:  # the server is stopped whether the page's checks passed or not
+        proc.terminate()
+        proc.wait(timeout=30)
 
     records = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(records) == 30 and len({r["item_id"] for r in records}) == 30  # no duplicates

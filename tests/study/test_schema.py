@@ -124,6 +124,7 @@ def test_cli_config_keys():
         check_cli_keys({"experimnt": "paper"})
 
 
+@pytest.mark.slow  # two Snakemake dry runs (11 s on 2 cores): the DAG's start-up, as the slow tier's DAG runs
 def test_misspelt_config_key_fails_before_the_dag(tmp_path):
     # the two dry runs side by side (each is mostly Snakemake's start-up, one core each)
     runs = [subprocess.Popen([sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",

@@ -97,14 +97,7 @@ def test_a_client_that_leaves_stops_the_demo_generation(small_demo, monkeypatch)
     import httpx
 
     from citebound.serving.demo_upstream import start_demo_upstream
-
-    class Recording:
-        def __init__(self, inner):
-            self.inner, self.calls = inner, []
-
-        def pieces(self, messages, max_tokens, stop=None, outcome=None):
-            self.calls.append((stop, outcome))
-            return self.inner.pieces(messages, max_tokens, stop, outcome)
+    from tests.guard.test_demo_values import Recording
 
     monkeypatch.setattr(small_demo, "max_new_tokens", 200)
     model = Recording(small_demo)

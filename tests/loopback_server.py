@@ -10,7 +10,8 @@ from typing import Any
 class LoopbackServer:
     def serve(self, handler: Any, host: str = "127.0.0.1", port: int = 0) -> None:
         self.server = ThreadingHTTPServer((host, port), handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # a short poll: shutdown() waits up to one poll interval (0.5 s by default) after every test
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def base_url(self) -> str:

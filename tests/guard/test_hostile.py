@@ -328,7 +328,7 @@ class Upstream:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         self.url = f"http://user:s3cret@127.0.0.1:{self.server.server_address[1]}/v1"
 
     def url_with(self, userinfo: str = "", query: str = "") -> str:

@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,6 +19,7 @@ from conftest import ROOT
 from failing_scorer import Failing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from loopback_server import LoopbackServer
 from service_helpers import running
 
 from citebound.cli.main import main
@@ -299,12 +299,12 @@ def test_a_chunked_body_past_the_limit_is_a_413():
         assert small.status_code == 200  # a chunked body under the limit is read as usual
 
 
-class Upstream:
+class Upstream(LoopbackServer):
     """A scripted OpenAI-compatible upstream on loopback (a real HTTP server). ``body`` and ``content_type``
     may be changed between requests (the generated suites set them per case)."""
 
     def __init__(self, body: bytes, status: int = 200, delay: float = 0.0, content_type: str = "application/json"):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from http.server import BaseHTTPRequestHandler
 
         outer = self
         self.calls = 0
@@ -327,8 +327,8 @@ class Upstream:
             def log_message(self, *a):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.serve(H)
+        self.thread.start()
         self.url = f"http://user:s3cret@127.0.0.1:{self.server.server_address[1]}/v1"
 
     def url_with(self, userinfo: str = "", query: str = "") -> str:

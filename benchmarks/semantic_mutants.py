@@ -68,6 +68,7 @@ GE71, CO71 = "citebound/study/generation.py", "citebound/study/contradiction.py"
 MO72, LP72 = "citebound/cli/monitor.py", "citebound/labelling/app.py"
 DU73, GC73, CC73 = "citebound/serving/demo_upstream.py", "citebound/guarding/convert.py", "citebound/cli/convert.py"
 SC75, TS75 = "citebound/study/analysis/scope.py", "citebound/study/train_settings.py"
+CB76, DF76, CO76, RA76 = "citebound/__init__.py", "citebound/definitions/__init__.py", "citebound/guarding/core.py", "citebound/guarding/reattributors.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
 SP46, RP46, MR46 = "citebound/serving/stream_proxy.py", "citebound/guarding/report.py", "citebound/serving/monitor_routes.py"
@@ -4114,6 +4115,67 @@ MUTANTS = [
            "a design's own settings are overridden by the shared ones"),
     Mutant("settings75", TS75, "    shared = {k: v for k, v in net.items() if k not in DESIGNS}", "    shared = dict(net)",
            "one design's settings carry the other design's block as a setting"),
+    # round 76 (2026-12-06): the package's own guard() and load_scorer (citebound/__init__.py), the definitions
+    # (definitions/__init__.py), a batch of answers through the core (guarding/core.py) and the re-attributor's
+    # proposals (reattributors.py), written from the code before any of their tests was read
+    Mutant("top76", CB76, "    tau = None if cal is not None or threshold is None else float(threshold)",
+           "    tau = None if cal is not None or not threshold else float(threshold)",
+           "guard(threshold=0.0) is taken as no threshold (the verifier's verdict decides)"),
+    Mutant("top76", CB76, "              threshold=tau, base=base, remove=remove, proposals=proposals)",
+           "              threshold=tau, base=1, remove=remove, proposals=proposals)", "guard(base=0) reads the markers from 1"),
+    Mutant("top76", CB76, "              threshold=tau, base=base, remove=remove, proposals=proposals)",
+           "              threshold=tau, base=base, remove=False, proposals=proposals)", "guard(remove=True) keeps every sentence"),
+    Mutant("top76", CB76, "              threshold=tau, base=base, remove=remove, proposals=proposals)",
+           "              threshold=tau, base=base, remove=remove, proposals=3)", "guard(proposals=N) tries 3 passages"),
+    Mutant("top76", CB76, "    return g.guard(answer, passages, group=group)", "    return g.guard(answer, passages)",
+           "guard(group=...) is judged on the pooled calibration"),
+    Mutant("top76", CB76, "    scorer = _scorer(verifier) if isinstance(verifier, str) else verifier",
+           "    scorer = load_scorer(verifier) if isinstance(verifier, str) else verifier",
+           "a named verifier is loaded again at every guard() call"),
+    Mutant("top76", CB76, "    return _load(verifier, overrides, model_path=model_path, cache_dir=cache_dir, runtime=runtime)",
+           "    return _load(verifier, overrides, model_path=cache_dir, cache_dir=model_path, runtime=runtime)",
+           "load_scorer swaps model_path and cache_dir"),
+    Mutant("top76", CB76, "    return _load(verifier, overrides, model_path=model_path, cache_dir=cache_dir, runtime=runtime)",
+           "    return _load(verifier, None, model_path=model_path, cache_dir=cache_dir, runtime=runtime)",
+           "load_scorer drops its overrides"),
+    Mutant("defs76", DF76, "        raise DefinitionError(f\"unknown definition group {group!r}; valid: {', '.join(GROUPS)}\")",
+           "        return []", "an unknown definition group lists no names instead of an error"),
+    Mutant("defs76", DF76, '    return sorted(p.stem for p in (ROOT / group).glob("*.yaml"))',
+           '    return sorted(p.name for p in (ROOT / group).glob("*.yaml"))', "the names listed carry their .yaml"),
+    Mutant("defs76", DF76, "        near = difflib.get_close_matches(str(name), valid, n=3)",
+           "        near = difflib.get_close_matches(str(name), valid, n=1)", "a misspelt name's hint gives one name, not the nearest three"),
+    Mutant("defs76", DF76, '        raise DefinitionError(f"unknown {group} {name!r}{hint}; valid choices: {valid}")',
+           '        raise DefinitionError(f"unknown {group} {name!r}{hint}")', "an unknown name's error lists no valid choices"),
+    Mutant("defs76", DF76, "    if not isinstance(data, dict):", "    if data is None:",
+           "a definition file holding a list is returned as if it were a mapping"),
+    Mutant("batch76", CO76, "    texts = [plan.passages[i] for plan, _, i in units]",
+           "    texts = [units[0][0].passages[i] for _, _, i in units]", "a batch reads every unit's passage from its first answer"),
+    Mutant("batch76", CO76, "        if ok and (id(a) not in best or sc > best[id(a)][1]):\n            best[id(a)] = (a, float(sc), ev)",
+           "        if ok and (a.sentence_index not in best or sc > best[a.sentence_index][1]):\n            best[a.sentence_index] = (a, float(sc), ev)",
+           "re-attribution keys the best proposal by sentence: two answers' (or two citations') same sentence share one"),
+    Mutant("batch76", CO76, "    claims = {si: strip_markers(drop_invisible(sents[si].text)) for si, cs in cites.items() if cs or si in odd}",
+           "    claims = {si: strip_markers(sents[si].text) for si, cs in cites.items() if cs or si in odd}",
+           "the claim sent to the verifier keeps the invisible characters a reader does not see"),
+    Mutant("batch76", CO76, "    report = GuardReport(n_sentences=len(sents), n_cited_sentences=len(claims), guarantee=guarantee,",
+           "    report = GuardReport(n_sentences=len(sents), n_cited_sentences=len(cites), guarantee=guarantee,",
+           "n_cited_sentences counts every sentence"),
+    Mutant("batch76", CO76, "    return 1 if chars <= window_chars else -(-(chars - window_chars) // stride) + 1",
+           "    return 1 if chars <= window_chars else (chars - window_chars) // stride + 1",
+           "a passage's windows are counted rounding down (its tail's window left out of the units limit)"),
+    Mutant("batch76", CO76, "        ev.append(Evidence(i + plan.base, lo, hi, text[lo:hi], None if np.isnan(s[t]) else float(s[t])))",
+           "        ev.append(Evidence(i + plan.base, lo, hi, text[lo:hi + 1], None if np.isnan(s[t]) else float(s[t])))",
+           "the evidence text runs one character past its window"),
+    Mutant("batch76", CO76, "    plans = [s for s in slots if isinstance(s, _Plan)]\n    deadline.check()\n",
+           "    plans = [s for s in slots if isinstance(s, _Plan)][:1]\n    deadline.check()\n",
+           "a batch verifies only its first answer (the others come back as written, every citation 'verified')"),
+    Mutant("ra76", RA76, "            return [int(i) for i in np.argsort(-s, kind=\"stable\") if int(i) not in exclude][:self.proposals]",
+           "            return [int(i) for i in np.argsort(-s, kind=\"stable\")[:self.proposals] if int(i) not in exclude]",
+           "BM25's proposals are cut before the cited passages are left out (fewer than asked)"),
+    Mutant("ra76", RA76, "            return lambda claim, exclude: [j for j in range(len(passages)) if j not in exclude]",
+           "            return lambda claim, exclude: [j for j in range(len(passages)) if j not in exclude][:self.proposals]",
+           "the verifier re-attributor tries only `proposals` passages, not every other one"),
+    Mutant("ra76", RA76, '        return Reattributor.from_config(definitions.load("reattributor", name), proposals)',
+           '        return Reattributor.from_config(definitions.load("reattributor", name))', "a named re-attributor ignores proposals"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4546,6 +4608,11 @@ TESTS = {
     "kit75": ["tests/study/test_kit_values.py", "tests/study/test_kit.py", "citebound/study/kit.py"],
     "scope75": ["tests/study/test_pinned_analysis.py", "citebound/study/analysis/scope.py"],
     "settings75": ["citebound/study/train_settings.py", "tests/study/test_train_networks.py"],
+    "top76": ["citebound/__init__.py", "tests/guard/test_guarding.py", "tests/guard/test_package.py", "tests/guard/test_loader_values.py"],
+    "defs76": ["citebound/definitions/__init__.py", "tests/guard/test_package.py", "tests/guard/test_loader_values.py", "tests/guard/test_cli.py"],
+    "batch76": ["citebound/guarding/core.py", "tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_guard_batch.py",
+                "tests/guard/test_guard_differential.py", "tests/guard/test_unchecked.py"],
+    "ra76": ["tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/guard/test_conformal_values.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4692,7 +4759,7 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 76)),
+    ap.add_argument("--round", type=int, choices=list(range(2, 77)),
                     help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 79: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
@@ -4775,6 +4842,7 @@ def main() -> int:
     first73 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a client's max_tokens is not capped by the demo's limit"))
     first74 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the weights package brings its declared dependencies"))
     first75 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the kit's citation F1 is the arithmetic mean"))
+    first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4798,7 +4866,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

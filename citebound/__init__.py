@@ -50,7 +50,8 @@ def guard(answer: str, passages: Sequence[Any], verifier: str | Callable = "embe
 
     ``verifier``: a verifier definition name or a scorer ``(claims, passages) -> (scores, verdicts)``;
     a named verifier is loaded once per process and reused. ``reattributor``: a re-attributor
-    definition name (``bm25``, ``verifier``) or None. ``threshold``: None (the verifier's verdict
+    definition name (``bm25``, ``verifier``) or None. ``threshold``: None (the verifier's shipped
+    calibration, ``citebound/calibrations/<name>.json``, where it runs as calibrated; otherwise its verdict
     decides), a float tau, or a calibration (dict or path from ``citebound calibrate``; its verifier
     must match); ``group``: the calibration group the answer belongs to (a grouped calibration's; None: the
     pooled one). Returns ``(guarded_answer, GuardReport)``. For many answers, build a

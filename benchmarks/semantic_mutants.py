@@ -68,6 +68,9 @@ GE71, CO71 = "citebound/study/generation.py", "citebound/study/contradiction.py"
 MO72, LP72 = "citebound/cli/monitor.py", "citebound/labelling/app.py"
 DU73, GC73, CC73 = "citebound/serving/demo_upstream.py", "citebound/guarding/convert.py", "citebound/cli/convert.py"
 SC75, TS75 = "citebound/study/analysis/scope.py", "citebound/study/train_settings.py"
+BI77, EP77, PR77, ST77 = ("citebound/calibration/binomial.py", "citebound/calibration/eprocess.py",
+                          "citebound/calibration/precision.py", "citebound/calibration/stats.py")
+SG77, SS77, G77 = "citebound/guarding/stream.py", "citebound/guarding/structured.py", "citebound/guarding/guard.py"
 CB76, DF76, CO76, RA76 = "citebound/__init__.py", "citebound/definitions/__init__.py", "citebound/guarding/core.py", "citebound/guarding/reattributors.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
@@ -4176,6 +4179,61 @@ MUTANTS = [
            "the verifier re-attributor tries only `proposals` passages, not every other one"),
     Mutant("ra76", RA76, '        return Reattributor.from_config(definitions.load("reattributor", name), proposals)',
            '        return Reattributor.from_config(definitions.load("reattributor", name))', "a named re-attributor ignores proposals"),
+    # round 77 (2026-12-06): lines holding a comparison, an index or a division that no earlier mutant touched
+    # (listed by a scan of the guard's modules), in the calibration's statistics (binomial tails, conformal and PAC
+    # ranks, the e-process, the alarms, Wilson, kappa), the stream's hold, structured citations and the core's
+    # rewriting; written from the code before any of their tests was read
+    Mutant("binomial77", BI77, "    return float(min(1.0, np.exp(_log_pmf(n, p, np.arange(k + 1, n + 1, dtype=float))).sum()))",
+           "    return float(min(1.0, np.exp(_log_pmf(n, p, np.arange(k, n + 1, dtype=float))).sum()))",
+           "the binomial upper tail P(X > k) includes k itself"),
+    Mutant("binomial77", BI77, "    if idx.max() >= lo:  # some k reaches the window", "    if idx.max() > lo:  # some k reaches the window",
+           "past the exact range, P(X <= k) at the window's first k is 0"),
+    Mutant("conformal77", CF67, "    return float(s[k - 1])", "    return float(s[min(k, n - 1)])",
+           "the conformal tau is the (k+1)-th smallest unsupported score"),
+    Mutant("conformal77", CF67, "    return float(s[min(k, len(s)) - 1])", "    return float(s[min(k, len(s) - 1)])",
+           "the naive threshold is one rank too high"),
+    Mutant("conformal77", CF67, "    lo, hi = 1, n + 1  # k = n + 1 always qualifies", "    lo, hi = 1, n  # k = n + 1 always qualifies",
+           "too few labels for the PAC rank give rank n (the largest score) instead of none"),
+    Mutant("conformal77", CF67, "        tau = cal[:, k - 1] if k <= n_cal else np.full(n_splits, np.inf)",
+           "        tau = cal[:, k - 1] if k < n_cal else np.full(n_splits, np.inf)",
+           "the coverage simulation flags everything when the conformal rank is exactly n_cal"),
+    Mutant("conformal77", CF67, "            out[\"pac\"].append((test <= tau_pac[:, None]).mean(1))",
+           "            out[\"pac\"].append((test < tau_pac[:, None]).mean(1))",
+           "the PAC coverage counts a held-out score equal to tau as missed"),
+    Mutant("conformal77", CF67, "            kp = pac_rank(n_cal, a, delta)", "            kp = pac_rank(n_cal, delta, a)",
+           "the coverage simulation's PAC rank swaps alpha and delta"),
+    Mutant("eprocess77", EP77, "    return k * np.log1p(lam * (1 - alpha)) + (m - k) * np.log1p(-lam * alpha)",
+           "    return k * np.log1p(lam * alpha) + (m - k) * np.log1p(-lam * (1 - alpha))",
+           "the label test's bet pays alpha on a miss and stakes 1 - alpha on a catch"),
+    Mutant("eprocess77", EP77, "    bound = math.log(2 / delta)\n", "    bound = math.log(1 / delta)\n",
+           "the robust alarm's simulation fires at 1/delta, not 2/delta"),
+    Mutant("eprocess77", EP77, "        at[(at == 0) & (lm >= bound)] = t + 1", "        at[(at == 0) & (lm >= bound)] = t",
+           "the simulation's alarm times are 0-based (an alarm at the first score reads as never)"),
+    Mutant("monitor77", MO48, "            if self.state == \"ok\" and self.log_m >= math.log(1.0 / self.delta):",
+           "            if self.state == \"ok\" and self.log_m >= math.log(2.0 / self.delta):",
+           "the plain drift alarm waits for 2/delta (Ville's level for one martingale is 1/delta)"),
+    Mutant("precision77", PR77, "        if not 0 < v < 1:\n            raise ValueError(f\"{name} must be in (0, 1), got {v}\")",
+           "        if not 0 < v <= 1:\n            raise ValueError(f\"{name} must be in (0, 1), got {v}\")",
+           "precision's q (or delta, or the share) of 1 is accepted"),
+    Mutant("calfiles77", CF49, "    if len(neg) < 2 * need:", "    if len(neg) < need:",
+           "a calibration with fewer than twice the unsupported labels a finite tau needs gets no warning"),
+    Mutant("calfiles77", CF49, '    if not (isinstance(cal["alpha"], (int, float)) and 0 < cal["alpha"] < 1):',
+           '    if not (isinstance(cal["alpha"], (int, float)) and 0 <= cal["alpha"] < 1):', "a calibration file with alpha 0 is read"),
+    Mutant("stats77", ST77, "    crit = normal_isf(alpha / 2.0)", "    crit = normal_isf(alpha)",
+           "the Wilson interval uses the one-sided z (a 90% interval for 95%)"),
+    Mutant("stats77", ST77, "crit2 / (4.0 * nn ** 2))", "crit2 / (4.0 * nn))", "the Wilson half-width's correction term divides by n, not n squared"),
+    Mutant("stats77", ST77, "        po = (a + d) / n\n", "        po = (a + b) / n\n", "the bootstrap kappa's observed agreement is one rater's supported share"),
+    Mutant("stream77", SG77, '    lt = text.rfind("<")', '    lt = text.find("<")',
+           "a stream's text is held back only from its first '<' whose tag may complete (a later one passes)"),
+    Mutant("stream77", SG77, "        if total > self.limits.max_answer_chars:", "        if total >= self.limits.max_answer_chars:",
+           "a streamed answer of exactly max_answer_chars is refused"),
+    Mutant("structured77", SS77, '"passage": a.cited if a.cited >= 0 else None}', '"passage": a.cited if a.cited > 0 else None}',
+           "a structured citation of passage 0 (base 0) reports no passage"),
+    Mutant("guard77", G77, '                results[i] = ("", r[1])', "                results[i] = (r[0], r[1])",
+           "a blocked answer keeps its text"),
+    Mutant("core77", CO76, '                edits[start] = (end, plan.view[start:end - 1] + " UNVERIFIED]")',
+           '                edits[start] = (end, plan.view[start:end] + " UNVERIFIED]")',
+           "an unreadable bracketed marker is rewritten with two closing brackets"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4613,6 +4671,17 @@ TESTS = {
     "batch76": ["citebound/guarding/core.py", "tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_guard_batch.py",
                 "tests/guard/test_guard_differential.py", "tests/guard/test_unchecked.py"],
     "ra76": ["tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/guard/test_conformal_values.py"],
+    "binomial77": ["tests/guard/test_binomial.py", "tests/guard/test_calibration_edges.py", "tests/guard/test_conformal_stats.py", "tests/guard/test_ltt.py", "tests/guard/test_precision.py", "tests/guard/test_pinned.py", "citebound/calibration/binomial.py", "tests/guard/test_calibrate_in_force.py"],
+    "conformal77": ["tests/guard/test_edges.py", "tests/guard/test_conformal_stats.py", "tests/guard/test_pinned.py", "tests/guard/test_calibration_summary.py", "tests/study/test_pinned_analysis.py", "citebound/calibration/conformal.py", "tests/guard/test_conformal_values.py", "tests/guard/test_groups.py", "tests/study/test_guarantees.py"],
+    "eprocess77": ["tests/guard/test_eprocess.py", "tests/guard/test_closed_loop.py", "citebound/calibration/eprocess.py"],
+    "monitor77": ["tests/guard/test_monitor.py", "tests/guard/test_closed_loop.py", "citebound/calibration/monitor.py", "tests/guard/test_monitor_effects.py", "tests/guard/test_admin_strict.py", "tests/guard/test_observability.py", "tests/guard/test_store_down.py", "tests/guard/test_store_probe.py", "tests/guard/test_groups.py", "tests/guard/test_card.py", "tests/guard/test_monitor_keeper_values.py", "tests/guard/test_guard_assembly.py", "tests/guard/test_calibration_edges.py", "tests/guard/test_state.py", "tests/guard/test_state_concurrency.py", "tests/guard/test_monitor_cli_values.py", "tests/guard/test_monitor_cli_labels.py", "tests/guard/test_cli_options.py"],
+    "precision77": ["tests/guard/test_precision.py", "citebound/calibration/precision.py"],
+    "calfiles77": ["tests/guard/test_cli.py", "tests/guard/test_pinned.py", "tests/guard/test_edges.py", "tests/guard/test_calibration_edges.py", "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_groups.py", "tests/guard/test_eprocess.py", "tests/guard/test_calibration_summary.py", "citebound/calibration/files.py", "tests/guard/test_calibration_files_values.py", "tests/guard/test_calibrate_in_force.py", "tests/guard/test_card.py", "tests/guard/test_precision.py", "tests/guard/test_registry.py", "tests/guard/test_guard_assembly.py", "tests/guard/test_audit_page.py"],
+    "stats77": ["tests/guard/test_conformal_stats.py", "tests/guard/test_pinned.py", "tests/study/test_pinned_analysis.py", "tests/guard/test_edges.py", "citebound/calibration/stats.py"],
+    "stream77": ["tests/guard/test_structured.py", "tests/guard/test_stream_differential.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_cross_face.py", "tests/guard/test_api_adapters.py", "tests/guard/test_guard_assembly.py", "tests/guard/test_hostile_streams.py", "citebound/guarding/stream.py", "tests/guard/test_stream_values.py", "tests/guard/test_chat_effects.py", "tests/guard/test_proxy_unchecked.py", "tests/guard/test_api_effects.py", "tests/guard/test_security.py", "tests/guard/test_stream_hold_values.py", "tests/guard/test_limits.py"],
+    "structured77": ["tests/guard/test_structured.py", "tests/guard/test_api_adapters.py", "tests/guard/test_cross_face.py", "citebound/guarding/structured.py", "tests/guard/test_structured_values.py", "tests/guard/test_structured_effects.py", "tests/guard/test_api_effects.py", "tests/guard/test_guard_api_edges.py", "tests/guard/test_messages_runs.py"],
+    "guard77": ["tests/guard/test_guard_api_edges.py", "tests/guard/test_cli_guard_edges.py", "tests/guard/test_mcp_inputs.py", "tests/guard/test_guard_assembly.py", "tests/guard/test_guarding.py", "tests/guard/test_actions.py", "tests/guard/test_groups.py", "tests/guard/test_card.py", "citebound/guarding/guard.py", "tests/guard/test_guard_policy.py", "tests/guard/test_edges.py", "tests/guard/test_guard_batch.py", "tests/guard/test_core_edges.py"],
+    "core77": ["tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_unchecked.py", "tests/guard/test_visible_forms.py", "tests/guard/test_guard_api_edges.py", "tests/guard/test_failure_paths.py", "tests/guard/test_limits.py", "tests/guard/test_guard_differential.py", "citebound/guarding/core.py"],
     "serve43": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
                 "tests/guard/test_observed_effects.py",
                 "tests/guard/test_secrets.py", "tests/guard/test_demo_upstream.py"],
@@ -4759,7 +4828,7 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 77)),
+    ap.add_argument("--round", type=int, choices=list(range(2, 78)),
                     help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 79: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
@@ -4843,6 +4912,7 @@ def main() -> int:
     first74 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the weights package brings its declared dependencies"))
     first75 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the kit's citation F1 is the arithmetic mean"))
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
+    first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4866,7 +4936,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

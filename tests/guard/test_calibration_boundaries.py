@@ -1,0 +1,266 @@
+"""The calibration's statistics at their boundaries, each against an independent computation: binomial tails
+against scipy, the conformal, naive and PAC ranks against a brute-force search written from their definitions,
+the coverage simulation's ranks at exactly n_cal and on tied scores, the plain drift alarm at exactly 1/delta
+(Ville's level for one martingale, recomputed here from the definition), the precision and calibration-file
+bounds on their parameters, the bootstrap kappa against scikit-learn; and, on the guard's side, the stream's
+hold at its last '<', an answer of exactly max_answer_chars, a structured citation of passage 0, and an
+unreadable bracketed marker's rewrite."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+scipy_stats = pytest.importorskip("scipy.stats")
+
+
+# --- binomial tails ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k,n,p", [(0, 1, 0.5), (0, 5, 0.1), (2, 5, 0.3), (4, 5, 0.9), (3, 40, 0.1), (30, 40, 0.7)])
+def test_the_upper_tail_is_strictly_above_k(k, n, p):
+    from citebound.calibration.binomial import binom_sf
+
+    assert binom_sf(k, n, p) == pytest.approx(scipy_stats.binom.sf(k, n, p), rel=1e-9, abs=1e-15)
+
+
+def test_past_the_exact_range_the_cdf_is_right_at_the_windows_first_k():
+    """n = 200,000 is past EXACT_MAX_N: P(X <= k) sums a window around the mean. At p = 1e-4 (mean 20) the
+    window starts at k = 0, where P(X <= 0) = (1 - p)^n, about 2e-9; it and the next k are scipy's."""
+    from citebound.calibration.binomial import EXACT_MAX_N, _span, binom_cdf
+
+    n, p = 200_000, 1e-4
+    assert n > EXACT_MAX_N and _span(n, p)[0] == 0
+    assert binom_cdf(0, n, p) == pytest.approx((1 - p) ** n, rel=1e-6)
+    for k in (0, 1, 20):
+        assert binom_cdf(k, n, p) == pytest.approx(scipy_stats.binom.cdf(k, n, p), rel=1e-6), k
+    np.testing.assert_allclose(binom_cdf(np.array([0, 1]), n, p), scipy_stats.binom.cdf([0, 1], n, p), rtol=1e-6)
+
+
+# --- ranks ----------------------------------------------------------------------------------------------------------
+
+def brute_pac_rank(n, alpha, delta):
+    """The smallest k in 1..n with P(Bin(n, 1 - alpha) <= k - 1) >= 1 - delta (scipy), else n + 1."""
+    for k in range(1, n + 1):
+        if scipy_stats.binom.cdf(k - 1, n, 1 - alpha) >= 1 - delta:
+            return k
+    return n + 1
+
+
+@pytest.mark.parametrize("n,alpha,delta", [(1, 0.1, 0.1), (9, 0.1, 0.1), (10, 0.1, 0.1), (22, 0.1, 0.1), (40, 0.2, 0.05),
+                                           (5, 0.5, 0.1), (100, 0.1, 0.1), (7, 0.3, 0.2)])
+def test_pac_rank_is_the_brute_force_rank_and_none_is_n_plus_one(n, alpha, delta):
+    from citebound.calibration.conformal import pac_rank
+
+    assert pac_rank(n, alpha, delta) == brute_pac_rank(n, alpha, delta)
+
+
+def test_conformal_and_naive_thresholds_are_their_ranks_order_statistics():
+    """Ten scores 0.1..1.0, alpha 0.2: conformal k = ceil(11 * 0.8) = 9, tau 0.9; naive k = ceil(10 * 0.8) = 8,
+    0.8; alpha 0.05: conformal k = ceil(10.45) = 11 > 10 (+inf), naive k = 10, 1.0."""
+    from citebound.calibration.conformal import conformal_threshold, naive_threshold, tau_warnings_silenced
+
+    s = [round(0.1 * i, 1) for i in range(10, 0, -1)]  # unsorted on purpose
+    assert conformal_threshold(s, 0.2) == 0.9
+    assert naive_threshold(s, 0.2) == 0.8
+    with tau_warnings_silenced():
+        assert conformal_threshold(s, 0.05) == math.inf
+    assert naive_threshold(s, 0.05) == 1.0
+
+
+def test_coverage_simulation_at_a_rank_of_exactly_n_cal_uses_the_largest_calibration_score():
+    """n_cal = 9, alpha = 0.1: the conformal rank is ceil(10 * 0.9) = 9 = n_cal, so tau is each split's largest
+    calibration score (finite), never +inf."""
+    from citebound.calibration.conformal import conformal_rank, split_coverage
+
+    neg = np.arange(20) / 20
+    assert conformal_rank(9, 0.1) == 9
+    out = split_coverage(neg, np.array([0.99]), 9, [0.1], 50, np.random.default_rng(1))
+    assert np.isfinite(out["tau"]).all()
+    assert set(np.round(out["tau"][0] * 20).astype(int)) <= set(range(20))
+    assert (out["conformal"][0] < 1).any()
+
+
+def test_coverage_simulation_flags_a_held_out_score_tied_with_tau():
+    """Every unsupported score is 0.5: whatever the split, tau is 0.5 and every held-out score (0.5 <= 0.5) is
+    flagged, so each coverage is 1; the supported 0.5 is flagged too."""
+    from citebound.calibration.conformal import pac_rank, split_coverage
+
+    assert pac_rank(30, 0.2, 0.1) <= 30
+    out = split_coverage(np.full(40, 0.5), np.array([0.5, 0.9]), 30, [0.2], 5, np.random.default_rng(0), delta=0.1)
+    for key in ("conformal", "naive", "pac"):
+        assert (out[key] == 1.0).all(), key
+    assert (out["flag_supported"] == 0.5).all()
+
+
+def test_coverage_simulation_pac_rank_takes_alpha_then_delta():
+    """alpha 0.2 and delta 0.05 differ: each split's PAC coverage is the share of its held-out scores at or below
+    its calibration's order statistic of rank pac_rank(n_cal, 0.2, 0.05) (brute force), the splits redrawn here
+    from the same generator."""
+    from citebound.calibration.conformal import split_coverage
+
+    n, n_cal, splits = 60, 40, 20
+    neg = np.random.default_rng(5).permutation(n) / n
+    out = split_coverage(neg, np.array([]), n_cal, [0.2], splits, np.random.default_rng(3), delta=0.05)
+    k = brute_pac_rank(n_cal, 0.2, 0.05)
+    assert k != brute_pac_rank(n_cal, 0.05, 0.2)
+    perm = np.random.default_rng(3).random((splits, n)).argsort(axis=1)
+    want = [np.mean(neg[p[n_cal:]] <= np.sort(neg[p[:n_cal]])[k - 1]) for p in perm]
+    np.testing.assert_allclose(out["pac"][0], want)
+
+
+# --- the alarms -------------------------------------------------------------------------------------------------------
+
+def mixture_log_martingale(calibration, stream, thetas):
+    """The simple-mixture power martingale of the smoothed conformal p-values, from the definition in
+    citebound/calibration/monitor.py's docstring (100 eps at the bins' midpoints), after each score."""
+    seen, logs, out = sorted(calibration), np.zeros(100), []
+    eps = (np.arange(100) + 0.5) / 100
+    for s, th in zip(stream, thetas):
+        greater = sum(x > s for x in seen)
+        equal = sum(x == s for x in seen)
+        p = (greater + th * (equal + 1)) / (len(seen) + 1)
+        logs = logs + np.log(eps) + (eps - 1) * math.log(p)
+        out.append(math.log(np.mean(np.exp(logs))))
+        seen = sorted(seen + [s])
+    return out
+
+
+def test_the_plain_drift_alarm_fires_when_the_martingale_first_reaches_one_over_delta():
+    """delta is chosen so that 1/delta sits 10% below the martingale at the step where it first crosses: there
+    it is below 2/delta, so an alarm at 2/delta would come later (or never)."""
+    from citebound.calibration.monitor import DriftMonitor
+
+    cal = list(np.linspace(0.0, 0.5, 40))
+    stream, thetas = [0.9] * 12, [0.5] * 12
+    logm = mixture_log_martingale(cal, stream, thetas)
+    j = next(i for i, v in enumerate(logm) if v > math.log(20))  # a martingale past 20
+    assert logm[j - 1] < logm[j]
+    delta = 1 / (0.9 * math.exp(logm[j]))
+    assert math.exp(logm[j - 1]) < 1 / delta < math.exp(logm[j]) < 2 / delta
+    m = DriftMonitor(cal, delta=delta)
+    assert m.robust is None
+    m.update(stream, thetas)
+    assert (m.state, m.alarm_at) == ("suspect", j + 1)
+    assert m.log_m == pytest.approx(logm[-1], rel=1e-9)
+
+
+def test_the_robust_alarms_simulation_is_the_class_on_the_same_streams():
+    """alarm_times (the simulation) and ShiftRobustAlarm (the class) fire at the same 1-based step on every
+    stream, including one that never fires (0 / None)."""
+    from citebound.calibration.eprocess import ShiftRobustAlarm, alarm_times
+
+    rng = np.random.default_rng(7)
+    s0, s1 = rng.beta(2, 5, 60), rng.beta(5, 2, 60)
+    streams = np.vstack([rng.beta(30, 1, 80), rng.beta(60, 1, 80), rng.beta(2, 5, 80)])
+    thetas = rng.random(streams.shape)
+    at = alarm_times(s0, s1, streams, thetas, 0.1)
+    for row, th, got in zip(streams, thetas, at):
+        a = ShiftRobustAlarm(s0, s1, 0.1)
+        a.update(row, th)
+        assert (a.alarm_at or 0) == got
+    assert at[0] > 0 and at[-1] == 0
+
+
+def test_the_label_tests_wealth_is_the_bet_written_out():
+    """lam = f / alpha: a miss multiplies each bet by 1 + lam (1 - alpha), a catch by 1 - lam alpha. alpha 0.2,
+    f 0.5 (lam 2.5): two misses and a catch, (1 + 2.5 * 0.8)^2 (1 - 2.5 * 0.2) = 9 * 0.5 = 4.5."""
+    from citebound.calibration.eprocess import log_wealth
+
+    assert float(np.exp(log_wealth(2, 3, 0.2, [0.5])[0])) == pytest.approx(4.5)
+
+
+# --- parameters ---------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw", [{"q": 1.0}, {"delta": 1.0}, {"supported_share_min": 1.0}, {"q": 0.0}])
+def test_precision_refuses_a_parameter_of_one_or_zero(kw):
+    from citebound.calibration.precision import calibrate_precision
+
+    args = {"q": 0.1, "delta": 0.1, "supported_share_min": 0.5} | kw
+    with pytest.raises(ValueError, match=f"{next(iter(kw))} must be in \\(0, 1\\)"):
+        calibrate_precision([0.1, 0.9], [0, 1], **args)
+
+
+def test_a_calibration_short_of_twice_the_labels_a_finite_tau_needs_is_warned():
+    """alpha 0.1 needs ceil(1 / 0.1 - 1) = 9 unsupported labels for a finite tau; 12 is fewer than 18: warned.
+    18 is not."""
+    from citebound.calibration.files import calibration_summary
+
+    def warned(n_neg):
+        s = list(np.linspace(0, 0.4, n_neg)) + [0.9] * 5
+        y = [0] * n_neg + [1] * 5
+        return any("only" in w and "unsupported examples" in w for w in calibration_summary(s, y, 0.1, 0.1, "v", "h")["warnings"])
+
+    assert warned(12) and warned(17) and not warned(18)
+
+
+def test_a_calibration_file_with_alpha_zero_is_refused():
+    from citebound.calibration.files import CalibrationError, calibration_summary, read_calibration
+
+    cal = calibration_summary(list(np.linspace(0, 0.4, 40)) + [0.9] * 5, [0] * 40 + [1] * 5, 0.1, 0.1, "v", "h")
+    assert read_calibration(cal)["alpha"] == 0.1
+    with pytest.raises(CalibrationError, match="'alpha' must be a number in \\(0, 1\\), got 0"):
+        read_calibration(cal | {"alpha": 0})
+
+
+def test_wilson_matches_statsmodels_at_the_edges():
+    sm = pytest.importorskip("statsmodels.stats.proportion")
+    from citebound.calibration.stats import wilson
+
+    for k, n in ((0, 1), (1, 1), (0, 7), (3, 7), (7, 7), (50, 200)):
+        lo, hi = sm.proportion_confint(k, n, alpha=0.05, method="wilson")
+        w = wilson(k, n)
+        assert (w.low, w.high) == pytest.approx((lo, hi), abs=1e-12), (k, n)
+
+
+def test_the_bootstrap_kappa_is_scikit_learns_on_each_table():
+    metrics = pytest.importorskip("sklearn.metrics")
+    from citebound.calibration.stats import boot_kappa
+
+    tables = [(5, 2, 1, 4), (3, 0, 0, 3), (1, 4, 2, 3), (6, 1, 3, 0)]
+    want = []
+    for a, b, c, d in tables:  # a: both supported, b: x only, c: y only, d: neither
+        x = [1] * a + [1] * b + [0] * c + [0] * d
+        y = [1] * a + [0] * b + [1] * c + [0] * d
+        want.append(metrics.cohen_kappa_score(x, y))
+    got = boot_kappa(*np.array(tables).T)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# --- the guard's side ---------------------------------------------------------------------------------------------------
+
+def test_a_stream_is_held_back_from_its_last_open_tag_not_its_first():
+    from citebound.guarding.stream import stable_end
+
+    text = "Cells <b>make</b> ATP <sp"
+    assert stable_end(text) == text.index("<sp")
+    assert stable_end("Cells <b>make</b> ATP.") == len("Cells <b>make</b> ATP.")
+
+
+def test_a_streamed_answer_of_exactly_max_answer_chars_is_taken_and_one_more_is_refused():
+    from citebound.guarding.stream import SentenceHold
+    from citebound.text.limits import LimitExceeded, Limits
+
+    hold = SentenceHold(Limits(max_answer_chars=40))
+    hold.feed("a" * 25)
+    hold.feed("b" * 15)  # 40 in all
+    with pytest.raises(LimitExceeded, match="41 characters"):
+        hold.feed("c")
+
+
+def test_a_structured_citation_of_passage_zero_names_passage_zero():
+    from citebound.guarding.report import CitationAudit
+    from citebound.guarding.structured import verdict
+
+    a = CitationAudit(0, "Cells make ATP.", 0, "[0]", [(0, 0)], 0.9, "verified")
+    assert verdict(a)["passage"] == 0
+    a = CitationAudit(0, "Cells make ATP.", -1, "²", [(0, 0)], None, "unverified")
+    assert verdict(a)["passage"] is None
+
+
+def test_an_unreadable_bracketed_marker_is_rewritten_inside_its_bracket():
+    import citebound
+
+    text, rep = citebound.guard("Cells make ATP [1a].", ["Cells make ATP."], verifier="lexical", reattributor=None)
+    assert text == "Cells make ATP [1a UNVERIFIED]."
+    assert [(a.marker, a.action) for a in rep.audit] == [("[1a]", "unverified")]

@@ -71,6 +71,8 @@ SC75, TS75 = "citebound/study/analysis/scope.py", "citebound/study/train_setting
 BI77, EP77, PR77, ST77 = ("citebound/calibration/binomial.py", "citebound/calibration/eprocess.py",
                           "citebound/calibration/precision.py", "citebound/calibration/stats.py")
 SG77, SS77, G77 = "citebound/guarding/stream.py", "citebound/guarding/structured.py", "citebound/guarding/guard.py"
+BH78, CI78, HL78, VI78 = ("citebound/scoring/bounded_http.py", "citebound/text/citations.py", "citebound/text/html_lex.py",
+                          "citebound/text/visible.py")
 CB76, DF76, CO76, RA76 = "citebound/__init__.py", "citebound/definitions/__init__.py", "citebound/guarding/core.py", "citebound/guarding/reattributors.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
@@ -4234,6 +4236,34 @@ MUTANTS = [
     Mutant("core77", CO76, '                edits[start] = (end, plan.view[start:end - 1] + " UNVERIFIED]")',
            '                edits[start] = (end, plan.view[start:end] + " UNVERIFIED]")',
            "an unreadable bracketed marker is rewritten with two closing brackets"),
+    # round 78 (2026-12-06): more of the lines the scan found no mutant on: the bounded HTTP reader, the remote
+    # verifier's answer checks, retries and log rate, marker ranges and indices, the script tokenizer's escapes and
+    # the stream's hold; written from the code before any of their tests was read
+    Mutant("http78", BH78, "        if (eol if eol >= 0 else len(data)) - pos > 32:", "        if eol - pos > 32:",
+           "a chunk size line that has not ended yet is never bounded"),
+    Mutant("http78", BH78, "        if len(data) < end + 2:", "        if len(data) < end:",
+           "a chunk whose closing CRLF has not come yet is read as whole"),
+    Mutant("http78", BH78, "        if length is not None and got >= length:", "        if length is not None and got > length:",
+           "an answer of exactly its Content-Length waits for one more byte (until the server closes or time runs out)"),
+    Mutant("remote78", RV50, "self.positive >= self.num_classes)", "self.positive > self.num_classes)",
+           "positive_class equal to num_classes (one past the last class) is accepted"),
+    Mutant("remote78", RV50, "not 0 <= i < n or i in seen:", "not 0 <= i <= n or i in seen:",
+           "an answer item with index n (one past the last input) is accepted"),
+    Mutant("remote78", RV50, "            if len(probs) > 1 and abs(sum(probs) - 1.0) > 1e-3:",
+           "            if len(probs) > 2 and abs(sum(probs) - 1.0) > 1e-3:", "two class probabilities that do not sum to 1 are accepted"),
+    Mutant("remote78", RV50, "        for attempt in range(self.max_retries + 1):", "        for attempt in range(self.max_retries):",
+           "a remote verifier makes one try fewer than max_retries allows (none at max_retries 0)"),
+    Mutant("remote78", RV50, "                self._logged[why] = (last, hidden + units)", "                self._logged[why] = (now, hidden + units)",
+           "a failure that keeps recurring within the log interval is never logged again"),
+    Mutant("cites78", CI78, "                targets.append((marker, str(n), idx if 0 <= idx < n_passages else -1))",
+           "                targets.append((marker, str(n), idx if 0 <= idx <= n_passages else -1))",
+           "a marker one past the last passage points at a passage"),
+    Mutant("cites78", CI78, "        if len(rng) > 2:", "        if len(rng) > 3:", "[1-3-5] is read as a citation of [1]"),
+    Mutant("lex78", HL78, 'if lower.startswith(">", m.end()) or lower.startswith("->", m.end()):', 'if lower.startswith(">", m.end()):',
+           "a script's <!---> leaves it escaped: a <script> after it hides the text after the script's close"),
+    Mutant("lex78", VI78, "            vis.open_to_end = first if vis.open_to_end is None else min(vis.open_to_end, first)",
+           "            vis.open_to_end = first if vis.open_to_end is None else max(vis.open_to_end, first)",
+           "a stream is held back only from the later of an open tag and an unclosed element"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4671,6 +4701,16 @@ TESTS = {
     "batch76": ["citebound/guarding/core.py", "tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_guard_batch.py",
                 "tests/guard/test_guard_differential.py", "tests/guard/test_unchecked.py"],
     "ra76": ["tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/guard/test_conformal_values.py"],
+    "http78": ["tests/guard/test_bounded_http.py", "tests/guard/test_wire_boundaries.py", "tests/guard/test_remote_verifier.py",
+               "citebound/scoring/bounded_http.py"],
+    "remote78": ["tests/guard/test_remote_values.py", "tests/guard/test_remote_verifier.py", "tests/guard/test_wire_boundaries.py",
+                 "tests/guard/test_pins_and_hosts.py", "tests/guard/test_loader_edges.py"],
+    "cites78": ["tests/guard/test_citations.py", "tests/guard/test_guard_differential.py", "tests/guard/test_limits.py",
+                "tests/guard/test_guarding.py", "citebound/text/citations.py", "tests/guard/test_behaviours.py", "tests/guard/test_hostile.py"],
+    "lex78": ["tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py", "tests/guard/test_hostile.py", "tests/guard/test_complexity.py",
+              "citebound/text/visible.py", "citebound/text/html_lex.py", "tests/guard/test_visible_edges.py", "tests/guard/test_visible_tree.py",
+              "tests/guard/test_displayed_attributes.py", "tests/guard/test_core_edges.py", "tests/guard/test_hostile_streams.py",
+              "tests/guard/test_stream_hold_values.py", "tests/guard/test_stream_differential.py"],
     "binomial77": ["tests/guard/test_binomial.py", "tests/guard/test_calibration_edges.py", "tests/guard/test_conformal_stats.py", "tests/guard/test_ltt.py", "tests/guard/test_precision.py", "tests/guard/test_pinned.py", "citebound/calibration/binomial.py", "tests/guard/test_calibrate_in_force.py"],
     "conformal77": ["tests/guard/test_edges.py", "tests/guard/test_conformal_stats.py", "tests/guard/test_pinned.py", "tests/guard/test_calibration_summary.py", "tests/study/test_pinned_analysis.py", "citebound/calibration/conformal.py", "tests/guard/test_conformal_values.py", "tests/guard/test_groups.py", "tests/study/test_guarantees.py"],
     "eprocess77": ["tests/guard/test_eprocess.py", "tests/guard/test_closed_loop.py", "citebound/calibration/eprocess.py"],
@@ -4828,7 +4868,7 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 78)),
+    ap.add_argument("--round", type=int, choices=list(range(2, 79)),
                     help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 79: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
@@ -4913,6 +4953,7 @@ def main() -> int:
     first75 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the kit's citation F1 is the arithmetic mean"))
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
+    first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
               7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
@@ -4936,7 +4977,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

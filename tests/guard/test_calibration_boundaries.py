@@ -232,6 +232,9 @@ def test_the_bootstrap_kappa_is_scikit_learns_on_each_table():
 def test_a_stream_is_held_back_from_its_last_open_tag_not_its_first():
     from citebound.guarding.stream import stable_end
 
+    # a '<' alone at the end may yet open a tag ("<b>"): held back, though an earlier '<' has its '>'
+    text = "Cells <b>make</b> ATP <"
+    assert stable_end(text) == len(text) - 1
     text = "Cells <b>make</b> ATP <sp"
     assert stable_end(text) == text.index("<sp")
     assert stable_end("Cells <b>make</b> ATP.") == len("Cells <b>make</b> ATP.")

@@ -112,10 +112,12 @@ def test_a_scripts_empty_comment_ends_its_escape_at_once():
     """In a script, ``<!--->`` is a whole comment (HTML's script data escape: '<!--', '-', '>' returns to script
     data), so the ``<script>`` after it does not double-escape, and the first ``</script>`` closes the script:
     the claim after it is text a reader sees, and its citation is checked."""
-    from citebound.text.visible import blank_hidden
+    from citebound.text.visible import UNCERTAIN, blank_hidden, passage_view, scan
 
     text = "<script><!---><script></script>Aspirin cures cancer [2]."
     assert blank_hidden(text) == " " * 31 + "Aspirin cures cancer [2]."
+    assert scan(text).spans[UNCERTAIN] == []  # where the script ends is certain: a passage keeps what follows it
+    assert passage_view(text).split() == ["Aspirin", "cures", "cancer", "[2]."]
     _, rep = citebound.guard(text, ["Cells make ATP.", "Aspirin thins blood."], verifier="lexical", reattributor=None,
                              threshold=0.5)
     assert [(a.cited, a.action) for a in rep.audit] == [(2, "flagged")]

@@ -75,6 +75,7 @@ BH78, CI78, HL78, VI78 = ("citebound/scoring/bounded_http.py", "citebound/text/c
                           "citebound/text/visible.py")
 HE79, LS79 = "citebound/serving/held.py", "citebound/labelling/store.py"
 AM79, AR79 = "citebound/serving/api_messages.py", "citebound/serving/api_responses.py"
+LI80, GR80 = "citebound/text/limits.py", "citebound/serving/guard_routes.py"
 CB76, DF76, CO76, RA76 = "citebound/__init__.py", "citebound/definitions/__init__.py", "citebound/guarding/core.py", "citebound/guarding/reattributors.py"
 CF49, LA49 = "citebound/calibration/files.py", "citebound/cli/label.py"
 MO48, CA48 = "citebound/calibration/monitor.py", "citebound/guarding/card.py"
@@ -4257,6 +4258,23 @@ MUTANTS = [
            "a label whose evidence starts at offset 0 of its passage is refused"),
     Mutant("serve79", AM79, "        last = run[-1] + 1", "        last = run[-1]",
            "the last text block of a Messages run is sent again, unguarded, after its guarded text"),
+    # round 80 (2026-12-06): lines a second scan (each line of every earlier mutant's old text matched against the
+    # code's lines) found untouched: an invalid citation's reason at index 0, a merged report's first part, a span
+    # ending at a sentence's start, the sentence limit, the audit page's 1-based ids, a range's two ends; written
+    # from the code before any of their tests was read
+    Mutant("core80", CO76, "            if c.passage_index < 0:", "            if c.passage_index <= 0:",
+           "a citation of the first passage skips the blank-passage and obscured-sentence checks (it is given the invalid reason)"),
+    Mutant("stream80", SG77, "    out = copy.deepcopy(parts[0][1])", "    out = parts[0][1]",
+           "merging a stream's reports writes over its first segment's report (its audits are lost)"),
+    Mutant("forms80", FO69, "        while k < len(sents) and sents[k].start < hi:", "        while k < len(sents) and sents[k].start <= hi:",
+           "a span that ends where the next sentence starts marks that sentence too"),
+    Mutant("limits80", LI80, "        if n > self.max_sentences:", "        if n >= self.max_sentences:",
+           "an answer of exactly max_sentences sentences is refused"),
+    Mutant("routes80", GR80, "entries = [AuditEntry(str(a.id if a.id is not None else i + 1), a.answer, o.guarded_answer,",
+           "entries = [AuditEntry(str(a.id if a.id is not None else i), a.answer, o.guarded_answer,",
+           "the audit page numbers id-less answers from 0 (the failed ones from 1)"),
+    Mutant("cites80", CI78, "            lo, hi = int(rng[0]), int(rng[1])", "            hi, lo = int(rng[0]), int(rng[1])",
+           "a range's ends are read swapped ([1-3] cites 3 and 1)"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4694,6 +4712,15 @@ TESTS = {
     "batch76": ["tests/guard/test_top_level_values.py", "citebound/guarding/core.py", "tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_guard_batch.py",
                 "tests/guard/test_guard_differential.py", "tests/guard/test_unchecked.py"],
     "ra76": ["tests/guard/test_top_level_values.py", "tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/guard/test_conformal_values.py"],
+    "core80": ["tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_unchecked.py", "tests/guard/test_visible_forms.py",
+               "tests/guard/test_guard_differential.py", "citebound/guarding/core.py"],
+    "stream80": ["tests/guard/test_stream_values.py", "tests/guard/test_stream_hold_values.py", "tests/guard/test_stream_differential.py",
+                 "tests/guard/test_stream_proxy.py", "tests/guard/test_messages_runs.py"],
+    "forms80": ["tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py", "tests/guard/test_core_edges.py", "tests/guard/test_hostile.py"],
+    "limits80": ["tests/guard/test_limits.py", "tests/guard/test_hostile.py", "tests/guard/test_wire_boundaries.py", "citebound/text/limits.py"],
+    "routes80": ["tests/guard/test_audit_page.py", "tests/guard/test_audit_page_values.py", "tests/guard/test_service.py", "tests/guard/test_serve_boundaries.py"],
+    "cites80": ["tests/guard/test_citations.py", "tests/guard/test_guard_differential.py", "tests/guard/test_limits.py", "tests/guard/test_guarding.py",
+                "citebound/text/citations.py"],
     "serve79": ["tests/guard/test_batcher_values.py", "tests/guard/test_batch_members.py", "tests/guard/test_held_values.py",
                 "tests/guard/test_structured_effects.py", "tests/guard/test_labelling_values.py", "tests/guard/test_label_session.py",
                 "tests/guard/test_label_reports.py", "tests/guard/test_labelling.py", "citebound/labelling/store.py",
@@ -4865,8 +4892,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 80)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 79: 2026-12-06's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 81)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 80: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4951,6 +4978,7 @@ def main() -> int:
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
+    first80 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation of the first passage skips the blank-passage"))
     first79 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a label whose evidence starts at offset 0"))
     rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
               5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
@@ -4975,7 +5003,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

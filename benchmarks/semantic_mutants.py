@@ -4719,7 +4719,7 @@ TESTS = {
     "batch76": ["tests/guard/test_top_level_values.py", "citebound/guarding/core.py", "tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_guard_batch.py",
                 "tests/guard/test_guard_differential.py", "tests/guard/test_unchecked.py"],
     "ra76": ["tests/guard/test_top_level_values.py", "tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/guard/test_conformal_values.py"],
-    "small81": ["tests/guard/test_verifiers.py", "tests/guard/test_lexical_terms.py", "citebound/verifiers/lexical.py",
+    "small81": ["tests/guard/test_calibration_boundaries.py", "tests/guard/test_verifiers.py", "tests/guard/test_lexical_terms.py", "citebound/verifiers/lexical.py",
                 "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_cli.py", "tests/guard/test_label_reports.py"],
     "core80": ["tests/guard/test_span_boundaries.py", "tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_unchecked.py", "tests/guard/test_visible_forms.py",
                "tests/guard/test_guard_differential.py", "citebound/guarding/core.py"],

@@ -267,3 +267,35 @@ def test_an_unreadable_bracketed_marker_is_rewritten_inside_its_bracket():
     text, rep = citebound.guard("Cells make ATP [1a].", ["Cells make ATP."], verifier="lexical", reattributor=None)
     assert text == "Cells make ATP [1a UNVERIFIED]."
     assert [(a.marker, a.action) for a in rep.audit] == [("[1a]", "unverified")]
+
+
+# --- a verdict at its threshold, a label file's sample --------------------------------------------------------------
+
+def test_the_lexical_verdict_holds_at_exactly_its_threshold():
+    """The claim's content terms are statin, lower, ldl, cholesterol, level; the passage holds three: recall 3/5 =
+    0.6, the lexical verifier's threshold, which is support (score >= threshold); 2/5 is not."""
+    import citebound
+    from citebound.verifiers.lexical import content_terms
+
+    claim = "Statins lower LDL cholesterol levels."
+    assert sorted(content_terms(claim)) == ["cholesterol", "ldl", "level", "lower", "statin"]
+    scorer = citebound.load_scorer("lexical")
+    assert scorer.cfg["threshold"] == 0.6
+    ps = scorer.score([claim, claim], ["Statins lower LDL in adults.", "Statins lower blood pressure."])
+    assert ps.score.tolist() == [0.6, 0.4]
+    assert ps.verdict.tolist() == [True, False]
+
+
+def test_labels_from_two_samples_of_different_sizes_are_refused(tmp_path, capsys):
+    """One seed, two sizes (10 and 12): two samples, whose unlabelled counts cannot be told; refused with both."""
+    import json
+
+    from citebound.cli.main import main
+
+    recs = [{"score": 0.1 * i, "label": i % 2, "sample_seed": 7, "sample_size": 10 if i < 5 else 12} for i in range(10)]
+    src = tmp_path / "scores.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert main(["calibrate", "--scores", str(src), "--verifier-id", "v", "--out", str(tmp_path / "c.json")]) == 2
+    err = capsys.readouterr().err
+    assert "labels from more than one sample (seeds [7], sizes [10, 12])" in err
+    assert not (tmp_path / "c.json").exists()

@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from test_top_level_values import holds_first_word  # 0.9 iff the passage holds the claim's first word
 
 import citebound
 from citebound.guarding.core import guard_answer
 from citebound.guarding.stream import merge_reports
-
-
-def holds_first_word(claims, passages):
-    import numpy as np
-
-    s = np.array([0.9 if c.split()[0].lower() in p.lower() else 0.1 for c, p in zip(claims, passages)])
-    return s, s > 0.5
 
 
 @pytest.mark.parametrize("base", [0, 1])

@@ -1,10 +1,12 @@
 """The calibration's statistics at their boundaries, each against an independent computation: binomial tails
-against scipy, the conformal, naive and PAC ranks against a brute-force search written from their definitions,
-the coverage simulation's ranks at exactly n_cal and on tied scores, the plain drift alarm at exactly 1/delta
-(Ville's level for one martingale, recomputed here from the definition), the precision and calibration-file
-bounds on their parameters, the bootstrap kappa against scikit-learn; and, on the guard's side, the stream's
-hold at its last '<', an answer of exactly max_answer_chars, a structured citation of passage 0, and an
-unreadable bracketed marker's rewrite."""
+against scipy, the conformal and naive ranks' order statistics, the coverage simulation's ranks at exactly n_cal,
+on tied scores and with alpha and delta apart, the plain drift alarm at exactly 1/delta (Ville's level for one
+martingale, recomputed here from the definition), and the precision and calibration-file bounds on their
+parameters (the PAC rank's exhaustive search, Wilson against statsmodels and the bootstrap kappa against
+scikit-learn are tests/guard/test_conformal_stats.py's and test_pinned.py's, the robust alarm's simulation against
+its class test_eprocess.py's); on the guard's side, the stream's hold at its last '<', an answer of exactly
+max_answer_chars, a structured citation of passage 0, an unreadable bracketed marker's rewrite, the lexical verdict
+at its threshold and a label file from two samples."""
 from __future__ import annotations
 
 import math
@@ -45,14 +47,6 @@ def brute_pac_rank(n, alpha, delta):
         if scipy_stats.binom.cdf(k - 1, n, 1 - alpha) >= 1 - delta:
             return k
     return n + 1
-
-
-@pytest.mark.parametrize("n,alpha,delta", [(1, 0.1, 0.1), (9, 0.1, 0.1), (10, 0.1, 0.1), (22, 0.1, 0.1), (40, 0.2, 0.05),
-                                           (5, 0.5, 0.1), (100, 0.1, 0.1), (7, 0.3, 0.2)])
-def test_pac_rank_is_the_brute_force_rank_and_none_is_n_plus_one(n, alpha, delta):
-    from citebound.calibration.conformal import pac_rank
-
-    assert pac_rank(n, alpha, delta) == brute_pac_rank(n, alpha, delta)
 
 
 def test_conformal_and_naive_thresholds_are_their_ranks_order_statistics():
@@ -145,23 +139,6 @@ def test_the_plain_drift_alarm_fires_when_the_martingale_first_reaches_one_over_
     assert m.log_m == pytest.approx(logm[-1], rel=1e-9)
 
 
-def test_the_robust_alarms_simulation_is_the_class_on_the_same_streams():
-    """alarm_times (the simulation) and ShiftRobustAlarm (the class) fire at the same 1-based step on every
-    stream, including one that never fires (0 / None)."""
-    from citebound.calibration.eprocess import ShiftRobustAlarm, alarm_times
-
-    rng = np.random.default_rng(7)
-    s0, s1 = rng.beta(2, 5, 60), rng.beta(5, 2, 60)
-    streams = np.vstack([rng.beta(30, 1, 80), rng.beta(60, 1, 80), rng.beta(2, 5, 80)])
-    thetas = rng.random(streams.shape)
-    at = alarm_times(s0, s1, streams, thetas, 0.1)
-    for row, th, got in zip(streams, thetas, at):
-        a = ShiftRobustAlarm(s0, s1, 0.1)
-        a.update(row, th)
-        assert (a.alarm_at or 0) == got
-    assert at[0] > 0 and at[-1] == 0
-
-
 def test_the_label_tests_wealth_is_the_bet_written_out():
     """lam = f / alpha: a miss multiplies each bet by 1 + lam (1 - alpha), a catch by 1 - lam alpha. alpha 0.2,
     f 0.5 (lam 2.5): two misses and a catch, (1 + 2.5 * 0.8)^2 (1 - 2.5 * 0.2) = 9 * 0.5 = 4.5."""
@@ -201,30 +178,6 @@ def test_a_calibration_file_with_alpha_zero_is_refused():
     assert read_calibration(cal)["alpha"] == 0.1
     with pytest.raises(CalibrationError, match="'alpha' must be a number in \\(0, 1\\), got 0"):
         read_calibration(cal | {"alpha": 0})
-
-
-def test_wilson_matches_statsmodels_at_the_edges():
-    sm = pytest.importorskip("statsmodels.stats.proportion")
-    from citebound.calibration.stats import wilson
-
-    for k, n in ((0, 1), (1, 1), (0, 7), (3, 7), (7, 7), (50, 200)):
-        lo, hi = sm.proportion_confint(k, n, alpha=0.05, method="wilson")
-        w = wilson(k, n)
-        assert (w.low, w.high) == pytest.approx((lo, hi), abs=1e-12), (k, n)
-
-
-def test_the_bootstrap_kappa_is_scikit_learns_on_each_table():
-    metrics = pytest.importorskip("sklearn.metrics")
-    from citebound.calibration.stats import boot_kappa
-
-    tables = [(5, 2, 1, 4), (3, 0, 0, 3), (1, 4, 2, 3), (6, 1, 3, 0)]
-    want = []
-    for a, b, c, d in tables:  # a: both supported, b: x only, c: y only, d: neither
-        x = [1] * a + [1] * b + [0] * c + [0] * d
-        y = [1] * a + [0] * b + [1] * c + [0] * d
-        want.append(metrics.cohen_kappa_score(x, y))
-    got = boot_kappa(*np.array(tables).T)
-    np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 # --- the guard's side ---------------------------------------------------------------------------------------------------

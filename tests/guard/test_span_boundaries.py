@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from test_top_level_values import holds_first_word  # 0.9 iff the passage holds the claim's first word
+from test_guard_assembly import first_word as holds_first_word  # 0.9 iff the passage holds the claim's first word
 
 import citebound
 from citebound.guarding.core import guard_answer

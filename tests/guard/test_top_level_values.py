@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from calibration_helpers import calibrate
+from test_guard_assembly import first_word, grouped  # noqa: F401 (grouped: a fixture)
 
 import citebound
 from citebound import definitions
@@ -24,10 +24,8 @@ def fixed(scores, verdicts):
     return score
 
 
-def holds_first_word(claims, passages):
-    """0.9 iff the passage holds the claim's first word (lower case), else 0.1; passes iff 0.9."""
-    s = np.array([0.9 if c.split()[0].lower() in p.lower() else 0.1 for c, p in zip(claims, passages)])
-    return s, s > 0.5
+# 0.9 iff the passage holds the claim's first word (lower case), else 0.1; passes iff 0.9
+holds_first_word = first_word
 
 
 # --- citebound.guard ---------------------------------------------------------------------------------------------
@@ -70,14 +68,10 @@ def test_proposals_bound_how_many_passages_bm25_tries():
         assert (rep.audit[0].action, rep.audit[0].candidates) == ("flagged", n), n
 
 
-def test_group_is_judged_on_its_own_calibration(tmp_path, capsys):
-    """Group 'big': 22 unsupported scores 0.01..0.22, its PAC tau the 22nd, 0.22; the pool adds 21 at 0.31..0.51
-    (43 in all, tau 0.50; tests/guard/test_groups.py's hand computation). A score of 0.3 passes in 'big' only."""
-    recs = [{"score": round(0.01 * i, 2), "label": 0, "group": "big"} for i in range(1, 23)]
-    recs += [{"score": round(0.30 + 0.01 * i, 2), "label": 0, "group": "small"} for i in range(1, 22)]
-    recs += [{"score": 0.95, "label": 1, "group": g} for g in ("big", "small", "big")]
-    cal = calibrate(tmp_path, recs, "--verifier-id", "fixed")
-    capsys.readouterr()
+def test_group_is_judged_on_its_own_calibration(request):
+    """test_guard_assembly's grouped calibration: group 'big' has PAC tau 0.22, the pool 0.50 ('small' falls back to
+    it). A score of 0.3 passes in 'big' only."""
+    cal = request.getfixturevalue("grouped")
 
     def point_three(claims, passages):
         return np.full(len(claims), 0.3), np.ones(len(claims), bool)

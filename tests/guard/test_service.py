@@ -295,14 +295,16 @@ def test_sigterm_finishes_in_flight_requests_and_refuses_new_ones():
         for t in sent:
             t.start()
         proc.send_signal(signal.SIGTERM)
-        for t in sent:
-            t.join(60)
         assert httpx.get(f"{url}/readyz").status_code == 503  # the load balancer is told at once
         time.sleep(0.6)  # past the drain grace: a new request is refused
+        # sent before waiting for the six: they may finish with the slow request, and once nothing is in flight the
+        # drain ends and the server is gone (a late request would then find no server, not the 503 checked here)
         try:
             late = httpx.post(f"{url}/v1/guard", json={"answer": "x [1].", "passages": ["y"]}, timeout=10).status_code
         except httpx.TransportError:
             late = "refused"
+        for t in sent:
+            t.join(60)
         slow.join(timeout=600)
         assert proc.wait(timeout=60) == 0
     assert out["r"].status_code == 200 and out["r"].json()["report"]["n_citations"] == 300

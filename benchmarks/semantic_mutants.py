@@ -4282,6 +4282,63 @@ MUTANTS = [
            "a lexical score exactly at its threshold is not a support verdict"),
     Mutant("small81", "citebound/cli/calibrate.py", "        if len(seeds) > 1 or len(sizes) > 1:", "        if len(seeds) > 1:",
            "labels from two samples of different sizes (one seed) are calibrated on as one sample"),
+    # round 82 (2026-12-06, eighteenth session): the report's pass rule and budget, the card's fields, the secret and
+    # URL readers, the service's group and withheld claims, a Messages run's documents and citations; written from
+    # the code before any of their tests was read
+    Mutant('report82', 'citebound/guarding/report.py', '    return a.action in ("flagged", "invalid") or (a.action',
+           '    return a.action == "flagged" or (a.action',
+           'an invalid citation (a pointer to no passage) passes as written'),
+    Mutant('report82', 'citebound/guarding/report.py', '        self.review_budget = review / total if total else 0.0',
+           '        self.review_budget = review / total if total else 1.0',
+           'an answer with nothing to review (no citation, no uncited sentence) has a review budget of 1'),
+    Mutant('report82', 'citebound/guarding/report.py', "which scores {a['new_score']:.3g} and passes",
+           "which scores {a['score']:.3g} and passes",
+           "a re-attributed citation's line gives the cited passage's score as the new passage's"),
+    Mutant('report82', 'citebound/guarding/report.py', '        if not isinstance(text, str):\n            raise GuardInputError(f"passage {i} has missing text',
+           '        if not isinstance(text, str) or not text.strip():\n            raise GuardInputError(f"passage {i} has missing text',
+           'a blank passage is refused as missing instead of kept (its citations unverified)'),
+    Mutant('card82', 'citebound/guarding/card.py', '"calibrated_on": cal.get("group") or "pooled"}',
+           '"calibrated_on": group or cal.get("group") or "pooled"}',
+           "a fallback group's card says it was calibrated on that group (it uses the pooled calibration)"),
+    Mutant('card82', 'citebound/guarding/card.py', '                      "delta": calibration_delta(cal),',
+           '                      "delta": float(cal.get("delta") or 0.1),',
+           "the card's delta ignores the PAC bound's delta that citebound calibrate writes (it says 0.1)"),
+    Mutant('card82', 'citebound/guarding/card.py', '"by": by[:200],',
+           '"by": by,',
+           "a reset's 'by' text goes into the history unbounded"),
+    Mutant('card82', 'citebound/guarding/card.py', '        return sorted(set(self.groups) | set(self.fallback))',
+           '        return sorted(self.groups)',
+           "the calibration's group names leave out the fallback groups"),
+    Mutant('card82', 'citebound/guarding/card.py', '[a.score for r in reports for a in r.audit if a.score is not None]',
+           '[a.score if a.score is not None else 0.0 for r in reports for a in r.audit]',
+           'the monitor is fed a score of 0 for every citation that has none (invalid, unverified)'),
+    Mutant('backends82', 'citebound/scoring/llm_backends.py', '        lines = Path(path).read_text(encoding="utf-8").strip().splitlines()',
+           '        lines = Path(path).read_text(encoding="utf-8").splitlines()',
+           'a secret file that starts with a blank line gives an empty secret'),
+    Mutant('backends82', 'citebound/scoring/llm_backends.py', 'signature|client[-_]?secret|x-api-key)=)[^&#\\s\\"\'<>]{1,4096}"',
+           'signature|client[-_]?secret|x-api-key)=)[^&#\\s\\"\'<>]{1,64}"',
+           'a credential query parameter longer than 64 characters is redacted only in part'),
+    Mutant('backends82', 'citebound/scoring/llm_backends.py', '    userinfo, host = parts.netloc.rsplit("@", 1)',
+           '    userinfo, host = parts.netloc.split("@", 1)',
+           'an @ left unescaped in a password splits the userinfo at the first @'),
+    Mutant('state82', 'citebound/serving/state.py', 'guard.guard_many(items, group=group, **kw))',
+           'guard.guard_many(items, **kw))',
+           "the service's guard work ignores the request's group (the pooled calibration decides)"),
+    Mutant('state82', 'citebound/serving/state.py', '    for a in body.get("audit", []):\n        a["claim"] = None',
+           '    for a in body.get("audit", [])[:1]:\n        a["claim"] = None',
+           "a withheld answer's report leaves out only its first audit's claim"),
+    Mutant('messages82', 'citebound/serving/api_messages.py', '                if texts:\n                    out.append("\\n".join(texts))',
+           '                if texts:\n                    out.append(texts[0])',
+           'a search result (or document) with several text parts becomes a passage of its first part only'),
+    Mutant('messages82', 'citebound/serving/api_messages.py', '                out.append(b | ({"citations": gathered[k:k + n]} if b.get("citations") else {}))',
+           '                out.append(b | ({"citations": gathered[:n]} if b.get("citations") else {}))',
+           "each unchanged block of a run gets the first block's citation verdicts"),
+    Mutant('messages82', 'citebound/serving/api_messages.py', '        self.block_citations = list(b.get("citations") or [])',
+           '        self.block_citations = []',
+           'citations a streamed text block carries in its content_block_start are never checked'),
+    Mutant('messages82', 'citebound/serving/api_messages.py', '            text = self.held.text()[self.block_start:]',
+           '            text = self.held.text()',
+           "a streamed block's citations are placed at the end of the whole run's text, not of their block"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4719,6 +4776,14 @@ TESTS = {
     "batch76": ["tests/guard/test_top_level_values.py", "citebound/guarding/core.py", "tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_guard_batch.py",
                 "tests/guard/test_guard_differential.py", "tests/guard/test_unchecked.py"],
     "ra76": ["tests/guard/test_top_level_values.py", "tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/guard/test_conformal_values.py"],
+    "report82": ["tests/guard/test_report_reasons.py", "tests/guard/test_guard_api_edges.py", "tests/guard/test_metrics_values.py", "tests/guard/test_core_edges.py",
+                 "tests/guard/test_unchecked.py", "tests/guard/test_guarding.py", "citebound/guarding/report.py"],
+    "card82": ["tests/guard/test_monitor_keeper_values.py", "tests/guard/test_card.py", "tests/guard/test_groups.py", "tests/guard/test_monitor.py",
+               "tests/guard/test_state_concurrency.py"],
+    "backends82": ["tests/guard/test_secrets.py", "tests/guard/test_credentials_in_urls.py", "tests/guard/test_security.py", "tests/study/test_backend_edges.py",
+                   "citebound/scoring/llm_backends.py"],
+    "state82": ["tests/guard/test_service_state.py", "tests/guard/test_groups.py", "tests/guard/test_api_effects.py", "tests/guard/test_guard_batch.py"],
+    "messages82": ["tests/guard/test_messages_runs.py", "tests/guard/test_api_effects.py", "tests/guard/test_structured.py", "tests/guard/test_api_adapters.py"],
     "small81": ["tests/guard/test_calibration_boundaries.py", "tests/guard/test_verifiers.py", "tests/guard/test_lexical_terms.py", "citebound/verifiers/lexical.py",
                 "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_cli.py", "tests/guard/test_label_reports.py"],
     "core80": ["tests/guard/test_span_boundaries.py", "tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_unchecked.py", "tests/guard/test_visible_forms.py",
@@ -4901,8 +4966,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 82)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 81: 2026-12-06's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 83)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 82: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -4987,6 +5052,7 @@ def main() -> int:
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
+    first82 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an invalid citation (a pointer to no passage) passes"))
     first81 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a lexical score exactly at its threshold is not"))
     first80 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation of the first passage skips the blank-passage"))
     first79 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a label whose evidence starts at offset 0"))
@@ -5013,7 +5079,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -4339,6 +4339,45 @@ MUTANTS = [
     Mutant('messages82', 'citebound/serving/api_messages.py', '            text = self.held.text()[self.block_start:]',
            '            text = self.held.text()',
            "a streamed block's citations are placed at the end of the whole run's text, not of their block"),
+    # round 83 (2026-12-06, eighteenth session): calibrate's option refusals and verifier identity, the options the guard
+    # and mcp commands share reaching the Guard, a network's digest and the hash's runtime keys; written from the code
+    # before any of their tests was read
+    Mutant('calibrate83', 'citebound/cli/calibrate.py', '    if (args.precision is None) != (args.supported_share_min is None):',
+           '    if args.precision is not None and args.supported_share_min is None:',
+           '--supported-share-min without --precision is ignored instead of refused'),
+    Mutant('calibrate83', 'citebound/cli/calibrate.py', '    if args.grid is not None and args.beta is None and args.precision is None:',
+           '    if args.grid is not None and args.beta is None:',
+           '--grid with --precision is refused as if only --beta used it'),
+    Mutant('calibrate83', 'citebound/cli/calibrate.py', '    if args.accept_refuted_share and args.precision is None:',
+           '    if False:',
+           '--accept-refuted-share without --precision is ignored instead of refused'),
+    Mutant('calibrate83', 'citebound/cli/calibrate.py', '        return configured_hash(vcfg, args.model), args.verifier',
+           '        return configured_hash(vcfg, None), args.verifier',
+           'frozen scores calibrated for a verifier with --model are stamped with the hash of that verifier without its model'),
+    Mutant('calibrate83', 'citebound/cli/calibrate.py', '        args.verifier = labels_verifier(args.labels) or DEFAULT_VERIFIER',
+           '        args.verifier = DEFAULT_VERIFIER',
+           'a label file sampled with one verifier is scored with the default verifier'),
+    Mutant('calibrate83', 'citebound/cli/calibrate.py', '    summary["no_tau_reason"] = None if res.tau is not None else res.rule',
+           '    summary["no_tau_reason"] = None',
+           'a two-sided calibration that certifies no threshold does not say why'),
+    Mutant('common83', 'citebound/cli/common.py', '        return Guard(args.verifier, reattributor=None if args.no_reattribute else args.reattributor,',
+           '        return Guard(args.verifier, reattributor=args.reattributor,',
+           '--no-reattribute is ignored: failed citations are still re-attributed'),
+    Mutant('common83', 'citebound/cli/common.py', '                     cache_dir=args.cache_dir, limits=parse_limits(args.limit), **policy_kwargs(args), **extra)',
+           '                     limits=parse_limits(args.limit), **policy_kwargs(args), **extra)',
+           "the guard's --cache-dir is ignored (no score cache)"),
+    Mutant('common83', 'citebound/cli/common.py', '            "uncited": args.uncited, "state": args.state}',
+           '            "uncited": args.uncited, "state": None}',
+           "the guard's --state is ignored (the monitor lives in this process's memory)"),
+    Mutant('common83', 'citebound/cli/common.py', 'runtime=runtime_args(args), overrides=parse_overrides(args.override), model_path=args.model,',
+           'runtime=runtime_args(args), overrides=parse_overrides(args.override), model_path=None,',
+           "the guard's --model is ignored (the verifier's default model is loaded)"),
+    Mutant('hashing83', 'citebound/scoring/hashing.py', '    return parts[0] if len(parts) == 1 else hashlib.sha256("".join(parts).encode()).hexdigest()[:16]',
+           '    return parts[0]',
+           "a fine-tuned network's digest covers only its design file: new weights keep the old hash"),
+    Mutant('hashing83', 'citebound/scoring/hashing.py', '    "threads",\n',
+           '',
+           "the thread count enters the verifier's hash: a calibration made with another --threads is refused"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4784,6 +4823,10 @@ TESTS = {
                    "citebound/scoring/llm_backends.py"],
     "state82": ["tests/guard/test_service_state.py", "tests/guard/test_groups.py", "tests/guard/test_api_effects.py", "tests/guard/test_guard_batch.py"],
     "messages82": ["tests/guard/test_messages_runs.py", "tests/guard/test_api_effects.py", "tests/guard/test_structured.py", "tests/guard/test_api_adapters.py"],
+    "calibrate83": ["tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_cli_options.py", "tests/guard/test_calibrate_in_force.py", "tests/guard/test_precision.py",
+                    "tests/guard/test_ltt.py", "tests/guard/test_cli.py"],
+    "common83": ["tests/guard/test_guard_cli_values.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py", "tests/guard/test_mcp_config.py"],
+    "hashing83": ["tests/guard/test_hash_edges.py", "tests/guard/test_trained.py", "tests/guard/test_calibration_summary.py", "citebound/scoring/hashing.py"],
     "small81": ["tests/guard/test_calibration_boundaries.py", "tests/guard/test_verifiers.py", "tests/guard/test_lexical_terms.py", "citebound/verifiers/lexical.py",
                 "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_cli.py", "tests/guard/test_label_reports.py"],
     "core80": ["tests/guard/test_span_boundaries.py", "tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_unchecked.py", "tests/guard/test_visible_forms.py",
@@ -4966,8 +5009,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 83)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 82: 2026-12-06's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 84)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 83: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -5052,6 +5095,7 @@ def main() -> int:
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
+    first83 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--supported-share-min without --precision is ignored"))
     first82 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an invalid citation (a pointer to no passage) passes"))
     first81 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a lexical score exactly at its threshold is not"))
     first80 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation of the first passage skips the blank-passage"))
@@ -5079,7 +5123,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -4315,7 +4315,7 @@ MUTANTS = [
     Mutant('backends82', 'citebound/scoring/llm_backends.py', '        lines = Path(path).read_text(encoding="utf-8").strip().splitlines()',
            '        lines = Path(path).read_text(encoding="utf-8").splitlines()',
            'a secret file that starts with a blank line gives an empty secret'),
-    Mutant('backends82', 'citebound/scoring/llm_backends.py', 'signature|client[-_]?secret|x-api-key)=)[^&#\\s\\"\'<>]{1,4096}"',
+    Mutant('backends82', 'citebound/scoring/llm_backends.py', 'signature|client[-_]?secret|x-api-key)=)[^&#\\s\\"\'<>]+"',
            'signature|client[-_]?secret|x-api-key)=)[^&#\\s\\"\'<>]{1,64}"',
            'a credential query parameter longer than 64 characters is redacted only in part'),
     Mutant('backends82', 'citebound/scoring/llm_backends.py', '    userinfo, host = parts.netloc.rsplit("@", 1)',

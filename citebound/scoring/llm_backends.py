@@ -239,9 +239,10 @@ def redact_url(text: str) -> str:
     return _SECRET_PARAM.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
 
 
-# a query parameter that carries a credential (?api_key=..., &token=...): its value as ***
+# a query parameter that carries a credential (?api_key=..., &token=...): its whole value as ***, however long (one
+# run of one character class: linear time)
 _SECRET_PARAM = re.compile(r"([?&;](?:api[-_]?key|key|token|access[-_]?token|auth|secret|password|passwd|pwd|sig|"
-                           r"signature|client[-_]?secret|x-api-key)=)[^&#\s\"'<>]{1,4096}", re.I)
+                           r"signature|client[-_]?secret|x-api-key)=)[^&#\s\"'<>]+", re.I)
 
 
 def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:

@@ -172,6 +172,8 @@ CASES = {
     "json: an unclosed string of escapes": (_json_checks, lambda n: b'{"a": "' + b"\\\"" * (n // 2)),
     "redact: schemes with no @": (_redact, lambda n: "ab://" + "c" * n),
     "redact: many userinfo-looking runs": (_redact, lambda n: "a://b:c" * (n // 7)),
+    "redact: one long credential parameter": (_redact, lambda n: "http://h/?api_key=" + "k" * n),
+    "redact: many credential parameters": (_redact, lambda n: "http://h/?x=1" + "&token=t" * (n // 8)),
     "judge verdict: a long reply": (_verdict, lambda n: "not " * (n // 4) + "SUPPORTED"),
     "mcp: wide params": (_mcp_line, lambda n: json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                                                           "params": {"a": ["x"] * (n // 5)}})),

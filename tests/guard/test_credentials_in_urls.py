@@ -37,3 +37,11 @@ def test_a_log_record_is_redacted_once_formatted(caplog):
         logging.getLogger("httpx").info("HTTP Request: %s %s", "POST", "http://me:SECRET@h/v1?api_key=K")
     assert caplog.records[-1].getMessage() == "HTTP Request: POST http://***@h/v1?api_key=***"
     assert "SECRET" not in caplog.text and "api_key=K" not in caplog.text
+
+
+@pytest.mark.parametrize("n", [1, 64, 65, 4096, 4097, 20_000])
+def test_a_credential_parameter_is_redacted_whole_whatever_its_length(n):
+    """The whole value goes, however long: a bound on the redacted run would leave a long token's tail in the log."""
+    secret = "k" * n
+    assert redact_url(f"GET http://h/v1?api_key={secret}&model=m") == "GET http://h/v1?api_key=***&model=m"
+    assert redact_url(f"GET http://h/v1?token={secret}") == "GET http://h/v1?token=***"

@@ -1,0 +1,79 @@
+"""A streamed Anthropic message's citations carried as data (#56, round 82), where a stream differs from a whole
+message: citations a text block brings in its own ``content_block_start``, and the place of a later block's
+citations in a run of several blocks (the end of *that* block, not of the run so far). The lexical verifier scores
+a claim by the share of its content terms found in the quoted text; each expected verdict is worked out by hand in
+the test."""
+import json
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi")
+from fake_apis import FakeAPIs, Turn, _sse, anthropic_message  # noqa: E402
+from service_helpers import running  # noqa: E402
+
+from citebound.serving.state import ServeConfig  # noqa: E402
+
+STATINS = "Statins lower LDL cholesterol in adults."
+DOLPHINS = "Dolphins sleep with one eye open."
+
+
+def cite(text: str) -> dict:
+    return {"type": "char_location", "cited_text": text, "document_index": 0, "document_title": None,
+            "start_char_index": 0, "end_char_index": len(text)}
+
+
+def stream_of(blocks: list[tuple[str, list[dict], list[dict]]]) -> list[dict]:
+    """A Messages stream of text blocks, each (text, citations in its content_block_start, citations sent as
+    citations_delta events after its text)."""
+    ev = [{"type": "message_start", "message": anthropic_message([]) | {"stop_reason": None}}]
+    for i, (text, at_start, later) in enumerate(blocks):
+        ev.append({"type": "content_block_start", "index": i,
+                   "content_block": {"type": "text", "text": "", "citations": at_start}})
+        ev.append({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": text}})
+        ev += [{"type": "content_block_delta", "index": i, "delta": {"type": "citations_delta", "citation": c}}
+               for c in later]
+        ev.append({"type": "content_block_stop", "index": i})
+    return ev + [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                  "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
+
+
+def guarded_stream(blocks) -> dict:
+    """The citebound report of the stream of ``blocks`` through the proxy (passages: the statin text)."""
+    whole = anthropic_message([{"type": "text", "text": t} for t, _, _ in blocks])
+    with FakeAPIs(lambda b: Turn([""], whole=whole, raw=_sse(stream_of(blocks)))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": True,
+                "citebound": {"passages": [STATINS]}}
+        r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
+    return rep
+
+
+@pytest.mark.parametrize("where", ["content_block_start", "citations_delta"])
+def test_a_citation_a_block_brings_in_its_start_is_checked_like_one_sent_later(where):
+    """"Unicorns sing opera." quoting the dolphin text: none of unicorns, sing, opera is in it (score 0), so the
+    citation is flagged, wherever the block carried it. A citation left out would leave the sentence uncited and
+    the report with no citation at all."""
+    c, at_start = cite(DOLPHINS), where == "content_block_start"
+    blocks = [("Unicorns sing opera.", [c] if at_start else [], [] if at_start else [c])]
+    rep = guarded_stream(blocks)
+    assert (rep["n_citations"], rep["flagged"], rep["verified"], rep["uncited"]) == (1, 1, 0, 0)
+    (a,) = rep["audit"]
+    assert (a["claim"], a["action"], a["score"]) == ("Unicorns sing opera.", "flagged", 0.0)
+
+
+def test_a_later_blocks_citation_attaches_at_the_end_of_its_own_block():
+    """Three blocks in one run: "Unicorns sing opera. " (21 characters) quoting the dolphin text, "Statins lower LDL
+    cholesterol in adults. " (41) quoting the statin text, and "Nothing cites this sentence." (28), uncited. The
+    second block's citation attaches at 21 + 40 = 61 (its block's end, trailing space left out), on the statin
+    sentence: verified (every term quoted). Placed at the end of the run so far instead (21 + 61 = 82) it would land in
+    the third sentence, which would be flagged while the statin sentence went uncited."""
+    blocks = [("Unicorns sing opera. ", [], [cite(DOLPHINS)]), ("Statins lower LDL cholesterol in adults. ", [], [cite(STATINS)]),
+              ("Nothing cites this sentence.", [], [])]
+    rep = guarded_stream(blocks)
+    assert [(a["sentence_index"], a["action"]) for a in rep["audit"]] == [(0, "flagged"), (1, "verified")]
+    assert [a["claim"] for a in rep["audit"]] == ["Unicorns sing opera.", "Statins lower LDL cholesterol in adults."]
+    assert (rep["uncited"], rep["uncited_sentences"]) == (1, [[62, 90]])

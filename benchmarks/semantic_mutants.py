@@ -4378,6 +4378,33 @@ MUTANTS = [
     Mutant('hashing83', 'citebound/scoring/hashing.py', '    "threads",\n',
            '',
            "the thread count enters the verifier's hash: a calibration made with another --threads is refused"),
+    # round 84 (2026-12-06, eighteenth session): the served verifier's input, its verdict without a threshold and its
+    # calls after a request gives up; serve's timeouts and calibrations folder; CSS's two readability boundaries; a
+    # sampled citation's passage under base 0; written from the code before any of their tests was read
+    Mutant('remote84', 'citebound/verifiers/remote.py', '            body["input"] = [self.template.format(claim=c, passage=w) for c, w in zip(claims, windows)]',
+           '            body["input"] = [self.template.format(claim=w, passage=c) for c, w in zip(claims, windows)]',
+           "the served classifier's input puts the window where the template says claim, and the claim where it says passage"),
+    Mutant('remote84', 'citebound/verifiers/remote.py', '            top[i] = best == self.positive if self.api != "score" else True',
+           '            top[i] = float(probs[self.positive]) >= 0.5 if self.api != "score" else True',
+           "without a threshold, a served classifier's verdict is P(support) >= 0.5 instead of its top class"),
+    Mutant('remote84', 'citebound/verifiers/remote.py', '        except deadline.Cancelled:\n            stop.set()\n            for f in futures:',
+           '        except deadline.Cancelled:\n            for f in futures:',
+           "a request that gives up does not stop the served verifier's calls already running (they go on retrying)"),
+    Mutant('serve84', 'citebound/cli/serve.py', 'request_timeout_s=args.request_timeout, drain_grace_s=args.drain_grace,',
+           'request_timeout_s=args.drain_grace, drain_grace_s=args.request_timeout,',
+           "serve's --request-timeout and --drain-grace reach the service swapped"),
+    Mutant('serve84', 'citebound/cli/serve.py', '    if args.calibrations and not Path(args.calibrations).is_dir():',
+           '    if args.calibrations and not Path(args.calibrations).exists():',
+           'serve accepts a calibration file as --calibrations (it takes a folder)'),
+    Mutant('css84', 'citebound/text/css.py', '    if colour[3] < 0.1:\n        return True',
+           '    if colour[3] <= 0.1:\n        return True',
+           'text at exactly 0.1 alpha counts as nearly transparent (the rule is under 0.1)'),
+    Mutant('css84', 'citebound/text/css.py', 'obscured |= px is not None and px < 4 or',
+           'obscured |= px is not None and px <= 4 or',
+           'a 4px font counts as too small to read (the rule is under 4px)'),
+    Mutant('store84', 'citebound/labelling/store.py', '                              a.cited, passages[a.cited - b], -1, -1, None))',
+           '                              a.cited, passages[a.cited - 1], -1, -1, None))',
+           'a raw answer numbered from 0 puts each sampled citation beside the passage after the one it cites'),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4827,6 +4854,11 @@ TESTS = {
                     "tests/guard/test_ltt.py", "tests/guard/test_cli.py"],
     "common83": ["tests/guard/test_guard_cli_values.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py", "tests/guard/test_mcp_config.py"],
     "hashing83": ["tests/guard/test_hash_edges.py", "tests/guard/test_trained.py", "tests/guard/test_calibration_summary.py", "citebound/scoring/hashing.py"],
+    "remote84": ["tests/guard/test_remote_values.py", "tests/guard/test_remote_verifier.py", "tests/guard/test_reader_boundaries.py"],
+    "serve84": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_config_file.py", "tests/guard/test_cli_options.py", "tests/guard/test_app_edges.py"],
+    "css84": ["tests/guard/test_visible_edges.py", "tests/guard/test_displayed_attributes.py", "tests/guard/test_unchecked.py", "tests/guard/test_rewrite_markers.py",
+              "citebound/text/css.py"],
+    "store84": ["tests/guard/test_labelling_values.py", "tests/guard/test_label_reports.py", "tests/guard/test_labelling.py"],
     "small81": ["tests/guard/test_calibration_boundaries.py", "tests/guard/test_verifiers.py", "tests/guard/test_lexical_terms.py", "citebound/verifiers/lexical.py",
                 "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_cli.py", "tests/guard/test_label_reports.py"],
     "core80": ["tests/guard/test_span_boundaries.py", "tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_unchecked.py", "tests/guard/test_visible_forms.py",
@@ -5009,8 +5041,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 84)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 83: 2026-12-06's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 85)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 84: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -5095,6 +5127,7 @@ def main() -> int:
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
+    first84 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the served classifier's input puts the window"))
     first83 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--supported-share-min without --precision is ignored"))
     first82 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an invalid citation (a pointer to no passage) passes"))
     first81 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a lexical score exactly at its threshold is not"))
@@ -5123,7 +5156,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -4381,15 +4381,15 @@ MUTANTS = [
     # round 84 (2026-12-06, eighteenth session): the served verifier's input, its verdict without a threshold and its
     # calls after a request gives up; serve's timeouts and calibrations folder; CSS's two readability boundaries; a
     # sampled citation's passage under base 0; written from the code before any of their tests was read
+    # (a mutant dropping stop.set() when a request gives up, "the served verifier's calls already running go on
+    # retrying", was judged equivalent: each call checks the same work token that cancelled judge(), so it stops at
+    # its next check either way)
     Mutant('remote84', 'citebound/verifiers/remote.py', '            body["input"] = [self.template.format(claim=c, passage=w) for c, w in zip(claims, windows)]',
            '            body["input"] = [self.template.format(claim=w, passage=c) for c, w in zip(claims, windows)]',
            "the served classifier's input puts the window where the template says claim, and the claim where it says passage"),
     Mutant('remote84', 'citebound/verifiers/remote.py', '            top[i] = best == self.positive if self.api != "score" else True',
            '            top[i] = float(probs[self.positive]) >= 0.5 if self.api != "score" else True',
            "without a threshold, a served classifier's verdict is P(support) >= 0.5 instead of its top class"),
-    Mutant('remote84', 'citebound/verifiers/remote.py', '        except deadline.Cancelled:\n            stop.set()\n            for f in futures:',
-           '        except deadline.Cancelled:\n            for f in futures:',
-           "a request that gives up does not stop the served verifier's calls already running (they go on retrying)"),
     Mutant('serve84', 'citebound/cli/serve.py', 'request_timeout_s=args.request_timeout, drain_grace_s=args.drain_grace,',
            'request_timeout_s=args.drain_grace, drain_grace_s=args.request_timeout,',
            "serve's --request-timeout and --drain-grace reach the service swapped"),
@@ -4856,8 +4856,8 @@ TESTS = {
     "common83": ["tests/guard/test_trained.py", "tests/guard/test_guard_cli_values.py", "tests/guard/test_cli_options.py", "tests/guard/test_cli.py", "tests/guard/test_mcp_config.py"],
     "hashing83": ["tests/guard/test_hash_edges.py", "tests/guard/test_trained.py", "tests/guard/test_calibration_summary.py", "citebound/scoring/hashing.py"],
     "remote84": ["tests/guard/test_remote_values.py", "tests/guard/test_remote_verifier.py", "tests/guard/test_reader_boundaries.py"],
-    "serve84": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_config_file.py", "tests/guard/test_cli_options.py", "tests/guard/test_app_edges.py"],
-    "css84": ["tests/guard/test_visible_edges.py", "tests/guard/test_displayed_attributes.py", "tests/guard/test_unchecked.py", "tests/guard/test_rewrite_markers.py",
+    "serve84": ["tests/guard/test_serve_config_values.py", "tests/guard/test_serve_boundaries.py", "tests/guard/test_config_file.py", "tests/guard/test_cli_options.py", "tests/guard/test_app_edges.py"],
+    "css84": ["tests/guard/test_css_boundaries.py", "tests/guard/test_visible_edges.py", "tests/guard/test_displayed_attributes.py", "tests/guard/test_unchecked.py", "tests/guard/test_rewrite_markers.py",
               "citebound/text/css.py"],
     "store84": ["tests/guard/test_labelling_values.py", "tests/guard/test_label_reports.py", "tests/guard/test_labelling.py"],
     "small81": ["tests/guard/test_calibration_boundaries.py", "tests/guard/test_verifiers.py", "tests/guard/test_lexical_terms.py", "citebound/verifiers/lexical.py",

@@ -1,0 +1,26 @@
+"""CSS readability rules at their own values (#56, round 84): a text colour is "nearly transparent" under alpha 0.1
+(0.1 itself is read by its contrast: black on the page's white is 21, readable), and a font is too small to read
+under 4px (4px itself, 3pt and 0.25em, both 4px, are read). Each class worked out by hand."""
+from __future__ import annotations
+
+import pytest
+
+from citebound.text.visible import OBSCURED, SHOWN
+from tests.guard.test_visible_edges import cls, faces
+
+
+@pytest.mark.parametrize("frag,want", [
+    ('<span style="color:rgba(0,0,0,0.1)">x</span>', SHOWN),
+    ('<span style="color:rgba(0,0,0,0.0999)">x</span>', OBSCURED),
+    ('<span style="color:rgba(0,0,0,10%)">x</span>', SHOWN),
+    ('<span style="color:#0000001a">x</span>', SHOWN),  # alpha 0x1a / 255 = 26/255 = 0.102
+    ('<span style="color:#00000019">x</span>', OBSCURED),  # 25/255 = 0.098
+    ('<span style="font-size:4px">x</span>', SHOWN),
+    ('<span style="font-size:3.99px">x</span>', OBSCURED),
+    ('<span style="font-size:3pt">x</span>', SHOWN),  # 3 * 4/3 = 4px
+    ('<span style="font-size:0.25em">x</span>', SHOWN),  # 0.25 * 16 = 4px
+    ('<span style="font-size:0.24em">x</span>', OBSCURED),  # 3.84px
+])
+def test_alpha_and_font_size_at_their_thresholds(frag, want):
+    assert cls(frag) == want
+    faces(frag, "x", want)

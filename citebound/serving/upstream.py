@@ -13,11 +13,26 @@ from citebound.scoring.llm_backends import redact_url, split_userinfo
 
 
 class UpstreamError(Exception):
-    """The upstream failed; ``status`` is the answer to give (502, or 504 past the deadline)."""
+    """The upstream failed; ``status`` is the answer to give (502, or the upstream's own, :func:`client_status`)."""
 
     def __init__(self, detail: str, status: int = 502, body: str | None = None):
         super().__init__(detail)
         self.status, self.body = status, body
+
+
+# an upstream's refusal that is the client's to act on (its request, its key, its rate, its model): given as the
+# upstream gave it, so the client's SDK raises what it raises without the proxy (an invalid key is an
+# AuthenticationError at once, not a 502 retried); any other failure is the proxy's 502
+PASSED_THROUGH = frozenset({400, 401, 403, 404, 408, 409, 413, 422, 429})
+
+
+def client_status(status: int) -> int:
+    """The status the proxy answers for an upstream's non-200 answer.
+
+    >>> [client_status(s) for s in (401, 429, 500, 503, 302)]
+    [401, 429, 502, 502, 502]
+    """
+    return status if status in PASSED_THROUGH else 502
 
 
 class StreamFailure(Exception):
@@ -80,7 +95,8 @@ async def upstream_json(state: Any, method: str, url: str, headers: dict[str, st
             chunks.append(chunk)
     raw = b"".join(chunks)
     if r.status_code != 200:
-        raise UpstreamError(f"answered {r.status_code}", body=raw[:2000].decode("utf-8", "replace"))
+        raise UpstreamError(f"answered {r.status_code}", status=client_status(r.status_code),
+                            body=raw[:2000].decode("utf-8", "replace"))
     try:
         data = json.loads(raw, parse_constant=not_json)
     except ValueError as e:
@@ -108,7 +124,8 @@ async def open_upstream(state: Any, url: str, body: dict[str, Any], headers: dic
                     break
         finally:
             await resp.aclose()
-        raise UpstreamError(f"answered {resp.status_code}", body=b"".join(raw)[:2000].decode("utf-8", "replace"))
+        raise UpstreamError(f"answered {resp.status_code}", status=client_status(resp.status_code),
+                            body=b"".join(raw)[:2000].decode("utf-8", "replace"))
     return resp
 
 

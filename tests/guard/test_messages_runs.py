@@ -80,3 +80,33 @@ def test_a_messages_error_never_echoes_a_urls_credentials(status, kind):
     assert r.status_code == status and "s3cret" not in r.body.decode() and "K2" not in r.body.decode()
     assert body == {"type": "error", "error": {"type": kind, "code": "upstream_error",
                                                "message": "upstream http://***@127.0.0.1:9/v1?api_key=*** failed"}}
+
+
+@pytest.mark.parametrize("on_error,blocked", [("open", False), ("closed", True)])
+def test_a_streamed_messages_block_decides_on_the_whole_answer_failing_open_as_told(on_error, blocked):
+    """Streamed, with --action block at 0.3: run 1's citation verified, then a tool call, then run 2's claim makes
+    the verifier fail (unverified). Block decides on the whole answer so far (run 1's report and run 2's): failing
+    open the unverified citation is not for review, 0 of 2 (0 <= 0.3: the stream ends as the upstream's, run 2's
+    text sent); failing closed it is, 1 of 2 (0.5 > 0.3: run 2 is withheld and the stream ends with a refusal)."""
+    import json
+
+    from fake_apis import _sse
+
+    from tests.guard.test_api_effects import _events
+
+    msg = anthropic_message([{"type": "text", "text": RUN1}, TOOL, {"type": "text", "text": "The boom claim [1]."}])
+    policy = {"on_error": on_error, "action": "block", "block_above": 0.3}
+    with FakeAPIs(lambda b: Turn([""], whole=msg, raw=_sse(_events(msg)))) as up, \
+            running(ServeConfig(upstream=up.base_url, reattributor=None, verifier="lexical", **policy), Failing("boom")) as url:
+        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
+                                                   "citebound": {"passages": [STATINS]},
+                                                   "messages": [{"role": "user", "content": "q"}]}, timeout=60)
+    assert r.status_code == 200, r.text
+    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    sent = "".join(e["delta"]["text"] for e in events if e.get("type") == "content_block_delta"
+                   and e["delta"].get("type") == "text_delta")
+    stop = [e["delta"]["stop_reason"] for e in events if e.get("type") == "message_delta"]
+    (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
+    assert (rep["verified"], rep["unverified"], rep["blocked"]) == (1, 1, blocked)
+    assert stop == (["refusal"] if blocked else ["end_turn"])
+    assert sent == (RUN1 if blocked else RUN1 + "The boom claim [1].")

@@ -4420,6 +4420,21 @@ MUTANTS = [
     Mutant('upstream85', 'citebound/serving/upstream.py', '        return e.status, f"upstream {shown} {e}", "upstream_error",',
            '        return 502, f"upstream {shown} {e}", "upstream_error",',
            "an upstream's own error status (429, 401, 400) reaches the client as 502"),
+    # round 86 (2026-12-06, eighteenth session): the monitor's state gauges, a single blocked answer's status,
+    # verify_citation's evidence window, the labelling page's keys; written from the code before any of their
+    # tests was read
+    Mutant('metrics86', 'citebound/serving/metrics.py', '                    self.monitor_state.labels(profile, group, st).set(float(now == st))',
+           '                    if now == st:\n                        self.monitor_state.labels(profile, group, st).set(1.0)',
+           "a monitor's state gauge keeps 1 for a state it has left (after a reset, void and ok both read 1)"),
+    Mutant('routes86', 'citebound/serving/guard_routes.py', '            if isinstance(out[0], GuardResult) and out[0].report.blocked:\n                return blocked(out[0].report)\n',
+           '',
+           'a single answer --action block withholds is a 200 (its report says blocked) instead of a 403'),
+    Mutant('mcp86', 'citebound/serving/mcp_server.py', '            "evidence": {"start": ev.start, "end": ev.end, "text": ev.text}}',
+           '            "evidence": {"start": ev.end, "end": ev.start, "text": ev.text}}',
+           "verify_citation's evidence window gives its start and end swapped"),
+    Mutant('label86', 'citebound/labelling/app.py', '  else if (k === "u" || k === "2") label("unsupported");',
+           '  else if (k === "u" || k === "2") label("cant_tell");',
+           "the labelling page's unsupported key (u, 2) records can't tell"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4879,6 +4894,10 @@ TESTS = {
     "held85": ["tests/guard/test_held_values.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_api_effects.py", "tests/guard/test_stream_values.py"],
     "stream85": ["tests/guard/test_messages_runs.py", "tests/guard/test_stream_values.py", "tests/guard/test_stream_hold_values.py", "tests/guard/test_api_effects.py"],
     "upstream85": ["tests/guard/test_upstream_status.py", "tests/guard/test_upstream_values.py", "tests/guard/test_failure_paths.py", "tests/guard/test_proxy_routes.py"],
+    "metrics86": ["tests/guard/test_card.py", "tests/guard/test_app_values.py", "tests/guard/test_groups.py", "tests/guard/test_metrics_values.py"],
+    "routes86": ["tests/guard/test_service.py", "tests/guard/test_guard_batch.py", "tests/guard/test_serve_boundaries.py", "tests/guard/test_actions.py"],
+    "mcp86": ["tests/guard/test_mcp_values.py", "tests/guard/test_mcp.py", "tests/guard/test_mcp_inputs.py"],
+    "label86": ["tests/guard/test_label_app_values.py", "tests/guard/test_label_session.py", "tests/guard/test_labelling.py"],
     "small81": ["tests/guard/test_calibration_boundaries.py", "tests/guard/test_verifiers.py", "tests/guard/test_lexical_terms.py", "citebound/verifiers/lexical.py",
                 "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_cli.py", "tests/guard/test_label_reports.py"],
     "core80": ["tests/guard/test_span_boundaries.py", "tests/guard/test_core_edges.py", "tests/guard/test_guarding.py", "tests/guard/test_unchecked.py", "tests/guard/test_visible_forms.py",
@@ -5061,8 +5080,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 86)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 85: 2026-12-06's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 87)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 86: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -5147,6 +5166,7 @@ def main() -> int:
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
+    first86 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a monitor's state gauge keeps 1"))
     first85 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("when one request of a merged batch gives up"))
     first84 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the served classifier's input puts the window"))
     first83 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--supported-share-min without --precision is ignored"))
@@ -5177,7 +5197,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

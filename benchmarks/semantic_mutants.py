@@ -4895,7 +4895,7 @@ TESTS = {
     "stream85": ["tests/guard/test_messages_runs.py", "tests/guard/test_stream_values.py", "tests/guard/test_stream_hold_values.py", "tests/guard/test_api_effects.py"],
     "upstream85": ["tests/guard/test_upstream_status.py", "tests/guard/test_upstream_values.py", "tests/guard/test_failure_paths.py", "tests/guard/test_proxy_routes.py"],
     "metrics86": ["tests/guard/test_card.py", "tests/guard/test_app_values.py", "tests/guard/test_groups.py", "tests/guard/test_metrics_values.py"],
-    "routes86": ["tests/guard/test_service.py", "tests/guard/test_guard_batch.py", "tests/guard/test_serve_boundaries.py", "tests/guard/test_actions.py"],
+    "routes86": ["tests/guard/test_guard_batch.py", "tests/guard/test_service.py", "tests/guard/test_serve_boundaries.py", "tests/guard/test_actions.py"],
     "mcp86": ["tests/guard/test_mcp_values.py", "tests/guard/test_mcp.py", "tests/guard/test_mcp_inputs.py"],
     "label86": ["tests/guard/test_label_app_values.py", "tests/guard/test_label_session.py", "tests/guard/test_labelling.py"],
     "small81": ["tests/guard/test_calibration_boundaries.py", "tests/guard/test_verifiers.py", "tests/guard/test_lexical_terms.py", "citebound/verifiers/lexical.py",

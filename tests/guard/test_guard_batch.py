@@ -83,3 +83,16 @@ def test_the_cli_audit_page_withholds_what_its_output_withholds(tmp_path):
     html = page.read_text()
     assert re.findall(r"<em class=\"withheld\">([^<]*)</em>", html) == ["withheld: " + rows[1]["report"]["block_reason"]]
     assert "<summary>guarded text</summary><div class=\"text\">Statins lower LDL cholesterol [1].</div>" in html
+
+
+def test_a_single_answer_block_withholds_is_a_403_with_its_report_and_one_it_passes_a_200(url):
+    """The single-answer form (no "answers" list): the unicorn answer (budget 1 > 0.3) is a 403 whose body says why,
+    is marked blocked and carries the report (1 citation, flagged), and no guarded text; the statin answer (budget 0)
+    is a 200 with its text."""
+    r = httpx.post(f"{url}/v1/guard", json={"answer": "Unicorns sing opera loudly [1].", "passages": P})
+    assert r.status_code == 403, r.text
+    body = r.json()
+    assert body["blocked"] is True and body["detail"].startswith("blocked: ") and "guarded_answer" not in body
+    assert (body["report"]["n_citations"], body["report"]["flagged"], body["report"]["blocked"]) == (1, 1, True)
+    ok = httpx.post(f"{url}/v1/guard", json={"answer": "Statins lower LDL cholesterol [1].", "passages": P})
+    assert ok.status_code == 200 and ok.json()["guarded_answer"] == "Statins lower LDL cholesterol [1]."

@@ -347,7 +347,8 @@ CHAT = {"model": "m", "messages": [{"role": "user", "content": "q"}], "citebound
     (b"x" * 200_000, 200, 0, 502, "over 100000 bytes"),
     (b"{not json", 200, 0, 502, "malformed JSON"),
     (b'{"choices": []}', 200, 0, 502, "malformed JSON"),
-    (b'{"error": "nope"}', 401, 0, 502, "answered 401"),
+    (b'{"error": "nope"}', 401, 0, 401, "answered 401"),  # the client's key refused: kept (test_upstream_status.py)
+    (b'{"error": "nope"}', 500, 0, 502, "answered 500"),
     (json.dumps({"choices": [{"message": {"content": "Statins lower LDL [2]."}}]}).encode(), 200, 3, 504,
      "did not answer within 1.5 s (--request-timeout"),
 ])

@@ -30,6 +30,16 @@ TEXTS = ["mitochondria produce atp in cells", "lipid nanoparticles adsorb serum 
          "the gene increases cancer risk", "protein binds the receptor"]
 
 
+@pytest.fixture
+def server():
+    """The scripted model server (tests/fake_classifier.py): vLLM's /classify, /pooling, /score and /v1/models on
+    127.0.0.1, started for one test."""
+    from tests.fake_classifier import FakeClassifier
+
+    with FakeClassifier() as s:
+        yield s
+
+
 @pytest.fixture(scope="session")
 def mirror() -> Path:
     p = Path(MIRROR)

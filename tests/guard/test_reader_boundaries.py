@@ -11,7 +11,6 @@ import pytest
 
 import citebound
 from citebound.scoring.bounded_http import HTTPFailure, dechunk
-from tests.fake_classifier import FakeClassifier
 
 # --- the bounded HTTP reader ------------------------------------------------------------------------------------------
 
@@ -36,11 +35,6 @@ def test_a_chunk_size_line_is_bounded_before_its_line_ends():
 
 
 # --- the remote verifier -----------------------------------------------------------------------------------------------
-
-@pytest.fixture
-def server():
-    with FakeClassifier() as s:
-        yield s
 
 
 def verifier(server, **over):

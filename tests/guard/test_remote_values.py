@@ -15,12 +15,6 @@ from citebound.scoring.loader import VerifierLoadError
 from tests.fake_classifier import FakeClassifier
 
 
-@pytest.fixture
-def server():
-    with FakeClassifier() as s:
-        yield s
-
-
 def scorer(server, **over):
     return citebound.load_scorer("remote_nli", overrides={"url": server.url, "model": server.model, **over})
 

@@ -20,13 +20,6 @@ from citebound.calibration.files import CalibrationError
 from citebound.scoring import deadline
 from citebound.scoring.loader import VerifierLoadError, configured_hash
 from tests import fake_classifier
-from tests.fake_classifier import FakeClassifier
-
-
-@pytest.fixture
-def server():
-    with FakeClassifier() as s:
-        yield s
 
 
 def scorer(server, name="remote_nli", **over):
@@ -468,7 +461,6 @@ def test_truncate_prompt_tokens_reaches_the_server_only_when_set(server, over, s
     scorer(server, **over).score(["aspirin"], ["aspirin"])
     (body,) = [r["body"] for r in server.requests if "body" in r]
     assert body.get("truncate_prompt_tokens") == sent and (("truncate_prompt_tokens" in body) is (sent is not None))
-
 
 
 def test_the_score_cache_follows_the_served_model_not_its_name(server, tmp_path):

@@ -35,6 +35,12 @@ def client_status(status: int) -> int:
     return status if status in PASSED_THROUGH else 502
 
 
+def refused(status: int, body: bytes) -> UpstreamError:
+    """The error of an upstream's non-200 answer: its status as :func:`client_status` gives it, its body's first
+    2,000 bytes (as text)."""
+    return UpstreamError(f"answered {status}", status=client_status(status), body=body[:2000].decode("utf-8", "replace"))
+
+
 class StreamFailure(Exception):
     """A stream cannot go on; ``code`` names why (upstream_error, limit, bad_input)."""
 
@@ -95,8 +101,7 @@ async def upstream_json(state: Any, method: str, url: str, headers: dict[str, st
             chunks.append(chunk)
     raw = b"".join(chunks)
     if r.status_code != 200:
-        raise UpstreamError(f"answered {r.status_code}", status=client_status(r.status_code),
-                            body=raw[:2000].decode("utf-8", "replace"))
+        raise refused(r.status_code, raw)
     try:
         data = json.loads(raw, parse_constant=not_json)
     except ValueError as e:
@@ -124,8 +129,7 @@ async def open_upstream(state: Any, url: str, body: dict[str, Any], headers: dic
                     break
         finally:
             await resp.aclose()
-        raise UpstreamError(f"answered {resp.status_code}", status=client_status(resp.status_code),
-                            body=b"".join(raw)[:2000].decode("utf-8", "replace"))
+        raise refused(resp.status_code, b"".join(raw))
     return resp
 
 

@@ -51,11 +51,13 @@ TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permis
          413: "request_too_large", 422: "invalid_request_error", 429: "rate_limit_error", 504: "timeout_error"}
 
 
-def anthropic_error(status: int, message: str, code: str, **citebound: Any) -> JSONResponse:
-    """An error in Anthropic's shape (the anthropic SDK raises on it), credentials in any URL redacted."""
+def anthropic_error(status: int, message: str, code: str, headers: dict[str, str] | None = None,
+                    **citebound: Any) -> JSONResponse:
+    """An error in Anthropic's shape (the anthropic SDK raises on it), credentials in any URL redacted, with
+    ``headers`` (an upstream refusal's ``Retry-After``)."""
     body: dict[str, Any] = {"type": "error", "error": {"type": TYPES.get(status, "api_error"), "message": redact_url(message),
                                                        "code": code}}
-    return JSONResponse(body | ({"citebound": citebound} if citebound else {}), status_code=status)
+    return JSONResponse(body | ({"citebound": citebound} if citebound else {}), status_code=status, headers=headers)
 
 
 def documents(messages: list[dict[str, Any]]) -> list[str]:
@@ -158,7 +160,7 @@ def router(state: ServiceState) -> APIRouter:
                 return await stream_response(state, guard, group, run.events(got), got)
             content, report = await guard_content(state, guard, got["content"], passages, base, group)
         except GuardFailure as e:
-            return anthropic_error(e.status, str(e), e.code, **e.extra)
+            return anthropic_error(e.status, str(e), e.code, e.headers, **e.extra)
         if report.blocked:
             return anthropic_error(403, f"citebound blocked the answer: {report.block_reason}", "blocked",
                                    report=report_body(report, show))

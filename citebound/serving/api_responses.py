@@ -135,7 +135,7 @@ def router(state: ServiceState) -> APIRouter:
             found, files = search_texts(got["output"])
             output, report = await guard_output(state, guard, got["output"], passages + found, files, base, group)
         except GuardFailure as e:
-            return proxy_error(e.status, str(e), e.code, **e.extra)
+            return proxy_error(e.status, str(e), e.code, e.headers, **e.extra)
         if report.blocked:
             return proxy_error(403, f"citebound blocked the answer: {report.block_reason}", "blocked",
                                report=report_body(report, show))

@@ -19,9 +19,10 @@ from citebound.text.limits import LimitExceeded
 class GuardFailure(Exception):
     """The request cannot be guarded: ``status`` and ``code`` to answer with, in the API's own error shape."""
 
-    def __init__(self, status: int, message: str, code: str, extra: dict[str, Any] | None = None):
+    def __init__(self, status: int, message: str, code: str, extra: dict[str, Any] | None = None,
+                 headers: dict[str, str] | None = None):
         super().__init__(message)
-        self.status, self.code, self.extra = status, code, extra or {}
+        self.status, self.code, self.extra, self.headers = status, code, extra or {}, headers or {}
 
 
 NO_PASSAGES = ("no passages: send them in the request's 'citebound' field, e.g. extra_body={'citebound': {'passages': "
@@ -72,8 +73,8 @@ async def ask_upstream(state: ServiceState, shown: str, url: str, headers: dict[
             raise UpstreamError(f"answered with no {listed} list")
         return data
     except Exception as e:  # noqa: BLE001 - any failure to get the upstream's answer is the upstream's
-        status, message, code, more = upstream_failure(shown, e, timeout)
-        raise GuardFailure(status, message, code, more) from None
+        status, message, code, more, headers = upstream_failure(shown, e, timeout)
+        raise GuardFailure(status, message, code, more, headers) from None
 
 
 def guarded_json(state: ServiceState, data: dict[str, Any], report: GuardReport, calls: int, fields: list[str],

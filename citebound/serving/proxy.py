@@ -56,18 +56,20 @@ async def _call_upstream(state: ServiceState, url: str, body: dict[str, Any], he
     return data
 
 
-def proxy_error(status: int, message: str, code: str, **citebound: Any) -> JSONResponse:
-    """An error in OpenAI's shape (the openai SDK raises on it), credentials in any URL redacted."""
+def proxy_error(status: int, message: str, code: str, headers: dict[str, str] | None = None,
+                **citebound: Any) -> JSONResponse:
+    """An error in OpenAI's shape (the openai SDK raises on it), credentials in any URL redacted, with ``headers``
+    (an upstream refusal's ``Retry-After``)."""
     body: dict[str, Any] = {"error": {"message": redact_url(message), "code": code, "param": None,
                                       "type": "invalid_request_error" if status < 500 else "upstream_error"}}
     if citebound:
         body["citebound"] = citebound
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _upstream_error(shown: str, e: Exception, timeout_s: float) -> JSONResponse:
-    status, message, code, extra = upstream_failure(shown, e, timeout_s)
-    return proxy_error(status, message, code, **extra)
+    status, message, code, extra, headers = upstream_failure(shown, e, timeout_s)
+    return proxy_error(status, message, code, headers, **extra)
 
 
 def router(state: ServiceState) -> APIRouter:

@@ -15,9 +15,9 @@ from citebound.scoring.llm_backends import redact_url, split_userinfo
 class UpstreamError(Exception):
     """The upstream failed; ``status`` is the answer to give (502, or the upstream's own, :func:`client_status`)."""
 
-    def __init__(self, detail: str, status: int = 502, body: str | None = None):
+    def __init__(self, detail: str, status: int = 502, body: str | None = None, headers: dict[str, str] | None = None):
         super().__init__(detail)
-        self.status, self.body = status, body
+        self.status, self.body, self.headers = status, body, headers or {}
 
 
 # an upstream's refusal that is the client's to act on (its request, its key, its rate, its model): given as the
@@ -35,10 +35,27 @@ def client_status(status: int) -> int:
     return status if status in PASSED_THROUGH else 502
 
 
-def refused(status: int, body: bytes) -> UpstreamError:
+# the headers of a refusal that say how long to wait before trying again (the openai and anthropic SDKs read both to
+# pace their retries): given to the client as the upstream sent them, when each is a short printable ASCII value
+WAIT_HEADERS = ("retry-after", "retry-after-ms")
+
+
+def wait_headers(headers: Any) -> dict[str, str]:
+    """The :data:`WAIT_HEADERS` of an upstream's answer that the client gets: each at most 64 printable ASCII
+    characters (no line break can reach the proxy's own headers), any other dropped.
+
+    >>> wait_headers({"retry-after": "20", "retry-after-ms": "x" * 65, "x-other": "1"})
+    {'retry-after': '20'}
+    """
+    return {k: v for k in WAIT_HEADERS
+            if isinstance(v := headers.get(k), str) and 0 < len(v) <= 64 and v.isascii() and v.isprintable()}
+
+
+def refused(status: int, body: bytes, headers: Any = None) -> UpstreamError:
     """The error of an upstream's non-200 answer: its status as :func:`client_status` gives it, its body's first
-    2,000 bytes (as text)."""
-    return UpstreamError(f"answered {status}", status=client_status(status), body=body[:2000].decode("utf-8", "replace"))
+    2,000 bytes (as text) and its :func:`wait_headers`."""
+    return UpstreamError(f"answered {status}", status=client_status(status), body=body[:2000].decode("utf-8", "replace"),
+                         headers=wait_headers(headers or {}))
 
 
 class StreamFailure(Exception):
@@ -68,15 +85,18 @@ def upstream_headers(cfg: Any, sent: str | None, header: str = "authorization") 
     return {header.title() if header == "authorization" else header: sent} if sent else {}
 
 
-def upstream_failure(shown: str, e: Exception, timeout_s: float) -> tuple[int, str, str, dict[str, Any]]:
-    """(status, message, code, extra) for an upstream call that failed: 504 past the request timeout (naming the
-    option), the upstream's own failure (its body, redacted), or a transport failure (502)."""
+def upstream_failure(shown: str, e: Exception,
+                     timeout_s: float) -> tuple[int, str, str, dict[str, Any], dict[str, str]]:
+    """(status, message, code, extra, headers) for an upstream call that failed: 504 past the request timeout
+    (naming the option), the upstream's own failure (its body, redacted, and its :func:`wait_headers`), or a
+    transport failure (502)."""
     if isinstance(e, TimeoutError):
         return 504, (f"upstream {shown} did not answer within {timeout_s} s (--request-timeout, request_timeout in the "
-                     "config file)"), "upstream_timeout", {}
+                     "config file)"), "upstream_timeout", {}, {}
     if isinstance(e, UpstreamError):
-        return e.status, f"upstream {shown} {e}", "upstream_error", ({"upstream": redact_url(e.body)} if e.body else {})
-    return 502, f"upstream {shown} failed: {type(e).__name__}: {e}", "upstream_error", {}
+        return (e.status, f"upstream {shown} {e}", "upstream_error", ({"upstream": redact_url(e.body)} if e.body else {}),
+                e.headers)
+    return 502, f"upstream {shown} failed: {type(e).__name__}: {e}", "upstream_error", {}, {}
 
 
 def upstream_base(state: Any) -> tuple[str, str]:
@@ -101,7 +121,7 @@ async def upstream_json(state: Any, method: str, url: str, headers: dict[str, st
             chunks.append(chunk)
     raw = b"".join(chunks)
     if r.status_code != 200:
-        raise refused(r.status_code, raw)
+        raise refused(r.status_code, raw, r.headers)
     try:
         data = json.loads(raw, parse_constant=not_json)
     except ValueError as e:
@@ -129,7 +149,7 @@ async def open_upstream(state: Any, url: str, body: dict[str, Any], headers: dic
                     break
         finally:
             await resp.aclose()
-        raise refused(resp.status_code, b"".join(raw))
+        raise refused(resp.status_code, b"".join(raw), resp.headers)
     return resp
 
 

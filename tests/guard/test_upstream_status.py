@@ -5,6 +5,7 @@ failure is the proxy's 502. Each API, streamed and not, through its own SDK (no 
 from __future__ import annotations
 
 import json
+import time
 from http.server import BaseHTTPRequestHandler
 
 import httpx
@@ -22,10 +23,11 @@ EXTRA = {"citebound": {"passages": ["Statins lower LDL cholesterol in adults."]}
 
 
 class Refusing(LoopbackServer):
-    """An upstream that answers every request with ``status`` and an error body; records each request's path."""
+    """An upstream that answers every request with ``status``, ``sent`` headers and an error body; records each
+    request's path and when it came."""
 
     def __init__(self, status: int):
-        self.status, self.paths = status, []
+        self.status, self.paths, self.sent, self.times = status, [], {}, []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -35,10 +37,13 @@ class Refusing(LoopbackServer):
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 outer.paths.append(self.path)
+                outer.times.append(time.monotonic())
                 data = json.dumps({"error": {"message": f"scripted {outer.status}", "type": "scripted"}}).encode()
                 self.send_response(outer.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for k, v in outer.sent.items():
+                    self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -87,3 +92,44 @@ def test_each_sdk_raises_what_it_raises_without_the_proxy():
                     messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "q"}],
                                     extra_body=EXTRA, stream=stream)
                 assert len(up.paths) == 3, (status, stream)  # no retry reached the upstream
+
+
+def test_a_refusals_wait_headers_reach_the_client_and_nothing_else_does():
+    """Retry-After and retry-after-ms come through on every API, streamed and not, with the status kept or made a
+    502; a value over 64 characters, and any other header of the refusal, does not."""
+    with Refusing(200) as up, running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        for status, want in [(429, 429), (503, 502)]:
+            up.status = status
+            for sent, kept in [({"Retry-After": "7", "retry-after-ms": "7000", "X-Upstream-Secret": "s3"},
+                                {"retry-after": "7", "retry-after-ms": "7000"}),
+                               ({"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT", "retry-after-ms": "1" * 65},
+                                {"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}),
+                               ({}, {})]:
+                up.sent = sent
+                for api in ("chat/completions", "responses", "messages"):
+                    for stream in (False, True):
+                        r = ask(url, api, stream)
+                        assert r.status_code == want, (api, stream, status, r.text)
+                        got = {k: r.headers[k] for k in ("retry-after", "retry-after-ms") if k in r.headers}
+                        assert got == kept, (api, stream, status, sent)
+                        assert "x-upstream-secret" not in r.headers
+
+
+def test_each_sdk_waits_as_long_as_the_upstreams_refusal_says():
+    """With one retry allowed, each SDK waits the upstream's Retry-After (2 s) before it tries again: without the
+    header reaching it, its own back-off is under a second."""
+    with Refusing(429) as up, running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        up.sent = {"Retry-After": "2"}
+        chat = openai.OpenAI(base_url=f"{url}/v1", api_key="sk-client", max_retries=1)
+        messages = anthropic.Anthropic(base_url=url, api_key="sk-client", max_retries=1).messages
+        calls = [lambda: chat.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}],
+                                                      extra_body=EXTRA),
+                 lambda: chat.responses.create(model="m", input="q", extra_body=EXTRA),
+                 lambda: messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "q"}],
+                                         extra_body=EXTRA)]
+        for call, raised in zip(calls, (openai.RateLimitError, openai.RateLimitError, anthropic.RateLimitError)):
+            up.times.clear()
+            with pytest.raises(raised):
+                call()
+            assert len(up.times) == 2  # the first try and the one retry
+            assert up.times[1] - up.times[0] >= 1.9, up.times

@@ -4417,8 +4417,8 @@ MUTANTS = [
     Mutant('stream85', 'citebound/guarding/stream.py', '        whole = merge_reports([*prior, *self.parts], self.fail_open) if prior else so_far',
            '        whole = merge_reports([*prior, *self.parts]) if prior else so_far',
            'block decides on an API answer of several parts failing closed even under --on-error open'),
-    Mutant('upstream85', 'citebound/serving/upstream.py', '        return e.status, f"upstream {shown} {e}", "upstream_error",',
-           '        return 502, f"upstream {shown} {e}", "upstream_error",',
+    Mutant('upstream85', 'citebound/serving/upstream.py', '        return (e.status, f"upstream {shown} {e}", "upstream_error",',
+           '        return (502, f"upstream {shown} {e}", "upstream_error",',
            "an upstream's own error status (429, 401, 400) reaches the client as 502"),
     # round 86 (2026-12-06, eighteenth session): the monitor's state gauges, a single blocked answer's status,
     # verify_citation's evidence window, the labelling page's keys; written from the code before any of their
@@ -4435,6 +4435,113 @@ MUTANTS = [
     Mutant('label86', 'citebound/labelling/app.py', '  else if (k === "u" || k === "2") label("unsupported");',
            '  else if (k === "u" || k === "2") label("cant_tell");',
            "the labelling page's unsupported key (u, 2) records can't tell"),
+    # round 87 (2026-12-06, nineteenth session): the re-attribution study's recall, McNemar and overlap strata, the
+    # lexical overlap table, ALCE-style citation precision; written from the code before any of their tests was read
+    Mutant('reattr87', 'citebound/study/analysis/reattribution.py', '        s = g[score_col].fillna(-np.inf).to_numpy(float)',
+           '        s = g[score_col].fillna(np.inf).to_numpy(float)',
+           'a candidate with no score ranks first, not last'),
+    Mutant('reattr87', 'citebound/study/analysis/reattribution.py', '        gold = g["label"].to_numpy()[order] == 1',
+           '        gold = g["label"].to_numpy() == 1',
+           "a sentence's gold flags are read in table order, not in the ranker's order"),
+    Mutant('reattr87', 'citebound/study/analysis/reattribution.py', '            ci = st.wilson(int(h[f"hit@{k}"].sum()), len(h))',
+           '            ci = st.wilson(int(h[f"hit@{k}"].sum()), len(df))',
+           "recall@k divides by the candidates, not the sentences"),
+    Mutant('reattr87', 'citebound/study/analysis/reattribution.py',
+           '"recall": random_recall(any_h["n_candidates"].to_numpy(), any_h["n_gold"].to_numpy(), k),',
+           '"recall": random_recall(any_h["n_gold"].to_numpy(), any_h["n_candidates"].to_numpy(), k),',
+           "the random baseline's recall takes the gold count for the candidate count"),
+    Mutant('reattr87', 'citebound/study/analysis/reattribution.py', '"mcnemar_exact_p": st.mcnemar_exact(b, c) if b + c else 1.0})',
+           '"mcnemar_exact_p": st.mcnemar_exact(b, c) if b + c else 0.0})',
+           "two rankers with no discordant sentence differ at p = 0"),
+    Mutant('reattr87', 'citebound/study/analysis/reattribution.py', '        lambda g: max(token_jaccard(c, p) for c, p in zip(g["claim"], g["passage"])), include_groups=False)',
+           '        lambda g: min(token_jaccard(c, p) for c, p in zip(g["claim"], g["passage"])), include_groups=False)',
+           "a sentence's overlap stratum takes its least-overlapping gold passage, not its best"),
+    Mutant('reattr87', 'citebound/study/analysis/reattribution.py', '                ci = st.wilson(int(g["hit@1"].sum()), len(g))',
+           '                ci = st.wilson(int(g["hit@1"].sum()), len(hh))',
+           "a stratum's recall@1 divides by every sentence, not the stratum's"),
+    Mutant('reattr87', 'citebound/study/analysis/reattribution.py', '                          "median_jaccard": np.median(ref) if len(ref) else np.nan,',
+           '                          "median_jaccard": np.median(sup) if len(ref) else np.nan,',
+           "the refuted row's median overlap is the supported pairs'"),
+    Mutant('citepr87', 'citebound/study/analysis/citation_pr.py', '    out["supported"] = out["n_accepted"] > 0',
+           '    out["supported"] = out["n_accepted"] == out["n_citations"]',
+           "a sentence is jointly supported only when every citation supports it alone"),
+    Mutant('citepr87', 'citebound/study/analysis/citation_pr.py', '**ci_cols("precision", per["need"].sum() / n_cit if n_cit else np.nan, boot["precision"]),',
+           '**ci_cols("precision", per["need"].sum() / n_sent if n_cit else np.nan, boot["precision"]),',
+           "citation precision divides by the sentences, not the citations"),
+    Mutant('citepr87', 'citebound/study/analysis/citation_pr.py', '            rows.append({"verifier": v, "source": source, "n_items": len(per), "n_sentences": n_sent,',
+           '            rows.append({"verifier": v, "source": source, "n_items": len(s), "n_sentences": n_sent,',
+           "n_items counts cited sentences, not answers"),
+    # round 88 (2026-12-06, nineteenth session): the in-process chat endpoint's batching and answers, the raw-file
+    # readers; written from the code before any of their tests was read
+    Mutant('chatep88', 'citebound/scoring/chat_endpoint.py', '                nxt = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))',
+           '                nxt = self._queue.get(timeout=self.max_wait_s)',
+           "each request a batch takes restarts its wait, so a batch can wait max_batch times max_wait_s"),
+    Mutant('chatep88', 'citebound/scoring/chat_endpoint.py', '            self.stats.max_batch = max(self.stats.max_batch, len(batch))',
+           '            self.stats.max_batch = len(batch)',
+           "the largest batch statistic is the last batch's size"),
+    Mutant('chatep88', 'citebound/scoring/chat_endpoint.py', '''            "usage": {"prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens,''',
+           '''            "usage": {"prompt_tokens": out.completion_tokens, "completion_tokens": out.prompt_tokens,''',
+           "a completion's usage swaps prompt and completion tokens"),
+    Mutant('chatep88', 'citebound/scoring/chat_endpoint.py', '''    yield event({"role": "assistant", "content": ""})\n''', '',
+           "a streamed completion has no first chunk naming the assistant's role"),
+    Mutant('io88', 'citebound/scoring/io.py', '        return list(_iter_jsonl(path, text, loads))',
+           '        return list(_iter_jsonl(path, text))',
+           "a strict read of a .jsonl file accepts NaN and Infinity"),
+    Mutant('io88', 'citebound/scoring/io.py', '        raise DataError(f"{path}:{e.lineno}: invalid JSON ({e.msg}); truncated or corrupted file?") from e',
+           '        raise DataError(f"{path}:{e.lineno - 1}: invalid JSON ({e.msg}); truncated or corrupted file?") from e',
+           "a malformed .json file's error names the line before the bad one"),
+    # round 89 (2026-12-06, nineteenth session): the trained head's reading and scoring, the contradiction check's
+    # features, MiniCheck's prompts; written from the code before any of their tests was read
+    Mutant('trained89', 'citebound/verifiers/trained.py', '    if not len(head["mean"]) == len(head["scale"]) == len(head["coef"]) == len(FEATURES):',
+           '    if not len(head["mean"]) == len(head["coef"]) == len(FEATURES):',
+           "a head whose scale has the wrong number of values loads (one value is broadcast over every feature)"),
+    Mutant('trained89', 'citebound/verifiers/trained.py', '    z = ((x - np.asarray(model["mean"])) / np.asarray(model["scale"])) @ np.asarray(model["coef"]) + model["intercept"]',
+           '    z = ((x - np.asarray(model["mean"])) / np.asarray(model["scale"])) @ np.asarray(model["coef"]) - model["intercept"]',
+           "the head subtracts its intercept"),
+    Mutant('trained89', 'citebound/verifiers/trained.py', '                out[s + j] = [*(pw * pc).sum(-1), maxsim, term_recall(c, w), number_share(c, w),',
+           '                out[s + j] = [*(pw * pc).sum(-1), maxsim, term_recall(w, c), number_share(c, w),',
+           "the term-recall feature is the window's terms found in the claim"),
+    Mutant('trained89', 'citebound/verifiers/trained.py', '            s = apply_head(self.head, self.encoder.unit_features(claims, windows,\n                                                                 negation_version=self.head["negation_version"]))',
+           '            s = apply_head(self.head, self.encoder.unit_features(claims, windows))',
+           "a head is scored with the current negation cue, not the one its head.json records"),
+    Mutant('head89', 'citebound/training/head.py', '    np.maximum.at(out, owner, p)',
+           '    out[owner] = p',
+           "a pair's score is its last window's, not its best"),
+    Mutant('head89', 'citebound/training/head.py', 'lr = LogisticRegression(C=c, max_iter=2000, class_weight="balanced")',
+           'lr = LogisticRegression(C=c, max_iter=2000)',
+           "the head is fitted without balanced classes"),
+    Mutant('contra89', 'citebound/verifiers/contradiction.py', '    base = encoder.unit_features(claims, windows, progress=progress, negation_version=NEGATION_VERSION)',
+           '    base = encoder.unit_features(claims, windows, progress=progress)',
+           "the contradiction head (trained on negation cue 1) is scored with cue 2"),
+    Mutant('contra89', 'citebound/verifiers/contradiction.py', '    return (x[:, FEATURES.index("cos_l6")] + 1) / 2',
+           '    return (x[:, FEATURES.index("cos_l4")] + 1) / 2',
+           "the vetoed embedding score reads layer 4's cosine, not layer 6's"),
+    Mutant('contra89', 'citebound/verifiers/contradiction.py', '        self.veto_below = float(cfg.get("veto_below", 0.5))',
+           '        self.veto_below = 0.5',
+           "a configured veto_below is ignored"),
+    Mutant('minicheck89', 'citebound/verifiers/minicheck.py', '''            self.system = consts[cfg["prompt_source"]["constants"][0]]\n            self.user = consts[cfg["prompt_source"]["constants"][1]]''',
+           '''            self.system = consts[cfg["prompt_source"]["constants"][1]]\n            self.user = consts[cfg["prompt_source"]["constants"][0]]''',
+           "Bespoke-MiniCheck's system and user prompts are swapped"),
+    # round 90 (2026-12-06, nineteenth session): the training sets' labels and kinds; written from the code before
+    # any of their tests was read
+    Mutant('train_data90', 'citebound/study/train_data.py', '''             "label": it[3], "kind": it[4] if len(it) > 4 else ("support" if it[3] else "unsupported")}''',
+           '''             "label": it[3], "kind": it[4] if len(it) > 4 else ("support" if it[3] else "refute")}''',
+           "a label-0 pair of a source that does not tell refute from not-enough-information is called a refutation"),
+    Mutant('train_data90', 'citebound/study/train_data.py', '''                    {"supports": "support", "refutes": "refute"}.get(r["label"], "nei")))''',
+           '''                    {"supports": "support", "refutes": "refute"}.get(r["label"], "refute")))''',
+           "SciTab's not-enough-info claims count as refutations"),
+    Mutant('train_data90', 'citebound/study/train_data.py', '''            out.append((f"{pid}:{len(seen)}:{code}", claim, ev.strip(), int(code == key[2]),''',
+           '''            out.append((f"{pid}:{len(seen)}:{code}", claim, ev.strip(), int(code == pid),''',
+           "an Evidence Inference claim's label compares its direction with the prompt id"),
+    Mutant('train_data90', 'citebound/study/train_data.py', '''        if str(a["Valid Label"]).strip() != "True":''',
+           '''        if str(a["Valid Label"]).strip() == "False" and False:''',
+           "Evidence Inference's invalid annotations are kept"),
+    Mutant('train_data90', 'citebound/study/train_data.py', '''    lines = [r.get("table_caption", ""), " | ".join(map(str, cols))] + [" | ".join(map(str, x)) for x in rows]''',
+           '''    lines = [r.get("table_caption", "")] + [" | ".join(map(str, x)) for x in rows]''',
+           "a SciTab table's text loses its header row"),
+    Mutant('train_data90', 'citebound/study/train_data.py', '''        idx = sorted({k for group in sup for k in group if isinstance(k, int) and 0 <= k < len(ev)})''',
+           '''        idx = sorted({k for group in sup[:1] for k in group if isinstance(k, int) and 0 <= k < len(ev)})''',
+           "a WiCE subclaim's evidence takes only its first group of supporting sentences"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4514,6 +4621,19 @@ for _k, _m in enumerate(MUTANTS):
 
 
 TESTS = {
+    "reattr87": ["tests/study/test_pinned_analysis.py", "tests/guard/test_edges.py", "citebound/study/analysis/reattribution.py"],
+    "citepr87": ["tests/study/test_failure_kinds_pr.py", "tests/study/test_kit.py", "tests/study/test_figures.py"],
+    "chatep88": ["tests/study/test_chat_endpoint.py", "tests/study/test_paperqa.py", "citebound/scoring/chat_endpoint.py"],
+    "io88": ["tests/guard/test_read_records.py", "tests/study/test_io_prepare.py", "tests/guard/test_hostile_generated.py",
+             "citebound/scoring/io.py"],
+    "trained89": ["tests/guard/test_trained_head_edges.py", "tests/guard/test_trained.py", "tests/guard/test_negation_cue.py",
+                  "tests/guard/test_trained_features.py", "tests/guard/test_graph.py", "citebound/verifiers/trained.py"],
+    "head89": ["tests/guard/test_trained_features.py", "tests/guard/test_train_own.py", "tests/guard/test_negation_cue.py",
+               "tests/study/test_train_verifier.py", "citebound/training/head.py"],
+    "contra89": ["tests/guard/test_contradiction_numbers.py", "tests/guard/test_contradiction.py", "tests/guard/test_negation_cue.py",
+                 "citebound/verifiers/contradiction.py"],
+    "minicheck89": ["tests/guard/test_model_verifiers.py", "tests/guard/test_verifier_factory.py", "tests/guard/test_loader_edges.py"],
+    "train_data90": ["tests/study/test_train_data.py", "citebound/study/train_data.py"],
     "guarding": ["tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/guard/test_cli.py"],
     "citations": ["tests/guard/test_citations.py", "tests/guard/test_guard_differential.py", "tests/guard/test_limits.py"],
     "limits": ["tests/guard/test_limits.py", "tests/guard/test_hostile.py", "tests/guard/test_behaviours.py"],
@@ -5080,8 +5200,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 87)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 86: 2026-12-06's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 91)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 90: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -5166,6 +5286,10 @@ def main() -> int:
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
+    first90 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a label-0 pair of a source that does not tell"))
+    first89 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a head whose scale has the wrong number"))
+    first88 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("each request a batch takes restarts its wait"))
+    first87 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a candidate with no score ranks first"))
     first86 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a monitor's state gauge keeps 1"))
     first85 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("when one request of a merged batch gives up"))
     first84 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the served classifier's input puts the window"))
@@ -5197,7 +5321,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -4621,7 +4621,7 @@ for _k, _m in enumerate(MUTANTS):
 
 
 TESTS = {
-    "reattr87": ["tests/study/test_pinned_analysis.py", "tests/guard/test_edges.py", "citebound/study/analysis/reattribution.py"],
+    "reattr87": ["tests/study/test_reattribution_values.py", "tests/study/test_pinned_analysis.py", "tests/guard/test_edges.py", "citebound/study/analysis/reattribution.py"],
     "citepr87": ["tests/study/test_failure_kinds_pr.py", "tests/study/test_kit.py", "tests/study/test_figures.py"],
     "chatep88": ["tests/study/test_chat_endpoint.py", "tests/study/test_paperqa.py", "citebound/scoring/chat_endpoint.py"],
     "io88": ["tests/guard/test_read_records.py", "tests/study/test_io_prepare.py", "tests/guard/test_hostile_generated.py",
@@ -4630,10 +4630,10 @@ TESTS = {
                   "tests/guard/test_trained_features.py", "tests/guard/test_graph.py", "citebound/verifiers/trained.py"],
     "head89": ["tests/guard/test_trained_features.py", "tests/guard/test_train_own.py", "tests/guard/test_negation_cue.py",
                "tests/study/test_train_verifier.py", "citebound/training/head.py"],
-    "contra89": ["tests/guard/test_contradiction_numbers.py", "tests/guard/test_contradiction.py", "tests/guard/test_negation_cue.py",
+    "contra89": ["tests/guard/test_contradiction_score.py", "tests/guard/test_contradiction_numbers.py", "tests/guard/test_contradiction.py", "tests/guard/test_negation_cue.py",
                  "citebound/verifiers/contradiction.py"],
     "minicheck89": ["tests/guard/test_model_verifiers.py", "tests/guard/test_verifier_factory.py", "tests/guard/test_loader_edges.py"],
-    "train_data90": ["tests/study/test_train_data.py", "citebound/study/train_data.py"],
+    "train_data90": ["tests/study/test_train_data_kinds.py", "tests/study/test_train_data.py", "citebound/study/train_data.py"],
     "guarding": ["tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/guard/test_cli.py"],
     "citations": ["tests/guard/test_citations.py", "tests/guard/test_guard_differential.py", "tests/guard/test_limits.py"],
     "limits": ["tests/guard/test_limits.py", "tests/guard/test_hostile.py", "tests/guard/test_behaviours.py"],

@@ -1,7 +1,8 @@
 """The trained verifier's head and frozen encoder at their edges, by hand: a head without a recorded negation
-version is scored with version 1 (what it was trained on), an unknown version or another feature order is refused
-naming the file, the encoder's memo keeps the texts used last, a head of another encoder never runs on the shipped
-MiniLM graph, and special tokens never enter the token alignment (maxsim)."""
+version is scored with version 1 (what it was trained on), an unknown version, another feature order or a
+standardisation or coefficient list of the wrong length is refused naming the file, the encoder's memo keeps the
+texts used last, a head of another encoder never runs on the shipped MiniLM graph, and special tokens never enter
+the token alignment (maxsim)."""
 import json
 
 import numpy as np
@@ -30,6 +31,10 @@ def test_a_head_without_a_negation_version_reads_version_1(tmp_path):
 @pytest.mark.parametrize("change,message", [
     ({"negation_version": 7}, "negation_version 7 is not one this citebound knows"),
     ({"features": [*FEATURES[1:], FEATURES[0]]}, "are not this citebound's"),
+    # one value of each would be broadcast over every feature: each needs len(FEATURES) (7)
+    ({"scale": [1.0]}, "mean, scale and coef need 7 values each"),
+    ({"mean": [0.0] * 6}, "mean, scale and coef need 7 values each"),
+    ({"coef": [1.0] * 8}, "mean, scale and coef need 7 values each"),
 ])
 def test_a_head_this_citebound_cannot_read_is_refused_naming_it(tmp_path, change, message):
     d = one_feature_head(tmp_path, "cos_l6")

@@ -32,6 +32,23 @@ def test_a_batch_holds_at_most_max_batch_requests_each_answered_its_own():
     assert (srv.stats.batches, srv.stats.requests, srv.stats.max_batch) == (3, 5, 2)
 
 
+def test_a_batch_waits_max_wait_s_from_its_first_request_not_from_its_latest():
+    """max_wait_s 1 s: requests at 0, 0.6 and 1.2 s. The first batch closes 1 s after the first request, so the
+    third (0.2 s later) is never in it; a wait restarted by each request would still be open at 1.2 s (0.6 + 1)."""
+    import time
+
+    backend = Reverser()
+    with LocalChatServer(backend, model="m", max_batch=10, max_wait_s=1.0) as srv:
+        futures = []
+        for i in range(3):
+            futures.append(srv.complete([{"role": "user", "content": f"p{i}"}]))
+            if i < 2:
+                time.sleep(0.6)
+        assert [f.result(timeout=10).text for f in futures] == ["0p", "1p", "2p"]
+    first = next(b for b in backend.batches if "p0" in b)
+    assert "p2" not in first, backend.batches
+
+
 def test_usage_counts_the_prompt_and_the_completion():
     body = chat_completion(Completion("ok", 3, 4), "m")
     assert body["usage"] == {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}

@@ -4542,6 +4542,47 @@ MUTANTS = [
     Mutant('train_data90', 'citebound/study/train_data.py', '''        idx = sorted({k for group in sup for k in group if isinstance(k, int) and 0 <= k < len(ev)})''',
            '''        idx = sorted({k for group in sup[:1] for k in group if isinstance(k, int) and 0 <= k < len(ev)})''',
            "a WiCE subclaim's evidence takes only its first group of supporting sentences"),
+    # round 91 (2026-12-06, nineteenth session): the trained head's held-out evaluation (its folds, leaks, the
+    # paired difference, the choice of variant, the dedupe's counts) and the labelling CLI's lines, sample size and
+    # repair flag; written from the code before any of their tests was read
+    Mutant('eval91', 'citebound/training/evaluation.py', '    return auc(y, s_new) - auc(y, s_base), lo, hi',
+           '    return auc(y, s_base) - auc(y, s_new), lo, hi',
+           "the paired AUC difference is embedding's minus the head's (its CI is the head's minus embedding's)"),
+    Mutant('eval91', 'citebound/training/evaluation.py', '                head = fit_head(xv[~out], y[~out], c)',
+           '                head = fit_head(xv, y, c)',
+           "a leave-one-source-out head is fitted on the source it is evaluated on too"),
+    Mutant('eval91', 'citebound/training/evaluation.py', '        h_in = fit_head(xv[~test], y[~test], best)',
+           '        h_in = fit_head(xv, y, best)',
+           "the in-distribution head is fitted on its own hold-out"),
+    Mutant('eval91', 'citebound/training/evaluation.py', '    variant = str(means.idxmax())',
+           '    variant = str(means.idxmin())',
+           "the variant with the worst gold AUC is chosen"),
+    Mutant('eval91', 'citebound/training/evaluation.py', '    fold = {uniq[j]: f"fold{r % k + 1}" for r, j in enumerate(order)}',
+           '    fold = {uniq[j]: f"fold{j % k + 1}" for r, j in enumerate(order)}',
+           "claims are dealt to folds in their first-seen order, not the seeded random one (every seed gives the same folds)"),
+    Mutant('eval91', 'citebound/training/evaluation.py', '        drop |= hit\n',
+           '        drop = hit\n',
+           "only the last evaluation set's claims are removed from the training pairs"),
+    Mutant('eval91', 'citebound/training/evaluation.py', '            counts.append({"eval_set": name, "source": src, "removed": int((hit & (pairs["source"] == src)).sum())})',
+           '            counts.append({"eval_set": name, "source": src, "removed": int(hit.sum())})',
+           "the removed-pairs table gives each source every source's removals"),
+    Mutant('label91', 'citebound/cli/label.py', '        meta = {"sample_seed": args.seed, "sample_size": len(sample), "input_sha256": input_digest(args.input),',
+           '        meta = {"sample_seed": args.seed, "sample_size": args.sample, "input_sha256": input_digest(args.input),',
+           "the labels file records the requested sample size (None for all), not the sample drawn"),
+    Mutant('label91', 'citebound/cli/label.py', '        store = LabelStore(args.out, meta, repair_truncated=args.repair_truncated)  # checked before any model loads',
+           '        store = LabelStore(args.out, meta)  # checked before any model loads',
+           "--repair-truncated is ignored"),
+    # round 92 (2026-12-06, nineteenth session): environment variables under the old prefix, a packaged model's
+    # folder; written from the code before any of their tests was read
+    Mutant('env92', 'citebound/_env.py', '    if value is not None:\n        return value\n',
+           '    if value:\n        return value\n',
+           "a CITEBOUND_ variable set to empty falls through to the old CITEGUARD_ one"),
+    Mutant('env92', 'citebound/_env.py', '''                      f"set {PREFIX}{name} instead", FutureWarning, stacklevel=2)''',
+           '''                      f"set {PREFIX}{name} instead", DeprecationWarning, stacklevel=2)''',
+           "the old prefix's warning is a DeprecationWarning, which Python hides from users by default"),
+    Mutant('modelpath92', 'citebound/scoring/modelpath.py', '''        return str(package_dir(model.split(":", 1)[1]) / subdir) if subdir else str(package_dir(model.split(":", 1)[1]))''',
+           '''        return str(package_dir(model.split(":", 1)[1]))''',
+           "a packaged model's subfolder is dropped (the package's root is loaded as the model)"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4621,6 +4662,12 @@ for _k, _m in enumerate(MUTANTS):
 
 
 TESTS = {
+    "eval91": ["tests/study/test_evaluation_edges.py", "tests/study/test_train_verifier.py", "tests/guard/test_train_own.py",
+               "tests/study/test_train_data.py", "tests/study/test_train_networks.py", "citebound/training/evaluation.py"],
+    "label91": ["tests/guard/test_label_session.py", "tests/guard/test_label_cli_refusals.py", "tests/guard/test_label_reports.py",
+                "tests/guard/test_labelling_values.py", "tests/guard/test_labelling.py", "tests/guard/test_closed_loop.py"],
+    "env92": ["citebound/_env.py", "tests/guard/test_security.py", "tests/guard/test_secrets.py"],
+    "modelpath92": ["tests/guard/test_graph.py", "tests/guard/test_trained.py", "citebound/scoring/modelpath.py"],
     "reattr87": ["tests/study/test_reattribution_values.py", "tests/study/test_pinned_analysis.py", "tests/guard/test_edges.py", "citebound/study/analysis/reattribution.py"],
     "citepr87": ["tests/study/test_failure_kinds_pr.py", "tests/study/test_kit.py", "tests/study/test_figures.py"],
     "chatep88": ["tests/study/test_chat_endpoint.py", "tests/study/test_paperqa.py", "citebound/scoring/chat_endpoint.py"],
@@ -5200,8 +5247,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 91)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 90: 2026-12-06's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 93)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 92: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -5286,6 +5333,8 @@ def main() -> int:
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
+    first92 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a CITEBOUND_ variable set to empty"))
+    first91 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the paired AUC difference is embedding's"))
     first90 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a label-0 pair of a source that does not tell"))
     first89 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a head whose scale has the wrong number"))
     first88 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("each request a batch takes restarts its wait"))
@@ -5321,7 +5370,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -4583,6 +4583,47 @@ MUTANTS = [
     Mutant('modelpath92', 'citebound/scoring/modelpath.py', '''        return str(package_dir(model.split(":", 1)[1]) / subdir) if subdir else str(package_dir(model.split(":", 1)[1]))''',
            '''        return str(package_dir(model.split(":", 1)[1]))''',
            "a packaged model's subfolder is dropped (the package's root is loaded as the model)"),
+    # round 93 (2026-12-06, nineteenth session): the visibility scanner's raw-text elements, void elements, linked
+    # stylesheets and held-back elements, and CSS's inheritance, units, overflow axes and carried URLs; written from
+    # the code before any of their tests was read
+    Mutant('visible93', 'citebound/text/visible.py', '''            close = re.compile(rf"</{re.escape(tag)}[\\s/>]").search(self.lower, tag_end)''',
+           '''            close = re.compile(rf"</{re.escape(tag)}>").search(self.lower, tag_end)''',
+           "a raw-text element closed as </style > or </script foo> is never closed: everything after it is blanked"),
+    Mutant('visible93', 'citebound/text/visible.py', '''        if tag in VOID:\n            return tag_end\n''', '',
+           "a void element (<img>, <br>, <input>) is pushed as if it held the text after it: a hidden image hides what follows"),
+    Mutant('visible93', 'citebound/text/visible.py', '''        self.sheet = bool(re.search(r"<style\\b|<link\\b[^<>]{0,2000}stylesheet", self.lower))''',
+           '''        self.sheet = bool(re.search(r"<style\\b", self.lower))''',
+           "a text that links a stylesheet (<link rel=stylesheet>) is read as unstyled"),
+    Mutant('visible93', 'citebound/text/visible.py', '''            if st.obscured and not self.base.obscured:\n                self.vis.elements.append((start, at))''',
+           '''            if False:\n                self.vis.elements.append((start, at))''',
+           "an obscuring element's span is not recorded: a stream may cut inside it"),
+    Mutant('visible93', 'citebound/text/visible.py', '''                    self.vis._add(UNCERTAIN, hi, late)  # a browser hides it: an answer checks it, a passage drops it''',
+           '''                    self.vis._add(HIDDEN, hi, late)  # a browser hides it: an answer checks it, a passage drops it''',
+           "a double-escaped script's text past its first </script> is blanked in an answer, not checked"),
+    Mutant('visible93', 'citebound/text/visible.py', '''            if close is None and self.vis.open_to_end is None:\n                self.vis.open_to_end = lt\n            return hi''',
+           '''            return hi''',
+           "a raw-text element still open at the end of a stream's text is not held back"),
+    Mutant('css93', 'citebound/text/css.py', '    uncertain = parent.uncertain or tag in UNCERTAIN_TAGS',
+           '    uncertain = tag in UNCERTAIN_TAGS',
+           "an element inside an uncertain one (an <option> in a <select>) is certain"),
+    Mutant('css93', 'citebound/text/css.py', '    colour, backdrop = parent.colour, parent.backdrop',
+           '    colour, backdrop = None, parent.backdrop',
+           "the text colour is not inherited: white text in a child of a white-text element reads as black"),
+    Mutant('css93', 'citebound/text/css.py', '    if vis in ("hidden", "collapse"):',
+           '    if vis == "hidden":',
+           "visibility:collapse does not hide"),
+    Mutant('css93', 'citebound/text/css.py', '''    overflow = decls.get("overflow", "") + " " + decls.get("overflow-x", "") + " " + decls.get("overflow-y", "")''',
+           '''    overflow = decls.get("overflow", "")''',
+           "overflow-x or overflow-y hidden on a box under 2px does not obscure"),
+    Mutant('css93', 'citebound/text/css.py', '''                "cm": 37.8, "mm": 3.78, "in": 96}[unit]''',
+           '''                "cm": 3.78, "mm": 37.8, "in": 96}[unit]''',
+           "centimetres and millimetres are swapped: a 1mm font reads as 38px"),
+    Mutant('css93', 'citebound/text/css.py', '''    url = re.sub("[\\t\\n\\r]", "", url).strip(_URL_EDGES).lower()''',
+           '''    url = url.strip(_URL_EDGES).lower()''',
+           "a tab or newline inside a frame's javascript: or data: URL hides that it carries a document"),
+    Mutant('css93', 'citebound/text/css.py', '''    if tag in ("option", "optgroup"):\n        return ["label"]''',
+           '''    if tag == "option":\n        return ["label"]''',
+           "an <optgroup>'s label (drawn as the group's heading) is not checked"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4662,6 +4703,13 @@ for _k, _m in enumerate(MUTANTS):
 
 
 TESTS = {
+    "visible93": ["tests/guard/test_visible_tree.py", "tests/guard/test_visible_edges.py", "tests/guard/test_displayed_attributes.py",
+                  "tests/guard/test_visible_forms.py", "tests/guard/test_core_edges.py", "tests/guard/test_unchecked.py",
+                  "tests/guard/test_hostile.py", "tests/guard/test_hostile_streams.py", "tests/guard/test_stream_differential.py",
+                  "citebound/text/visible.py", "citebound/text/html_lex.py"],
+    "css93": ["tests/guard/test_css_boundaries.py", "tests/guard/test_css_forms_values.py", "tests/guard/test_visible_edges.py",
+              "tests/guard/test_displayed_attributes.py", "tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py",
+              "tests/guard/test_hostile.py", "tests/guard/test_visible_tree.py", "citebound/text/css.py", "citebound/text/visible.py"],
     "eval91": ["tests/study/test_evaluation_edges.py", "tests/study/test_train_verifier.py", "tests/guard/test_train_own.py",
                "tests/study/test_train_data.py", "tests/study/test_train_networks.py", "citebound/training/evaluation.py"],
     "label91": ["tests/guard/test_label_session.py", "tests/guard/test_label_cli_refusals.py", "tests/guard/test_label_reports.py",
@@ -5247,8 +5295,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 93)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 92: 2026-12-06's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 94)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 93: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -5333,6 +5381,7 @@ def main() -> int:
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
+    first93 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a raw-text element closed as"))
     first92 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a CITEBOUND_ variable set to empty"))
     first91 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the paired AUC difference is embedding's"))
     first90 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a label-0 pair of a source that does not tell"))
@@ -5370,7 +5419,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:first93], 93: MUTANTS[first93:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

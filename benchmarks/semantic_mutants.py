@@ -4703,18 +4703,18 @@ for _k, _m in enumerate(MUTANTS):
 
 
 TESTS = {
-    "visible93": ["tests/guard/test_visible_tree.py", "tests/guard/test_visible_edges.py", "tests/guard/test_displayed_attributes.py",
+    "visible93": ["tests/guard/test_visible_inheritance.py", "tests/guard/test_visible_tree.py", "tests/guard/test_visible_edges.py", "tests/guard/test_displayed_attributes.py",
                   "tests/guard/test_visible_forms.py", "tests/guard/test_core_edges.py", "tests/guard/test_unchecked.py",
                   "tests/guard/test_hostile.py", "tests/guard/test_hostile_streams.py", "tests/guard/test_stream_differential.py",
                   "citebound/text/visible.py", "citebound/text/html_lex.py"],
-    "css93": ["tests/guard/test_css_boundaries.py", "tests/guard/test_css_forms_values.py", "tests/guard/test_visible_edges.py",
+    "css93": ["tests/guard/test_visible_inheritance.py", "tests/guard/test_css_boundaries.py", "tests/guard/test_css_forms_values.py", "tests/guard/test_visible_edges.py",
               "tests/guard/test_displayed_attributes.py", "tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py",
               "tests/guard/test_hostile.py", "tests/guard/test_visible_tree.py", "citebound/text/css.py", "citebound/text/visible.py"],
-    "eval91": ["tests/study/test_evaluation_edges.py", "tests/study/test_train_verifier.py", "tests/guard/test_train_own.py",
+    "eval91": ["tests/study/test_evaluation_holdouts.py", "tests/study/test_evaluation_edges.py", "tests/study/test_train_verifier.py", "tests/guard/test_train_own.py",
                "tests/study/test_train_data.py", "tests/study/test_train_networks.py", "citebound/training/evaluation.py"],
-    "label91": ["tests/guard/test_label_session.py", "tests/guard/test_label_cli_refusals.py", "tests/guard/test_label_reports.py",
+    "label91": ["tests/guard/test_label_cli_values.py", "tests/guard/test_label_session.py", "tests/guard/test_label_cli_refusals.py", "tests/guard/test_label_reports.py",
                 "tests/guard/test_labelling_values.py", "tests/guard/test_labelling.py", "tests/guard/test_closed_loop.py"],
-    "env92": ["citebound/_env.py", "tests/guard/test_security.py", "tests/guard/test_secrets.py"],
+    "env92": ["tests/guard/test_env_prefix.py", "citebound/_env.py", "tests/guard/test_security.py", "tests/guard/test_secrets.py"],
     "modelpath92": ["tests/guard/test_graph.py", "tests/guard/test_trained.py", "citebound/scoring/modelpath.py"],
     "reattr87": ["tests/study/test_reattribution_values.py", "tests/study/test_pinned_analysis.py", "tests/guard/test_edges.py", "citebound/study/analysis/reattribution.py"],
     "citepr87": ["tests/study/test_failure_kinds_pr.py", "tests/study/test_kit.py", "tests/study/test_figures.py"],

@@ -1,0 +1,71 @@
+"""What an element passes to the elements inside it, and where raw text ends (#56, round 93), by hand: a text colour
+and an uncertain container reach their descendants; a raw-text element closes at ``</script >`` or ``</title x>``
+as a browser closes it; a linked stylesheet restyles everything; font sizes in millimetres and centimetres; and the
+spans a stream must hold (an obscuring element, a raw-text element still open at the end)."""
+import pytest
+
+from citebound.text.visible import HIDDEN, OBSCURED, UNCERTAIN, blank_hidden, passage_view, scan
+
+CLAIM = "Aspirin cures cancer [2]."
+
+
+def span_of(text: str, part: str) -> tuple[int, int]:
+    i = text.index(part)
+    return i, i + len(part)
+
+
+def test_a_text_colour_reaches_the_elements_inside():
+    # white text on the white page is obscured, in the span's child too (the <b> sets no colour of its own)
+    t = f'Statins <span style="color:#fff"><b>{CLAIM}</b></span> lower LDL.'
+    assert scan(t).spans[OBSCURED] == [span_of(t, CLAIM)]
+    assert CLAIM not in passage_view(t) and "lower LDL." in passage_view(t)
+
+
+@pytest.mark.parametrize("outer", ["button", "select", "svg"])
+def test_text_inside_an_uncertain_container_is_uncertain_however_deep(outer):
+    t = f"Seen. <{outer}><b><i>{CLAIM}</i></b></{outer}> After."
+    assert span_of(t, CLAIM) in [(lo, hi) for lo, hi in scan(t).spans[UNCERTAIN]]
+    assert "Aspirin" not in passage_view(t) and "After." in passage_view(t)
+    assert CLAIM in blank_hidden(t)  # an answer checks it
+
+
+@pytest.mark.parametrize("close", ["</script >", "</script\t>", "</script foo>", "</script/>", "</SCRIPT >"])
+def test_a_raw_text_element_closes_where_a_browser_closes_it(close):
+    t = f"<script>var a = 1;{close}{CLAIM}"
+    assert blank_hidden(t).endswith(CLAIM) and len(blank_hidden(t)) == len(t)
+    assert passage_view(t).strip() == CLAIM
+    assert scan(t).spans[HIDDEN] == [(0, len(t) - len(CLAIM))]
+    # a title too: "</title x>" ends it
+    t = f"<title>T</title x>{CLAIM}"
+    assert passage_view(t).strip() == CLAIM
+
+
+def test_a_linked_stylesheet_may_restyle_everything():
+    t = f'<link rel="stylesheet" href="x.css">{CLAIM}'
+    assert scan(t).spans[OBSCURED] == [(len(t) - len(CLAIM), len(t))]
+    assert passage_view(t).strip() == ""
+    icon = f'<link rel="icon" href="x.ico">{CLAIM}'  # not a stylesheet: the text is shown
+    assert passage_view(icon).strip() == CLAIM and scan(icon).spans[OBSCURED] == []
+
+
+@pytest.mark.parametrize("size,shown", [("1mm", False), ("2mm", True), ("0.1cm", False), ("0.2cm", True),
+                                        ("0.04in", False), ("0.05in", True)])
+def test_font_sizes_in_physical_units(size, shown):
+    # 1mm = 3.78px and 0.1cm = 3.78px (under 4px: obscured); 2mm = 0.2cm = 7.56px; 0.04in = 3.84px, 0.05in = 4.8px
+    t = f'Seen. <span style="font-size:{size}">{CLAIM}</span>'
+    assert (scan(t).spans[OBSCURED] == []) is shown
+    assert (CLAIM in passage_view(t)) is shown
+
+
+def test_an_obscuring_element_is_a_span_a_stream_must_not_cut():
+    t = 'A <span style="opacity:0">hid</span> B <b>plain</b> C'
+    # the obscuring <span> from its open tag to the end of its close tag; the plain <b> is no such span
+    assert scan(t).elements == [span_of(t, '<span style="opacity:0">hid</span>')]
+
+
+def test_a_raw_text_element_open_at_the_end_is_held_back_from_its_open_tag():
+    t = "Seen [1]. <script>var x = 1"
+    assert scan(t).open_to_end == t.index("<script>")
+    t = "Seen [1]. <textarea>draft"
+    assert scan(t).open_to_end == t.index("<textarea>")
+    assert scan("Seen [1]. <script>x</script> after").open_to_end is None

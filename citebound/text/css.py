@@ -194,7 +194,6 @@ def element_state(parent: State, tag: str, attrs: dict[str, str], sheet: bool) -
 # <text> is drawn). Input types not listed draw their value as a text box or a button label (an unknown type is a
 # text box).
 _NO_VALUE_INPUTS = {"hidden", "checkbox", "radio", "file", "color", "range", "image", "password"}
-_PLACEHOLDER_INPUTS = {"text", "search", "url", "tel", "email", "password", "number"}
 _NO_PLACEHOLDER_INPUTS = (_NO_VALUE_INPUTS - {"password"}) | {"submit", "reset", "button", "date", "datetime-local",
                                                               "month", "time", "week"}
 

@@ -15,10 +15,13 @@ def span_of(text: str, part: str) -> tuple[int, int]:
 
 
 def test_a_text_colour_reaches_the_elements_inside():
-    # white text on the white page is obscured, in the span's child too (the <b> sets no colour of its own)
-    t = f'Statins <span style="color:#fff"><b>{CLAIM}</b></span> lower LDL.'
+    # white on black is readable; the <b> inside keeps the white text and paints white behind it: unreadable
+    t = f'Statins <span style="color:#fff;background:#000">lower LDL <b style="background:#fff">{CLAIM}</b></span>.'
     assert scan(t).spans[OBSCURED] == [span_of(t, CLAIM)]
-    assert CLAIM not in passage_view(t) and "lower LDL." in passage_view(t)
+    assert CLAIM not in passage_view(t) and "lower LDL" in passage_view(t)
+    # a <b> that sets black text of its own on that white is readable
+    own = f'Statins <span style="color:#fff;background:#000">lower LDL <b style="color:#000;background:#fff">{CLAIM}</b></span>.'
+    assert CLAIM in passage_view(own) and scan(own).spans[OBSCURED] == []
 
 
 @pytest.mark.parametrize("outer", ["button", "select", "svg"])

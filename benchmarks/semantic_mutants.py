@@ -4624,6 +4624,30 @@ MUTANTS = [
     Mutant('css93', 'citebound/text/css.py', '''    if tag in ("option", "optgroup"):\n        return ["label"]''',
            '''    if tag == "option":\n        return ["label"]''',
            "an <optgroup>'s label (drawn as the group's heading) is not checked"),
+    # round 94 (2026-12-06, nineteenth session): the labels file's integrity (a label twice, labels of another
+    # sample, a stale click, undo with nothing to undo), can't-tell in agreement, the page's framing headers, the
+    # fail-open review budget; written from the code before any of their tests was read
+    Mutant('store94', 'citebound/labelling/store.py', '        if len(seen) != len(set(seen)):\n            dup = next(',
+           '        if False:\n            dup = next(',
+           "a labels file that labels one item twice is resumed (the item counts twice in the calibration)"),
+    Mutant('store94', 'citebound/labelling/store.py', '        if stray:\n            raise LabelError(f"{store.path}: labels for items outside this sample',
+           '        if False:\n            raise LabelError(f"{store.path}: labels for items outside this sample',
+           "a labels file with labels of another sample's items is resumed"),
+    Mutant('store94', 'citebound/labelling/store.py', '''        if item_id != it.item_id:\n            raise LabelError(f"item {item_id!r} is not the one to label now''',
+           '''        if False:\n            raise LabelError(f"item {item_id!r} is not the one to label now''',
+           "a click on a stale item (a second tab, a double click) labels the item shown now"),
+    Mutant('store94', 'citebound/labelling/store.py', '''        if not self.records:\n            return None\n        last = self.records.pop()''',
+           '''        last = self.records.pop()''',
+           "undo with nothing labelled fails (an IndexError, a 500 on the page)"),
+    Mutant('store94', 'citebound/labelling/store.py', '''    pairs = [(la[i], lb[i]) for i in both if la[i] is not None and lb[i] is not None]''',
+           '''    pairs = [(la[i], lb[i]) for i in both if la[i] is not None or lb[i] is not None]''',
+           "an item one labeller could not tell enters agreement as unsupported"),
+    Mutant('lapp94', 'citebound/labelling/app.py', '''NO_FRAMING = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'",''',
+           '''NO_FRAMING = {"X-Frame-Options": "DENY",''',
+           "the labelling page sends no frame-ancestors policy (X-Frame-Options alone)"),
+    Mutant('report94', 'citebound/guarding/report.py', '''        unread = sum(1 for a in self.audit if a.action == "unverified" and a.unreadable)''',
+           '''        unread = sum(1 for a in self.audit if a.action == "unverified")''',
+           "under --on-error open, a citation unverified because the verifier failed still counts in the review budget"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4703,6 +4727,13 @@ for _k, _m in enumerate(MUTANTS):
 
 
 TESTS = {
+    "store94": ["tests/guard/test_label_session.py", "tests/guard/test_labelling.py", "tests/guard/test_labelling_values.py",
+                "tests/guard/test_label_reports.py", "tests/guard/test_label_app_values.py", "tests/guard/test_closed_loop.py",
+                "tests/guard/test_security.py", "citebound/labelling/store.py"],
+    "lapp94": ["tests/guard/test_security.py", "tests/guard/test_label_app_values.py", "tests/guard/test_labelling.py"],
+    "report94": ["tests/guard/test_report_reasons.py", "tests/guard/test_guard_api_edges.py", "tests/guard/test_core_edges.py",
+                 "tests/guard/test_failure_paths.py", "tests/guard/test_behaviours.py", "tests/guard/test_guarding.py",
+                 "citebound/guarding/report.py"],
     "visible93": ["tests/guard/test_visible_inheritance.py", "tests/guard/test_visible_tree.py", "tests/guard/test_visible_edges.py", "tests/guard/test_displayed_attributes.py",
                   "tests/guard/test_visible_forms.py", "tests/guard/test_core_edges.py", "tests/guard/test_unchecked.py",
                   "tests/guard/test_hostile.py", "tests/guard/test_hostile_streams.py", "tests/guard/test_stream_differential.py",
@@ -5295,8 +5326,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 94)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 93: 2026-12-06's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 95)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 94: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -5381,6 +5412,7 @@ def main() -> int:
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
+    first94 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a labels file that labels one item twice"))
     first93 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a raw-text element closed as"))
     first92 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a CITEBOUND_ variable set to empty"))
     first91 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the paired AUC difference is embedding's"))
@@ -5419,7 +5451,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:first93], 93: MUTANTS[first93:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:first93], 93: MUTANTS[first93:first94], 94: MUTANTS[first94:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

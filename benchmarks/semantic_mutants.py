@@ -4727,11 +4727,11 @@ for _k, _m in enumerate(MUTANTS):
 
 
 TESTS = {
-    "store94": ["tests/guard/test_label_session.py", "tests/guard/test_labelling.py", "tests/guard/test_labelling_values.py",
+    "store94": ["tests/guard/test_label_store_integrity.py", "tests/guard/test_label_session.py", "tests/guard/test_labelling.py", "tests/guard/test_labelling_values.py",
                 "tests/guard/test_label_reports.py", "tests/guard/test_label_app_values.py", "tests/guard/test_closed_loop.py",
                 "tests/guard/test_security.py", "citebound/labelling/store.py"],
     "lapp94": ["tests/guard/test_security.py", "tests/guard/test_label_app_values.py", "tests/guard/test_labelling.py"],
-    "report94": ["tests/guard/test_report_reasons.py", "tests/guard/test_guard_api_edges.py", "tests/guard/test_core_edges.py",
+    "report94": ["tests/guard/test_review_budget_open.py", "tests/guard/test_report_reasons.py", "tests/guard/test_guard_api_edges.py", "tests/guard/test_core_edges.py",
                  "tests/guard/test_failure_paths.py", "tests/guard/test_behaviours.py", "tests/guard/test_guarding.py",
                  "citebound/guarding/report.py"],
     "visible93": ["tests/guard/test_visible_inheritance.py", "tests/guard/test_visible_tree.py", "tests/guard/test_visible_edges.py", "tests/guard/test_displayed_attributes.py",

@@ -96,7 +96,7 @@ def test_each_sdk_raises_what_it_raises_without_the_proxy():
 
 def test_a_refusals_wait_headers_reach_the_client_and_nothing_else_does():
     """Retry-After and retry-after-ms come through on every API, streamed and not, with the status kept or made a
-    502; a value over 64 characters, and any other header of the refusal, does not."""
+    502; a value over 64 characters or not printable ASCII, and any other header of the refusal, does not."""
     with Refusing(200) as up, running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
         for status, want in [(429, 429), (503, 502)]:
             up.status = status
@@ -104,6 +104,8 @@ def test_a_refusals_wait_headers_reach_the_client_and_nothing_else_does():
                                 {"retry-after": "7", "retry-after-ms": "7000"}),
                                ({"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT", "retry-after-ms": "1" * 65},
                                 {"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}),
+                               # not printable ASCII: a control character, a Latin-1 letter
+                               ({"Retry-After": "7\x01", "retry-after-ms": "70\u00e9"}, {}),
                                ({}, {})]:
                 up.sent = sent
                 for api in ("chat/completions", "responses", "messages"):

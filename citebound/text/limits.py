@@ -91,12 +91,14 @@ class Limits:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any] | None) -> Limits:
-        """Limits with some values replaced (``{"max_range": 50}``); an unknown name is an error."""
+        """Limits with some values replaced (``{"max_range": 50}``); an unknown name is an error, and so is a value
+        that is not already a positive integer (``True``, ``2.7`` and ``"5"`` are refused by name, never read as
+        1, 2 or 5)."""
         names = {f.name for f in fields(cls)}
         bad = sorted(set(values or {}) - names)
         if bad:
             raise ValueError(f"unknown limit(s) {bad}; valid: {sorted(names)}")
-        return cls(**{k: int(v) for k, v in (values or {}).items()})
+        return cls(**dict(values or {}))
 
     def check_answer(self, answer: str) -> None:
         if len(answer) > self.max_answer_chars:

@@ -1,6 +1,7 @@
 """Bounded input: every expansion and size a guard input controls has a limit, refused quickly and by
 name; the citation parser survives random and hostile text (hypothesis)."""
 import json
+import re
 import subprocess
 import sys
 import time
@@ -87,6 +88,14 @@ def test_bad_limit_settings_are_refused(capsys):
     from citebound.cli.main import main
     assert main(["guard", "--input", "-", "--verifier", "lexical", "--limit", "max_range=x"]) == 2
     assert "--limit expects NAME=INTEGER" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", [True, 2.7, "5", None])
+def test_a_limit_from_a_mapping_must_already_be_an_integer(value):
+    """A library caller's {"max_range": True} was 1 and 2.7 was 2, silently: each is refused naming the limit."""
+    with pytest.raises(ValueError, match=r"limit max_range must be a positive integer, got " + re.escape(repr(value))):
+        Limits.from_mapping({"max_range": value})
+    assert Limits.from_mapping({"max_range": 5}).max_range == 5 and Limits.from_mapping(None) == Limits()
 
 
 def test_cli_limit_flag_and_batch_reports_the_refused_line(tmp_path, capsys):

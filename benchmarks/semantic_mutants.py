@@ -4648,6 +4648,38 @@ MUTANTS = [
     Mutant('report94', 'citebound/guarding/report.py', '''        unread = sum(1 for a in self.audit if a.action == "unverified" and a.unreadable)''',
            '''        unread = sum(1 for a in self.audit if a.action == "unverified")''',
            "under --on-error open, a citation unverified because the verifier failed still counts in the review budget"),
+    # round 95 (2026-12-06): the deployment's files again, the lines round 68 left (HAProxy's retries and
+    # routing, the compose file's restart and start-up wait, the image's user and checks, the Kubernetes
+    # grace arithmetic and secrets' ownership, Redis persistence, the DNS wrapper)
+    Mutant("deploy95", "deploy/compose/haproxy.cfg", "    retry-on conn-failure empty-response response-timeout 502 503 504\n",
+           "    retry-on conn-failure\n",
+           "a guard request whose replica died while answering it is not sent again to another (the client sees a 502)"),
+    Mutant("deploy95", "deploy/compose/haproxy.cfg", "    use_backend monitor if { path_beg /v1/monitor }\n", "",
+           "label posts go to the guards' backend: retried after a response, so a label can be counted twice"),
+    Mutant("deploy95", "deploy/compose/haproxy.cfg", "    option redispatch 1\n", "",
+           "a retried request goes back to the replica that just failed it"),
+    Mutant("deploy95", "deploy/compose/haproxy.cfg", "    hold valid 1s\n", "    hold valid 300s\n",
+           "a restarted replica's new address is not seen for five minutes"),
+    Mutant("deploy95", "deploy/compose/compose.yaml", "  restart: always\n  tmpfs:", '  restart: "no"\n  tmpfs:',
+           "a guard replica that dies stays down"),
+    Mutant("deploy95", "deploy/compose/compose.yaml", '    CITEBOUND_STATE_WAIT: "60"\n', "",
+           "a guard replica that starts before Redis answers exits at once instead of waiting for it"),
+    Mutant("deploy95", "deploy/Containerfile", "chown 10001:10001 /var/lib/citebound\n", "chown 10001:10001 /etc/citebound\n",
+           "the image's data volume belongs to root: the guard (uid 10001) cannot write its SQLite state there"),
+    Mutant("deploy95", "deploy/Containerfile", "sys.exit(0 if 'citebound/models/minilm/model.onnx' in n else 'the wheel lacks the graph')",
+           "sys.exit(0)", "an image whose wheel lacks the graph builds (the guard fails at its first start)"),
+    Mutant("deploy95", "deploy/config.yaml", "host: 0.0.0.0\n", "host: 127.0.0.1\n",
+           "the image's guard listens on the container's loopback: no one outside the container reaches it"),
+    Mutant("deploy95", K68 + "config.yaml", "drain_grace: 5\n", "drain_grace: 15\n",
+           "the pod's drain (grace + request timeout, 75 s) outlasts its termination grace period (70 s): in-flight requests are killed"),
+    Mutant("deploy95", K68 + "deployment.yaml", "        fsGroup: 10001\n", "",
+           "the mounted secrets (mode 0400, owned by root) cannot be read by the guard's user"),
+    Mutant("deploy95", K68 + "pdb.yaml", "  minAvailable: 1\n", "  minAvailable: 2\n",
+           "with the base's two replicas the disruption budget allows no eviction: a node drain never completes"),
+    Mutant("deploy95", "deploy/compose/redis-with-secret", "appendonly yes", "appendonly no",
+           "the compose Redis keeps nothing across a restart: the monitors' state and labels are lost"),
+    Mutant("deploy95", "deploy/compose/haproxy-with-dns", "awk '/^nameserver/ { print $2; exit }'", "awk '/^nameserver/ { print $2 }'",
+           "with several nameservers in resolv.conf, HAProxy is given all of them on one line (an invalid address)"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -5088,6 +5120,8 @@ TESTS = {
                     "tests/study/test_pinned_analysis.py", "citebound/calibration/conformal.py"],
     "groups67": ["tests/guard/test_conformal_values.py", "tests/guard/test_groups.py", "tests/guard/test_cli.py", "tests/guard/test_labelling.py", "tests/guard/test_hostile_generated.py"],
     "reattrib67": ["tests/guard/test_conformal_values.py", "tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/study/test_pinned_analysis.py"],
+    "deploy95": ["tests/guard/test_deploy_values.py", "tests/guard/test_deploy_files.py", "tests/guard/test_config_file.py",
+                 "tests/guard/test_deploy_scripts.py"],
     "deploy68": ["tests/guard/test_deploy_values.py", "tests/guard/test_deploy_files.py", "tests/guard/test_config_file.py"],
     "css69": ["tests/guard/test_css_forms_values.py", "tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py", "tests/guard/test_hostile.py",
               "tests/guard/test_visible_tree.py", "citebound/text/css.py", "citebound/text/visible.py"],
@@ -5326,8 +5360,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 95)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 94: 2026-12-06's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 96)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 95: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -5412,6 +5446,7 @@ def main() -> int:
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
+    first95 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a guard request whose replica died while answering"))
     first94 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a labels file that labels one item twice"))
     first93 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a raw-text element closed as"))
     first92 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a CITEBOUND_ variable set to empty"))
@@ -5451,7 +5486,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:first93], 93: MUTANTS[first93:first94], 94: MUTANTS[first94:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:first93], 93: MUTANTS[first93:first94], 94: MUTANTS[first94:first95], 95: MUTANTS[first95:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

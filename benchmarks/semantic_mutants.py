@@ -4680,6 +4680,34 @@ MUTANTS = [
            "the compose Redis keeps nothing across a restart: the monitors' state and labels are lost"),
     Mutant("deploy95", "deploy/compose/haproxy-with-dns", "awk '/^nameserver/ { print $2; exit }'", "awk '/^nameserver/ { print $2 }'",
            "with several nameservers in resolv.conf, HAProxy is given all of them on one line (an invalid address)"),
+    # round 96 (2026-12-06): the options of calibrate and serve, the state stores' durability and isolation,
+    # the service's signals and its start-up wait for the store
+    Mutant("calcli96", "citebound/cli/calibrate.py", "    if not any(r.groups):\n        return\n", "    if not all(r.groups):\n        return\n",
+           "labels where only some records carry a group get no group calibration at all"),
+    Mutant("calcli96", "citebound/cli/calibrate.py", "    if bool(args.scores) == bool(args.labels):", "    if not args.scores and not args.labels:",
+           "--scores and --labels together are accepted (the labels file is ignored)"),
+    Mutant("calcli96", "citebound/cli/calibrate.py", "    if args.ltt_method is not None and args.beta is None:\n", "    if False:\n",
+           "--ltt-method without --beta is silently ignored"),
+    Mutant("calcli96", "citebound/cli/calibrate.py", "        r.scores = list(scorer(r.claims, r.passages)[0])",
+           "        r.scores = list(scorer(r.claims, r.passages)[1])",
+           "--labels calibrates on the verifier's verdicts (0 or 1), not on its scores"),
+    Mutant("calcli96", "citebound/cli/calibrate.py", "    if s.min() < grid[0] or s.max() > grid[-1]:", "    if s.min() <= grid[0] or s.max() > grid[-1]:",
+           "a score exactly at the grid's low end is refused as outside it"),
+    Mutant("calcli96", "citebound/cli/calibrate.py", "    if upper >= args.supported_share_min:", "    if upper >= args.precision:",
+           "the labels' supported share is tested against the precision target Q instead of the stated share P"),
+    Mutant("state96", "citebound/calibration/state.py", 'db.execute("PRAGMA synchronous=FULL")', 'db.execute("PRAGMA synchronous=NORMAL")',
+           "an acknowledged SQLite update can be lost to a power failure (WAL at synchronous=NORMAL)"),
+    Mutant("state96", "citebound/calibration/state.py", "                        pipe.watch(name)\n", "                        pipe.watch(key)\n",
+           "a Redis update watches another key than the one it writes: two replicas' updates can overwrite each other"),
+    Mutant("serve96", "citebound/serving/app.py", "        loop.add_signal_handler(signal.SIGHUP, state.registry.load)\n", "",
+           "SIGHUP (reload the calibrations) kills the service instead"),
+    Mutant("serve96", "citebound/cli/serve.py", '    if auth == "client" and key is not None:\n        raise', '    if False:\n        raise',
+           "--upstream-key-file with --upstream-auth client is accepted, and its key is never sent"),
+    Mutant("serve96", "citebound/cli/serve.py", "        verifier_definitions(args.verifier)\n    except VerifierLoadError",
+           "        pass\n    except VerifierLoadError",
+           "serve with an unknown verifier starts uvicorn and fails in its lifespan (a traceback, no nearest name)"),
+    Mutant("serve96", "citebound/cli/common.py", "            store.ping()\n            return\n", "            return\n",
+           "a --state store that does not answer yet is not waited for: the service starts with its store down"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -5120,6 +5148,14 @@ TESTS = {
                     "tests/study/test_pinned_analysis.py", "citebound/calibration/conformal.py"],
     "groups67": ["tests/guard/test_conformal_values.py", "tests/guard/test_groups.py", "tests/guard/test_cli.py", "tests/guard/test_labelling.py", "tests/guard/test_hostile_generated.py"],
     "reattrib67": ["tests/guard/test_conformal_values.py", "tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/study/test_pinned_analysis.py"],
+    "calcli96": ["tests/guard/test_cli.py", "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_groups.py",
+                 "tests/guard/test_calibrate_in_force.py", "tests/guard/test_ltt.py", "tests/guard/test_calibration_summary.py",
+                 "tests/guard/test_cli_options.py"],
+    "state96": ["tests/guard/test_state_values.py", "tests/guard/test_state_backends.py", "tests/guard/test_state.py",
+                "tests/guard/test_state_concurrency.py", "tests/guard/test_store_down.py", "tests/guard/test_store_probe.py"],
+    "serve96": ["tests/guard/test_serve_boundaries.py", "tests/guard/test_cli_options.py", "tests/guard/test_config_file.py",
+                "tests/guard/test_observed_effects.py", "tests/guard/test_secrets.py", "tests/guard/test_registry.py",
+                "tests/guard/test_service.py", "tests/guard/test_store_down.py", "tests/guard/test_cli_common.py"],
     "deploy95": ["tests/guard/test_deploy_values.py", "tests/guard/test_deploy_files.py", "tests/guard/test_config_file.py",
                  "tests/guard/test_deploy_scripts.py"],
     "deploy68": ["tests/guard/test_deploy_values.py", "tests/guard/test_deploy_files.py", "tests/guard/test_config_file.py"],
@@ -5360,8 +5396,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 96)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 95: 2026-12-06's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 97)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 96: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -5446,6 +5482,7 @@ def main() -> int:
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
+    first96 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("labels where only some records carry a group"))
     first95 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a guard request whose replica died while answering"))
     first94 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a labels file that labels one item twice"))
     first93 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a raw-text element closed as"))
@@ -5486,7 +5523,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:first93], 93: MUTANTS[first93:first94], 94: MUTANTS[first94:first95], 95: MUTANTS[first95:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:first93], 93: MUTANTS[first93:first94], 94: MUTANTS[first94:first95], 95: MUTANTS[first95:first96], 96: MUTANTS[first96:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

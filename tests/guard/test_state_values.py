@@ -98,3 +98,22 @@ def test_a_failed_probe_is_the_reason_shown_until_a_probe_succeeds():
         assert (c.available, c.reason) == (True, "")
     finally:
         c.close()
+
+
+def test_every_sqlite_connection_commits_to_disk_before_an_update_returns(tmp_path):
+    """The SQLite store's durability: WAL, with every commit synced (synchronous=FULL, 2). WAL at NORMAL (1)
+    would return from an update whose commit a power failure can still take back (kill -9 cannot: what
+    tests/guard/test_state_concurrency.py checks). Each thread opens its own connection: each is checked."""
+    store = SqliteStore(str(tmp_path / "m.sqlite"))
+    store.update("k", lambda st: {"n": 1})
+    seen = []
+
+    def look():
+        db = store._db()
+        seen.append((db.execute("PRAGMA journal_mode").fetchone()[0], db.execute("PRAGMA synchronous").fetchone()[0]))
+
+    look()
+    t = threading.Thread(target=look)
+    t.start()
+    t.join()
+    assert seen == [("wal", 2), ("wal", 2)]

@@ -4708,6 +4708,25 @@ MUTANTS = [
            "serve with an unknown verifier starts uvicorn and fails in its lifespan (a traceback, no nearest name)"),
     Mutant("serve96", "citebound/cli/common.py", "            store.ping()\n            return\n", "            return\n",
            "a --state store that does not answer yet is not waited for: the service starts with its store down"),
+    # round 97 (2026-12-06): structured citations' placement and claims, a served classifier's positive class,
+    # a request that gives up while its served batches retry
+    Mutant("structured97", "citebound/guarding/structured.py", "        number.append(seen[c.text] + base)",
+           "        number.append(seen[c.text])",
+           "a structured citation's passage number ignores the citation base (one less than its item's marker)"),
+    Mutant("structured97", "citebound/guarding/structured.py", "        s = sents[max(k, 0)] if sents else None",
+           "        s = sents[k] if sents else None",
+           "a citation attached before the first sentence starts (leading whitespace) checks the last sentence"),
+    Mutant("structured97", "citebound/guarding/structured.py", '        claim = strip_markers(s.text) if s is not None else ""',
+           '        claim = s.text if s is not None else ""',
+           "a structured citation's claim keeps the sentence's own [N] markers, which its one-sentence answer then also checks"),
+    Mutant("structured97", "citebound/guarding/structured.py", "    for p in range(len(original), -1, -1):",
+           "    for p in range(len(original) - 1, -1, -1):",
+           "the end of a guarded text maps nowhere (-1) unless a kept sentence ends there"),
+    Mutant("remote97", "citebound/verifiers/remote.py", "float(probs[self.positive if self.api != \"score\" else 0])",
+           "float(probs[0])", "P(support) is class 0's probability whatever positive_class says"),
+    Mutant("remote97", "citebound/verifiers/remote.py", "            stop.set()\n            for f in futures:",
+           "            for f in futures:",
+           "a request that gave up leaves its running served batches retrying until their timeout (the verifier's threads held)"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -5148,6 +5167,11 @@ TESTS = {
                     "tests/study/test_pinned_analysis.py", "citebound/calibration/conformal.py"],
     "groups67": ["tests/guard/test_conformal_values.py", "tests/guard/test_groups.py", "tests/guard/test_cli.py", "tests/guard/test_labelling.py", "tests/guard/test_hostile_generated.py"],
     "reattrib67": ["tests/guard/test_conformal_values.py", "tests/guard/test_guarding.py", "tests/guard/test_guard_differential.py", "tests/study/test_pinned_analysis.py"],
+    "structured97": ["tests/guard/test_structured_values.py", "tests/guard/test_structured_effects.py", "tests/guard/test_structured.py",
+                     "tests/guard/test_api_adapters.py", "tests/guard/test_api_effects.py", "tests/guard/test_cross_face.py",
+                     "tests/guard/test_guard_api_edges.py", "tests/guard/test_messages_runs.py", "citebound/guarding/structured.py"],
+    "remote97": ["tests/guard/test_remote_values.py", "tests/guard/test_remote_verifier.py", "tests/guard/test_wire_boundaries.py",
+                 "tests/guard/test_reader_boundaries.py", "tests/guard/test_pins_and_hosts.py", "tests/guard/test_loader_edges.py"],
     "calcli96": ["tests/guard/test_cli.py", "tests/guard/test_calibrate_cli_edges.py", "tests/guard/test_groups.py",
                  "tests/guard/test_calibrate_in_force.py", "tests/guard/test_ltt.py", "tests/guard/test_calibration_summary.py",
                  "tests/guard/test_cli_options.py"],
@@ -5396,8 +5420,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 97)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 96: 2026-12-06's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 98)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 97: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -5482,6 +5506,7 @@ def main() -> int:
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
+    first97 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a structured citation's passage number ignores"))
     first96 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("labels where only some records carry a group"))
     first95 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a guard request whose replica died while answering"))
     first94 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a labels file that labels one item twice"))
@@ -5523,7 +5548,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:first93], 93: MUTANTS[first93:first94], 94: MUTANTS[first94:first95], 95: MUTANTS[first95:first96], 96: MUTANTS[first96:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:first93], 93: MUTANTS[first93:first94], 94: MUTANTS[first94:first95], 95: MUTANTS[first95:first96], 96: MUTANTS[first96:first97], 97: MUTANTS[first97:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -4724,9 +4724,9 @@ MUTANTS = [
            "the end of a guarded text maps nowhere (-1) unless a kept sentence ends there"),
     Mutant("remote97", "citebound/verifiers/remote.py", "float(probs[self.positive if self.api != \"score\" else 0])",
            "float(probs[0])", "P(support) is class 0's probability whatever positive_class says"),
-    Mutant("remote97", "citebound/verifiers/remote.py", "            stop.set()\n            for f in futures:",
-           "            for f in futures:",
-           "a request that gave up leaves its running served batches retrying until their timeout (the verifier's threads held)"),
+    # (a mutant dropping judge's stop.set() on cancellation, "a request that gave up leaves its running served batches
+    # retrying", was judged equivalent: each running call's check() asks the same token that cancelled the wait,
+    # so it stops within a read slice either way; test_remote_verifier's client-that-leaves case passes under it)
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner

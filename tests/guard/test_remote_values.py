@@ -86,3 +86,22 @@ def test_the_failure_log_counts_units_and_reports_what_its_quiet_period_hid(serv
     assert len(lines) == 2, lines
     assert "3 of 3 units unscored" in lines[0] and "more units" not in lines[0]
     assert "2 of 2 units unscored" in lines[1] and lines[1].endswith("(and 1 more units since the last line)")
+
+
+def test_p_support_is_the_configured_positive_class_not_the_first(server):
+    """A served model whose classes come as [contradiction, entailment, neutral] (positive_class 1; no label check):
+    P(support) is class 1's probability, the share of the claim's words in the passage by hand (1, 1/2, 1/4, 0),
+    and the verdict is class 1 on top (share above 1/3). Class 0's would be (1 - share) / 2: 0, 1/4, 3/8, 1/2."""
+    from tests.fake_classifier import words
+
+    def probs(passage, claim):
+        c = words(claim)
+        share = len(c & words(passage)) / len(c)
+        return [(1 - share) / 2, share, (1 - share) / 2]
+
+    server.probs = probs
+    s = scorer(server, positive_class=1, positive_label=None)
+    ps = s.score(["aspirin inhibits cox", "statins migraine", "statins cure every migraine", "vitamin d"],
+                 ["Aspirin inhibits COX in platelets.", "Statins lower LDL.", "Statins lower LDL.", "Statins lower LDL."])
+    np.testing.assert_allclose(ps.score, [1.0, 0.5, 0.25, 0.0], atol=1e-12)
+    assert ps.verdict.tolist() == [True, True, False, False]

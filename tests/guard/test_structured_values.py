@@ -61,3 +61,30 @@ def test_a_sentence_is_matched_whatever_whitespace_its_parse_shows():
     ".") -> 17, after the rewritten marker's "."; 'B' 7 -> 18; the end 9 -> 20 (unmatched, every one would be 20)."""
     f = position_map("A\n[1]. B.", "A\n[1 UNVERIFIED]. B.")
     assert (f(0), f(6), f(7), f(9)) == (0, 17, 18, 20)
+
+
+def test_a_citation_attached_in_the_leading_whitespace_checks_the_first_sentence():
+    """'  Aspirin inhibits COX. Statins lower LDL.': the first sentence starts at 2. Citations attached at 0 and 1
+    (before it: a Messages text block that starts with a newline) belong to the first sentence, as one attached
+    after its start does; never to the last."""
+    answer = "  Aspirin inhibits COX. Statins lower LDL."
+    p = plan(answer, [Attached(0, "Aspirin inhibits COX.", "c0"), Attached(1, "Aspirin inhibits COX.", "c1"),
+                      Attached(23, "Aspirin inhibits COX.", "c2"), Attached(42, "Statins lower LDL.", "c3")], [])
+    assert p.sentence == [(0, 2, 23, "Aspirin inhibits COX.")] * 3 + [(1, 24, 42, "Statins lower LDL.")]
+    assert [it[0] for it in p.items] == ["Aspirin inhibits COX. [1]"] * 3 + ["Statins lower LDL. [2]"]
+
+
+@pytest.mark.parametrize("original, guarded, expected", [
+    # trailing whitespace after the last kept sentence: the end maps to the guarded text's end (17 -> 25)
+    ("A [9]. B is so.  ", "A [9 INVALID]. B is so.  ",
+     [0, 1, 2, 3, 4, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 25, 25]),
+    # the last sentence removed: it and the end map to where the guarded text ends (14)
+    ("A [9]. B [8].", "A [9 INVALID].", [0, 1, 2, 3, 4, 13, 14, 14, 14, 14, 14, 14, 14, 14]),
+])
+def test_every_position_up_to_the_end_maps_into_the_guarded_text(original, guarded, expected):
+    """Worked by hand: 'A [9]' and 'A [9 INVALID]' step together to position 4, where they part inside the marker
+    (4 stays 4); the '.' after it (5) goes to the '.' after the rewritten marker (13), a kept sentence's end to the
+    guarded sentence's end, and what follows no kept sentence (trailing whitespace, a removed sentence, the end of the
+    text) to where the guarded text goes on: its end here. Never -1, which would place a citation nowhere."""
+    f = position_map(original, guarded)
+    assert [f(p) for p in range(len(original) + 1)] == expected

@@ -34,6 +34,8 @@ def test_an_element_left_open_holds_its_text_even_when_a_later_lt_is_open_too():
 def test_only_a_trailing_high_surrogate_is_held():
     assert stable_end("A\ud800") == 1  # its low half may come next
     assert stable_end("A\udc00") == 2  # a low half ends a pair (or is lone): nothing can complete it
+    # the high range's last (U+DBFF) and the low range's first and last: held, kept, kept
+    assert [stable_end(t) for t in ("A\udbff", "A\udc00", "A\udfff", "\udbff", "A\udbffB")] == [1, 2, 2, 0, 3]
 
 
 @pytest.mark.parametrize("text, cut", [

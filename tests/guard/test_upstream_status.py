@@ -135,3 +135,17 @@ def test_each_sdk_waits_as_long_as_the_upstreams_refusal_says():
                 call()
             assert len(up.times) == 2  # the first try and the one retry
             assert up.times[1] - up.times[0] >= 1.9, up.times
+
+
+@pytest.mark.parametrize("value, passes", [
+    ("", False),  # an empty value says nothing to wait for: dropped, as a header with no value
+    ("7", True),  # the shortest
+    ("9" * 64, True),  # 64 characters: the longest taken
+    ("9" * 65, False),  # one more: dropped
+    ("Wed, 21 Oct 2026 07:28:00 GMT", True),  # an HTTP date
+])
+def test_a_wait_header_is_kept_from_one_to_64_characters(value, passes):
+    from citebound.serving.upstream import wait_headers
+
+    got = wait_headers({"retry-after": value, "retry-after-ms": value})
+    assert got == ({"retry-after": value, "retry-after-ms": value} if passes else {})

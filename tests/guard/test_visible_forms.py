@@ -221,3 +221,21 @@ def test_parenthesised_numbers_of_one_to_three_digits_are_citation_forms(form, f
     text = f"Cells grow {form} in plates."
     spans = other_forms(text, text)
     assert (spans == [(11, 11 + len(form))]) is found and (spans == []) is (not found)
+
+
+@pytest.mark.parametrize("answer, marker, span", [
+    # 'Aspirin cures cancer ' is 21 characters: '[' at 21, the superscript at 22, ']' at 23
+    ("Aspirin cures cancer [\u00b2]. Statins lower LDL [1].", "[\u00b2]", (21, 24)),
+    # at the very start: the bracket at 0 is the form's too
+    ("[\u00b2] Aspirin cures cancer. Statins lower LDL [1].", "[\u00b2]", (0, 3)),
+    # no closing bracket: the form alone
+    ("Aspirin cures cancer [\u00b2. Statins lower LDL [1].", "\u00b2", (22, 23)),
+])
+def test_a_bracketed_form_is_reported_with_its_brackets(answer, marker, span):
+    """What the reader sees as the citation, brackets included, is the audit's marker and span (the reason quotes it)."""
+    from citebound.guarding.core import plan_citations
+
+    _, audits = plan_citations(answer, ["Statins lower LDL.", "Aspirin."])
+    (odd,) = [a for a in audits if a.cited == -1]
+    assert (odd.marker, odd.spans, odd.action) == (marker, [span], "unverified")
+    assert odd.reason.startswith(f"{marker} looks like a citation")

@@ -1,0 +1,87 @@
+"""Boundary mutants by operator, to find comparisons and off-by-ones that no test pins: every ``<``, ``<=``, ``>``
+and ``>=`` flipped to its neighbour, and every ``+ 1`` and ``- 1`` dropped, on the lines of the named modules that
+the fast tier runs, each mutant run against the fast tests that ran its line (a context coverage, as
+``semantic_mutants.py --by-coverage`` uses). Prints each verdict and the survivors.
+
+A survivor is a candidate, not a finding: many flips are equivalent (a float that never equals its bound, a loop
+whose last step changes nothing, a result trimmed afterwards). Judge each, and write the ones that change what a
+user gets as a test, with the value worked out by hand. Unlike ``semantic_mutants.py``, the mutants are generated,
+not written: this sweep is for finding, not for a kill rate.
+
+    pip install coverage   # not a dependency of citebound
+    python -m coverage run --rcfile=benchmarks/coverage_contexts.rc -m pytest -q -m "not slow"   # ~9 min
+    python benchmarks/operator_sweep.py .coverage-contexts citebound/guarding/stream.py citebound/text/forms.py
+
+The coverage must be recorded on the code as it is (line numbers). A test whose code runs under ``asyncio.run``
+inside the test function may be missing from a line's contexts: confirm a survivor against its module's own test
+files before writing a test for it.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+import tokenize
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import semantic_mutants as sm  # noqa: E402
+
+FLIP = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}
+
+
+def mutants(path: str, covered: set[int]) -> list[sm.Mutant]:
+    """The boundary mutants of one module, on its covered lines; each one exact replacement of a line (with the
+    lines before it, as many as make it occur once)."""
+    src = (sm.ROOT / path).read_text()
+    offs = [0]
+    for line in src.splitlines(keepends=True):
+        offs.append(offs[-1] + len(line))
+    toks = list(tokenize.generate_tokens(io.StringIO(src).readline))
+    out = []
+    for i, t in enumerate(toks):
+        found = []
+        if t.type == tokenize.OP and t.string in FLIP:
+            found.append((t.start, t.end, FLIP[t.string], f"{t.string} -> {FLIP[t.string]}"))
+        after = toks[i + 1] if i + 1 < len(toks) else None
+        if (t.type == tokenize.OP and t.string in ("+", "-") and after is not None and after.type == tokenize.NUMBER
+                and after.string == "1" and toks[i - 1].type in (tokenize.NAME, tokenize.NUMBER, tokenize.OP)
+                and toks[i - 1].string not in ("(", "[", ",", "=", ":")):
+            found.append((t.start, after.end, "", f"drop {t.string} 1"))
+        for (r0, c0), (r1, c1), new, what in found:
+            if r0 not in covered or r0 != r1:
+                continue
+            a, b = offs[r0 - 1] + c0, offs[r1 - 1] + c1
+            lo, hi, k = offs[r0 - 1], offs[r0], 1
+            while src.count(src[lo:hi]) != 1 and r0 - 1 - k >= 0:
+                lo, k = offs[r0 - 1 - k], k + 1
+            line = src[offs[r0 - 1]:offs[r0]].strip()
+            out.append(sm.Mutant("sweep", path, src[lo:hi], src[lo:a] + new + src[b:hi],
+                                 f"{path}:{r0}: {what}: {line[:100]}"))
+    return out
+
+
+def main() -> int:
+    from coverage import CoverageData
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("coverage", help="a coverage data file with test contexts (benchmarks/coverage_contexts.rc)")
+    ap.add_argument("modules", nargs="+", help="module paths, relative to the repository root")
+    ap.add_argument("--timeout", type=int, default=1500, help="seconds for one mutant's tests (and the baseline's)")
+    args = ap.parse_args()
+    data = CoverageData(args.coverage)
+    data.read()
+    found = [m for p in args.modules for m in mutants(p, set(data.lines(str(sm.ROOT / p)) or []))]
+    sm.TESTS["sweep"] = []  # a line run only by a test coverage cannot name has no tests: it is reported, not run
+    selected = sm.covering_tests(args.coverage, found)
+    todo = [m for m in found if selected[m.why]]
+    print(f"{len(found)} mutants on covered lines, {len(todo)} with covering tests", flush=True)
+    results = sm.run(todo, args.timeout, selected)
+    for m, verdict, _ in results:
+        if verdict == "survived":
+            print("SURVIVOR", m.why)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -139,6 +139,32 @@ def test_the_plain_drift_alarm_fires_when_the_martingale_first_reaches_one_over_
     assert m.log_m == pytest.approx(logm[-1], rel=1e-9)
 
 
+
+def test_the_plain_drift_alarm_fires_when_the_martingale_equals_one_over_delta_exactly():
+    """Ville's inequality bounds P(the martingale ever reaches 1/delta): reaching is >=, so a martingale exactly at
+    1/delta is an alarm. delta is chosen, one floating-point step at a time, so that log(1/delta) is bit for bit
+    the monitor's log martingale at its third step: the alarm comes at that step, not at the next."""
+    from citebound.calibration.monitor import DriftMonitor
+
+    cal = list(np.linspace(0.0, 0.5, 40))
+    stream, thetas = [0.9] * 12, [0.5] * 12
+    probe = DriftMonitor(cal, delta=1e-300)  # never alarms: its log martingale, step by step
+    steps = []
+    for x, t in zip(stream, thetas):
+        probe.update([x], [t])
+        steps.append(probe.log_m)
+    target = steps[2]
+    delta = 1.0 / math.exp(target)
+    for _ in range(100):
+        v = math.log(1.0 / delta)
+        if v == target:
+            break
+        delta = math.nextafter(delta, 0.0 if v < target else 1.0)
+    assert math.log(1.0 / delta) == target and 0 < delta < 1
+    m = DriftMonitor(cal, delta=delta)
+    m.update(stream, thetas)
+    assert (m.state, m.alarm_at) == ("suspect", 3)
+
 def test_the_label_tests_wealth_is_the_bet_written_out():
     """lam = f / alpha: a miss multiplies each bet by 1 + lam (1 - alpha), a catch by 1 - lam alpha. alpha 0.2,
     f 0.5 (lam 2.5): two misses and a catch, (1 + 2.5 * 0.8)^2 (1 - 2.5 * 0.2) = 9 * 0.5 = 4.5."""

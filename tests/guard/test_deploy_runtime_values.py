@@ -66,7 +66,7 @@ def test_a_restarted_replica_is_found_at_its_new_address_as_fast_as_a_dead_one_i
 
 def test_every_compose_service_comes_back_when_it_dies():
     services = compose()["services"]
-    assert set(services) == {"redis", "guard-1", "guard-2", "lb"}
+    assert {"redis", "guard-1", "guard-2", "lb"} <= set(services)  # more replicas may be added (guard-3, ...)
     assert {n: s.get("restart") for n, s in services.items()} == {n: "always" for n in services}
 
 

@@ -139,7 +139,6 @@ def test_the_plain_drift_alarm_fires_when_the_martingale_first_reaches_one_over_
     assert m.log_m == pytest.approx(logm[-1], rel=1e-9)
 
 
-
 def test_the_plain_drift_alarm_fires_when_the_martingale_equals_one_over_delta_exactly():
     """Ville's inequality bounds P(the martingale ever reaches 1/delta): reaching is >=, so a martingale exactly at
     1/delta is an alarm. delta is chosen, one floating-point step at a time, so that log(1/delta) is bit for bit
@@ -164,6 +163,7 @@ def test_the_plain_drift_alarm_fires_when_the_martingale_equals_one_over_delta_e
     m = DriftMonitor(cal, delta=delta)
     m.update(stream, thetas)
     assert (m.state, m.alarm_at) == ("suspect", 3)
+
 
 def test_the_label_tests_wealth_is_the_bet_written_out():
     """lam = f / alpha: a miss multiplies each bet by 1 + lam (1 - alpha), a catch by 1 - lam alpha. alpha 0.2,

@@ -13,11 +13,12 @@ import stat
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
+from service_helpers import free_port
+from test_deploy_scripts import _wheel
 from test_deploy_values import BASE, DEPLOY, compose, guard_container, guard_services, haproxy, k8s_config, pod
 
 
@@ -118,9 +119,7 @@ def wheel_check() -> str:
 def test_the_image_build_stops_when_its_wheel_lacks_the_graph(tmp_path, members, ok):
     dist = tmp_path / "dist"
     dist.mkdir()
-    with zipfile.ZipFile(dist / "citebound-0.4.0-py3-none-any.whl", "w") as z:
-        for m in members:
-            z.writestr(m, b"x")
+    _wheel(dist / "citebound-0.4.0-py3-none-any.whl", members)
     prog = wheel_check().replace("'/dist/", f"'{dist}/")
     assert str(dist) in prog
     r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=60)
@@ -209,9 +208,7 @@ def test_the_compose_redis_keeps_what_it_acknowledged_across_a_kill(tmp_path):
     data.mkdir()
     conf = tmp_path / "redis.conf"
     conf.write_text(conf_text.replace("dir /data\n", f"dir {data}\n"))  # redis changes into it as it reads the line
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
 
     def start():
         p = subprocess.Popen([exe, str(conf), "--port", str(port), "--dir", str(data), "--bind", "127.0.0.1"],

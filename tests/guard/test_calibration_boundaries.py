@@ -1,12 +1,12 @@
 """The calibration's statistics at their boundaries, each against an independent computation: binomial tails
 against scipy, the conformal and naive ranks' order statistics, the coverage simulation's ranks at exactly n_cal,
 on tied scores and with alpha and delta apart, the plain drift alarm at exactly 1/delta (Ville's level for one
-martingale, recomputed here from the definition), and the precision and calibration-file bounds on their
-parameters (the PAC rank's exhaustive search, Wilson against statsmodels and the bootstrap kappa against
-scikit-learn are tests/guard/test_conformal_stats.py's and test_pinned.py's, the robust alarm's simulation against
-its class test_eprocess.py's); on the guard's side, the stream's hold at its last '<', an answer of exactly
-max_answer_chars, a structured citation of passage 0, an unreadable bracketed marker's rewrite, the lexical verdict
-at its threshold and a label file from two samples."""
+martingale, recomputed here from the definition) and the robust one at exactly 2/delta, and the precision and
+calibration-file bounds on their parameters (the PAC rank's exhaustive search, Wilson against statsmodels and the
+bootstrap kappa against scikit-learn are tests/guard/test_conformal_stats.py's and test_pinned.py's, the robust
+alarm's simulation against its class test_eprocess.py's); on the guard's side, the stream's hold at its last '<', an
+answer of exactly max_answer_chars, a structured citation of passage 0, an unreadable bracketed marker's rewrite,
+the lexical verdict at its threshold and a label file from two samples."""
 from __future__ import annotations
 
 import math
@@ -164,6 +164,49 @@ def test_the_plain_drift_alarm_fires_when_the_martingale_equals_one_over_delta_e
     m.update(stream, thetas)
     assert (m.state, m.alarm_at) == ("suspect", 3)
 
+
+
+def test_the_robust_drift_alarm_fires_when_its_smallest_martingale_equals_two_over_delta_exactly():
+    """The robust alarm's level is 2/delta, and reaching it is an alarm: a smallest martingale exactly at 2/delta
+    fires at that step. Its martingale depends on delta (each share's allowance for the references' error), so
+    delta cannot be chosen from a probe run as the plain alarm's is. Instead delta is fixed and the tenth score's
+    tie-breaking uniform is chosen by bisection down to one floating-point step, so that the smallest
+    log martingale at step 10 is bit for bit log(2/delta): the class, the monitor and the simulation's vectorised
+    form each alarm at step 10, not at 11."""
+    from citebound.calibration.eprocess import ShiftRobustAlarm, alarm_times
+    from citebound.calibration.monitor import DriftMonitor
+
+    s0, s1 = list(np.linspace(0.0, 0.4, 1000)), list(np.linspace(0.3, 0.7, 250))
+    delta, k = 0.11737300483699277, 10
+
+    def thetas(th):
+        return [0.5] * (k - 1) + [th] + [0.5] * 3
+
+    def log_ms(th):
+        a = ShiftRobustAlarm(s0, s1, delta)
+        out = []
+        for x, t in zip([0.95] * (k + 3), thetas(th)):
+            a.update([x], [t])
+            out.append(float(a.log_martingales().min()))
+        return out
+
+    bound = math.log(2 / delta)
+    lo, hi = 0.0, 1.0  # a smaller uniform, a smaller p-value, a larger martingale
+    assert log_ms(lo)[k - 1] > bound > log_ms(hi)[k - 1]
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if log_ms(mid)[k - 1] >= bound else (lo, mid)
+    th = lo  # the largest uniform whose martingale reaches the bound: the one nearest it from above
+    ms = log_ms(th)
+    assert ms[k - 1] == bound and max(ms[:k - 1]) < bound < ms[k]
+    a = ShiftRobustAlarm(s0, s1, delta)
+    a.update([0.95] * (k + 3), thetas(th))
+    assert (a.suspect, a.alarm_at) == (True, k)
+    m = DriftMonitor(s0 + s1, delta=delta, by_class=(s0, s1))
+    m.update([0.95] * (k + 3), thetas(th))
+    assert (m.state, m.alarm_at) == ("suspect", k)
+    at = alarm_times(s0, s1, np.array([[0.95] * (k + 3)]), np.array([thetas(th)]), delta)
+    assert at.tolist() == [k]
 
 def test_the_label_tests_wealth_is_the_bet_written_out():
     """lam = f / alpha: a miss multiplies each bet by 1 + lam (1 - alpha), a catch by 1 - lam alpha. alpha 0.2,

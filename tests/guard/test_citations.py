@@ -101,6 +101,17 @@ def test_skip_and_pair_records_carry_sentence_marker_and_key():
     assert [p.sentence_index for p in extract_pairs("None here. Then [1].", 1).pairs] == [1]
 
 
+
+def test_two_ids_of_one_passage_in_a_sentence_make_one_pair_passage_0_too():
+    """A table may name one passage twice (an author-year id and its number): a sentence citing it both ways is
+    one claim-citation pair, the first marker's. Passage 0 as passage 1: a target is the passage's index, which
+    0 is as much as 1 (not an unknown id's key)."""
+    table = {"Smith et al., 2020": 0, "[1]": 0, "Jones et al., 2021": 1, "[2]": 1}
+    ex = extract_pairs("A claim (Smith et al., 2020) [1]. Another (Jones et al., 2021) [2].", 2, id_table=table)
+    assert [(p.sentence_index, p.marker, p.citation_key, p.passage_index) for p in ex.pairs] == [
+        (0, "(Smith et al., 2020)", "Smith et al., 2020", 0), (1, "(Jones et al., 2021)", "Jones et al., 2021", 1)]
+    assert ex.skips == []
+
 def test_default_claim_cap_is_600():
     from citebound.text.citations import strip_markers
     assert len(strip_markers("y" * 700)) == 600

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import keyword
 import sys
 import tokenize
 from pathlib import Path
@@ -46,7 +47,7 @@ def mutants(path: str, covered: set[int]) -> list[sm.Mutant]:
         after = toks[i + 1] if i + 1 < len(toks) else None
         if (t.type == tokenize.OP and t.string in ("+", "-") and after is not None and after.type == tokenize.NUMBER
                 and after.string == "1" and toks[i - 1].type in (tokenize.NAME, tokenize.NUMBER, tokenize.OP)
-                and toks[i - 1].string not in ("(", "[", ",", "=", ":")):
+                and toks[i - 1].string not in ("(", "[", ",", "=", ":") and not keyword.iskeyword(toks[i - 1].string)):
             found.append((t.start, after.end, "", f"drop {t.string} 1"))
         for (r0, c0), (r1, c1), new, what in found:
             if r0 not in covered or r0 != r1:
@@ -57,7 +58,7 @@ def mutants(path: str, covered: set[int]) -> list[sm.Mutant]:
                 lo, k = offs[r0 - 1 - k], k + 1
             line = src[offs[r0 - 1]:offs[r0]].strip()
             out.append(sm.Mutant("sweep", path, src[lo:hi], src[lo:a] + new + src[b:hi],
-                                 f"{path}:{r0}: {what}: {line[:100]}"))
+                                 f"{path}:{r0}:{c0 + 1}: {what}: {line[:100]}"))
     return out
 
 

@@ -1,12 +1,12 @@
 """The calibration's statistics at their boundaries, each against an independent computation: binomial tails
 against scipy, the conformal and naive ranks' order statistics, the coverage simulation's ranks at exactly n_cal,
 on tied scores and with alpha and delta apart, the plain drift alarm at exactly 1/delta (Ville's level for one
-martingale, recomputed here from the definition) and the robust one at exactly 2/delta, and the precision and
-calibration-file bounds on their parameters (the PAC rank's exhaustive search, Wilson against statsmodels and the
-bootstrap kappa against scikit-learn are tests/guard/test_conformal_stats.py's and test_pinned.py's, the robust
-alarm's simulation against its class test_eprocess.py's); on the guard's side, the stream's hold at its last '<', an
-answer of exactly max_answer_chars, a structured citation of passage 0, an unreadable bracketed marker's rewrite,
-the lexical verdict at its threshold and a label file from two samples."""
+martingale, recomputed here from the definition), the robust one at exactly 2/delta and the label test at exactly
+1/delta, and the precision and calibration-file bounds on their parameters (the PAC rank's exhaustive search,
+Wilson against statsmodels and the bootstrap kappa against scikit-learn are tests/guard/test_conformal_stats.py's
+and test_pinned.py's, the robust alarm's simulation against its class test_eprocess.py's); on the guard's side, the
+stream's hold at its last '<', an answer of exactly max_answer_chars, a structured citation of passage 0, an
+unreadable bracketed marker's rewrite, the lexical verdict at its threshold and a label file from two samples."""
 from __future__ import annotations
 
 import math
@@ -207,6 +207,31 @@ def test_the_robust_drift_alarm_fires_when_its_smallest_martingale_equals_two_ov
     assert (m.state, m.alarm_at) == ("suspect", k)
     at = alarm_times(s0, s1, np.array([[0.95] * (k + 3)]), np.array([thetas(th)]), delta)
     assert at.tolist() == [k]
+
+
+def test_the_label_test_turns_void_when_its_wealth_equals_one_over_delta_exactly():
+    """The label e-process is void once its wealth reaches 1/delta (Ville), so a wealth exactly at 1/delta is void.
+    Its wealth does not depend on delta: delta is chosen one floating-point step at a time so that log(1/delta) is
+    bit for bit the log wealth after two misses of two (alpha 0.1); the test turns void at the second label, not at
+    the third."""
+    from citebound.calibration.eprocess import MissRateTest
+
+    probe = MissRateTest(0.1, 1e-300)
+    probe.add(1, 1)
+    probe.add(1, 1)
+    target = probe.log_value
+    assert not probe.void and 3 < target < 4  # by the bet written out: about 35.7 (test_eprocess.py)
+    delta = 1.0 / math.exp(target)
+    for _ in range(100):
+        v = math.log(1.0 / delta)
+        if v == target:
+            break
+        delta = math.nextafter(delta, 0.0 if v < target else 1.0)
+    assert math.log(1.0 / delta) == target
+    t = MissRateTest(0.1, delta)
+    assert t.add(1, 1) is False and t.add(1, 1) is True and t.void_after == 2
+    later = MissRateTest(0.1, math.nextafter(delta, 0.0))  # 1/delta one step above the wealth: not yet
+    assert later.add(1, 1) is False and later.add(1, 1) is False and later.add(1, 1) is True
 
 def test_the_label_tests_wealth_is_the_bet_written_out():
     """lam = f / alpha: a miss multiplies each bet by 1 + lam (1 - alpha), a catch by 1 - lam alpha. alpha 0.2,

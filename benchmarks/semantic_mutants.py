@@ -4788,13 +4788,25 @@ MOVED = {
         V9, "            if tag in _FORMATTING:\n                self.broken = True  # the adoption agency moves things: the guard "
             "cannot tell from here\n", ""),
     # visible.py's token-level reads (a tag's attributes, a comment's end, a script's end) moved to html_lex.py
-    "a repeated attribute's last value wins": (LEX, None, None),
+    "a repeated attribute's last value wins": (
+        LEX, "        if name not in attrs:  # a repeated attribute is ignored, as a browser ignores it\n",
+        "        if True:  # a repeated attribute is ignored, as a browser ignores it\n"),
     "one more attribute is read at MAX_TAG itself": (LEX, None, None),
     "<!--> in a script does not leave the escape": (LEX, None, None),
     "a quote that never closes is read as a plain value": (LEX, None, None),
     "the alt text's last character stays markup": (LEX, None, None),
     "<!---> opens a comment that hides the rest of the text": (LEX, None, None),
     "a <!-- inside a double-escaped script drops back to escaped": (LEX, None, None),
+    # HTML's and CSS's own whitespace and ASCII case (2026-12-06, twenty-first session): the same bugs in the new lines
+    "a declaration marked !important is not understood": (
+        "citebound/text/css.py", '        value = _IMPORTANT.sub("", value.strip(_CSS_WS)).strip(_CSS_WS)\n',
+        "        value = value.strip(_CSS_WS)\n"),
+    "an upper-case property name (DISPLAY:none) is not read": (
+        "citebound/text/css.py", "        out[ascii_lower(name.strip(_CSS_WS))] = ascii_lower(value)",
+        "        out[name.strip(_CSS_WS)] = ascii_lower(value)"),
+    "a raw-text element closed as </style > or </script foo> is never closed": (
+        V9, '            close = re.compile(rf"</{re.escape(tag)}[{WS_CLASS}/>]").search(self.lower, tag_end)',
+        '            close = re.compile(rf"</{re.escape(tag)}>").search(self.lower, tag_end)'),
     "an image's alt is not checked": (
         CSS9, '    if tag in ("img", "image"):  # <image> is an <img> in HTML\n        return ["alt"] + svg',
         '    if tag in ("img", "image"):  # <image> is an <img> in HTML\n        return svg'),

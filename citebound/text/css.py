@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from citebound.text.html_lex import ascii_lower
+
 HIDDEN_TAGS = {"template", "head"}
 UNCERTAIN_TAGS = {"select", "datalist", "option", "optgroup", "svg", "math", "object", "video", "audio", "canvas",
                    "map", "frameset", "dialog", "button", "meter", "progress", "ruby", "rt", "rp", "marquee"}
@@ -20,6 +22,8 @@ _NAMED_COLOURS = {"white": (255, 255, 255), "black": (0, 0, 0), "red": (255, 0, 
                   "orange": (255, 165, 0), "purple": (128, 0, 128)}
 _HEX = re.compile(r"#([0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$")
 _RGB = re.compile(r"rgba?\(\s*([\d.]+%?)[\s,]+([\d.]+%?)[\s,]+([\d.]+%?)(?:\s*[,/]\s*([\d.]+%?))?\s*\)$")
+_CSS_WS = " \t\n\r\f"
+_IMPORTANT = re.compile(r"![ \t\n\r\f]*important[ \t\n\r\f]*$", re.I | re.A)
 _LENGTH = re.compile(r"(-?[\d.]+)(px|pt|em|rem|%|vw|vh|ch|ex|cm|mm|in)?$")
 _OFFSET_PROPS = ("left", "top", "right", "bottom", "margin-left", "margin-top", "margin-right", "margin-bottom",
                  "margin", "text-indent", "inset", "translate")
@@ -107,8 +111,10 @@ def _declarations(style: str) -> dict[str, str] | None:
         name, colon, value = decl.partition(":")
         if not colon:
             continue
-        value = re.sub(r"!\s*important\s*$", "", value.strip(), flags=re.I).strip().lower()
-        out[name.strip().lower()] = value
+        # CSS's whitespace and ASCII case only: "display:\u00a0none" is not "none" to a browser (the no-break space
+        # starts an identifier), so it must not hide anything here
+        value = _IMPORTANT.sub("", value.strip(_CSS_WS)).strip(_CSS_WS)
+        out[ascii_lower(name.strip(_CSS_WS))] = ascii_lower(value)
     return out
 
 

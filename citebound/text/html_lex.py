@@ -1,29 +1,52 @@
-"""HTML read at the level of its tokens, as a browser's tokenizer reads it, for :mod:`citebound.text.visible`: a
+r"""HTML read at the level of its tokens, as a browser's tokenizer reads it, for :mod:`citebound.text.visible`: a
 start tag's attributes (bounded: :data:`MAX_TAG` characters a tag, :data:`MAX_ATTRS` attributes), where a comment
-ends, and where a ``<script>``'s text ends. Every pattern is anchored and bounded, so each read is linear."""
+ends, and where a ``<script>``'s text ends. Every pattern is anchored and bounded, so each read is linear.
+
+Whitespace is HTML's (tab, line feed, form feed, carriage return, space), not Python's ``\s``: a no-break space
+or a vertical tab continues a name as it does in a browser. A tag the guard cannot read as a browser does (a name
+or an unquoted value longer than it reads, more attributes than it keeps) is unreadable (None), never read in
+part: the part left would start another attribute (``hidden``) that the browser does not see."""
 from __future__ import annotations
 
 import html
 import re
 
 MAX_TAG = 4000  # characters one tag may take, '<' to '>' (a longer one is text)
-MAX_ATTRS = 100  # attributes read from one tag (the rest are ignored: they can only add markup)
+MAX_ATTRS = 100  # distinct attributes one tag may have (one more and the tag is unreadable: it could be `hidden`)
 
-TAG_OPEN = re.compile(r"<(/?)([a-zA-Z][^\s/>\x00]{0,40})")
-_ATTR_NAME = re.compile(r"[\s/]*([^\s/>][^\s/>=]{0,200})?")
-_ATTR_VALUE = re.compile(r"\s*=\s*(?:\"([^\"]{0,3000})\"|'([^']{0,3000})'|([^\s>]{0,3000}))")
-_TAG_END = re.compile(r"\s*/?>")
+WS = "\t\n\f\r "  # HTML's whitespace (a carriage return is a line feed by then)
+WS_CLASS = "".join(f"\\x{ord(c):02x}" for c in WS)  # the same, in a pattern's character class
+TAG_OPEN = re.compile(rf"<(/?)([a-zA-Z][^{WS_CLASS}/>\x00]{{0,200}})")
+_ATTR_NAME = re.compile(rf"[{WS_CLASS}/]*([^{WS_CLASS}/>][^{WS_CLASS}/>=]{{0,200}})?")
+_ATTR_VALUE = re.compile(rf"[{WS_CLASS}]*=[{WS_CLASS}]*(?:\"([^\"]{{0,3000}})\"|'([^']{{0,3000}})'|([^{WS_CLASS}>]{{0,3000}}))")
+_TAG_END = re.compile(rf"[{WS_CLASS}]*/?>")
 _COMMENT_CLOSE = re.compile(r"--!?>")
 BOGUS = re.compile(r"<(?:!|\?|/[^a-zA-Z>])")  # <!DOCTYPE …>, <?xml …?>, </3 …>: bogus comments to the next '>'
+
+_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def ascii_lower(text: str) -> str:
+    """``text`` with A-Z lowered and nothing else changed, as HTML matches names: its length and offsets stay
+    (``str.lower`` turns one U+0130 into two characters).
+
+    >>> ascii_lower("DIV\u0130"), len(ascii_lower("\u0130" * 3))
+    ('div\u0130', 3)
+    """
+    return text.translate(_LOWER)
 
 
 def attributes(text: str, lt: int, pos: int) -> tuple[dict[str, str], int, dict[str, tuple[int, int]]] | None:
     """The attributes of the tag opened at ``lt``, read from ``pos`` (after its name), where the tag ends, and
     where each value lies in ``text`` (as written, before character references are read); None when the tag
-    does not end (its '>' included) within :data:`MAX_TAG` characters of its '<', or at all."""
+    does not end (its '>' included) within :data:`MAX_TAG` characters of its '<', or at all, or when the guard
+    cannot read it whole (a name of more than 201 characters, an unquoted value of more than 3000, more than
+    :data:`MAX_ATTRS` distinct attributes)."""
     attrs: dict[str, str] = {}
     where: dict[str, tuple[int, int]] = {}
     limit = lt + MAX_TAG
+    if pos < len(text) and text[pos] not in WS + "/>":
+        return None  # the tag's name goes on past what the guard reads (or holds a NUL)
     while pos < limit:
         end = _TAG_END.match(text, pos)
         if end:
@@ -32,16 +55,22 @@ def attributes(text: str, lt: int, pos: int) -> tuple[dict[str, str], int, dict[
         if not m.group(1):
             return None  # the end of the text
         pos = m.end()
+        if pos < len(text) and text[pos] not in WS + "/>=":
+            return None  # a name longer than the guard reads
         v = _ATTR_VALUE.match(text, pos)
         value, span = "", (pos, pos)
         if v:
             if v.group(3) is not None and v.group(3)[:1] in ("\"", "'"):
                 return None  # a quoted value that does not close within reach
+            if v.group(3) is not None and v.end() < len(text) and text[v.end()] not in WS + ">":
+                return None  # an unquoted value longer than the guard reads
             g = next(k for k in (1, 2, 3) if v.group(k) is not None)
             value, span = v.group(g), v.span(g)
             pos = v.end()
-        name = m.group(1).lower()
-        if name not in attrs and len(attrs) < MAX_ATTRS:
+        name = ascii_lower(m.group(1))
+        if name not in attrs:  # a repeated attribute is ignored, as a browser ignores it
+            if len(attrs) == MAX_ATTRS:
+                return None
             attrs[name] = html.unescape(value)
             where[name] = span
     return None
@@ -63,7 +92,7 @@ def comment_end(text: str, lt: int) -> int:
     return m.end() if m else -1
 
 
-_SCRIPT_TOKENS = re.compile(r"<!--|-->|<script[\s/>]|</script[\s/>]")
+_SCRIPT_TOKENS = re.compile(rf"<!--|-->|<script[{WS_CLASS}/>]|</script[{WS_CLASS}/>]")
 
 
 def script_end(lower: str, pos: int) -> int | None:

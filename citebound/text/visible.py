@@ -48,7 +48,7 @@ import re
 from dataclasses import dataclass, field
 
 from citebound.text.css import VOID, State, displayed_attributes, element_state, unreadable  # noqa: F401 (re-exported)
-from citebound.text.html_lex import BOGUS, MAX_ATTRS, MAX_TAG, TAG_OPEN, attributes, comment_end, script_end  # noqa: F401
+from citebound.text.html_lex import BOGUS, MAX_ATTRS, MAX_TAG, TAG_OPEN, WS_CLASS, ascii_lower, attributes, comment_end, script_end  # noqa: F401
 
 # zero-width and other invisible format characters
 INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
@@ -105,7 +105,7 @@ class _Scanner:
     """One pass of :func:`scan` (HTML's tree building, as far as visibility needs it)."""
 
     def __init__(self, text: str):
-        self.text, self.lower = text, text.lower()
+        self.text, self.lower = text, ascii_lower(text)  # offsets in one are offsets in the other
         self.vis = Visibility(text)
         self.sheet = bool(re.search(r"<style\b|<link\b[^<>]{0,2000}stylesheet", self.lower))
         self.tree = bool(re.search(r"</?(?:{})\b".format("|".join(sorted(_TREE_CHANGERS))), self.lower))
@@ -194,7 +194,7 @@ class _Scanner:
         parent = self.state()
         inner = element_state(parent, tag, attrs, self.sheet)
         if tag in _RAW_HIDDEN or tag in _RAW_UNCERTAIN:
-            close = re.compile(rf"</{re.escape(tag)}[\s/>]").search(self.lower, tag_end)
+            close = re.compile(rf"</{re.escape(tag)}[{WS_CLASS}/>]").search(self.lower, tag_end)
             hi = len(self.text) if close is None else (self.text.find(">", close.start()) + 1 or len(self.text))
             if tag == "script" and close is not None:
                 end = script_end(self.lower, tag_end)  # a double-escaped script runs past its first </script>
@@ -258,7 +258,7 @@ class _Scanner:
                 pos = lt + 1
                 continue
             attrs, tag_end, where = parsed
-            tag = m.group(2).lower()
+            tag = ascii_lower(m.group(2))
             at = lt
             for lo, hi in [] if m.group(1) else self.displayed(tag, attrs, where):
                 vis._add(HIDDEN, at, lo)

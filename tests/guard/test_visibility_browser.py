@@ -198,6 +198,20 @@ HAND_PICKED = [
     '<!-->tk1 <!--->tk2 <!-- x --!>tk3 <!-- a -- >tk4 -->tk5 <!--->tk6-->tk7',
     # a script double-escaped (<!--<script>) runs past its first </script>
     '<script><!--<script></script>tk1</script>tk2<script><!--</script>tk3<script><!-- <script> --></script>tk4',
+    # HTML's whitespace is tab, line feed, form feed, carriage return and space: a no-break space or a vertical
+    # tab continues a tag's name, so "hidden" is no attribute (tk1, tk2 shown); a name or an unquoted value longer
+    # than the guard reads goes on too (tk3, tk4, tk5); the 101st attribute is read by the browser (tk6 hidden)
+    '<span\u00a0hidden>tk1</span><span\x0bhidden>tk2</span><' + 'a' * 201 + 'hidden>tk3</a>',
+    '<span ' + 'x' * 201 + 'hidden>tk4</span><span title=' + 'v' * 3000 + 'hidden>tk5</span>',
+    '<span ' + ' '.join(f'a{i}' for i in range(100)) + ' hidden>tk6</span><span ' +
+    ' '.join(f'b{i}' for i in range(99)) + ' hidden>tk7</span>tk8',
+    # a dotted capital I is two characters in lower case (Python's, not HTML's): the offsets after it stay true
+    '\u0130' * 40 + ' tk1 <script>x</script> tk2 <title>t</title> tk3',
+    # CSS's whitespace and ASCII case: "\u00a0none" and "!\u0130mportant" are not "none" and "!important"
+    '<span style="display:\u00a0none">tk1</span><span style="display:none !\u0130mportant">tk2</span>'
+    '<span style="visibility:hidden\u3000">tk3</span><span style="display:none !IMPORTANT">tk4</span>'
+    '<span style="DISPLAY:\tNONE">tk5</span><span style="display:none\x0b">tk6</span>'
+    '<span style="display:none ! important">tk7</span><span style="\u00a0display:none">tk8</span>',
 ]
 
 

@@ -135,3 +135,70 @@ def test_spaces_before_the_tags_end_count_toward_max_tag(length, want):
     assert len(tag) == length
     frag = "lead " + tag + "x</span> tail"
     assert cls(frag) == want
+
+
+# --- names, values and whitespace as HTML's tokenizer and CSS read them ----------------------------------------------
+
+def _attrs(n: int) -> str:
+    """n distinct attributes, the last one ``hidden``."""
+    return " ".join([f"a{i}" for i in range(n - 1)] + ["hidden"])
+
+
+@pytest.mark.parametrize("frag,want", [
+    ("<span " + _attrs(1) + ">x</span>", HIDDEN),
+    ("<span " + _attrs(100) + ">x</span>", HIDDEN),  # MAX_ATTRS distinct attributes: all read
+    ("<span " + _attrs(101) + ">x</span>", UNCERTAIN),  # one more: the guard cannot read the tag as a browser does
+    ("<span " + "a " * 150 + "hidden>x</span>", HIDDEN),  # a repeated attribute is ignored: two distinct
+    ("<b" + "a" * 200 + " hidden>x</b>", HIDDEN),  # a tag name of 201 characters, read
+    ("<b" + "a" * 201 + " hidden>x</b>", UNCERTAIN),  # 202: it goes on past what the guard reads
+    ("<span " + "n" * 201 + " hidden>x</span>", HIDDEN),  # an attribute name of 201 characters
+    ("<span " + "n" * 202 + " hidden>x</span>", UNCERTAIN),  # 202 ("n...nhidden" would read as "hidden")
+    ("<span t=" + "v" * 3000 + " hidden>x</span>", HIDDEN),  # an unquoted value of 3000 characters
+    ("<span t=" + "v" * 3001 + " hidden>x</span>", UNCERTAIN),  # 3001
+    ("<span\x00 hidden>x</span>", UNCERTAIN),  # a NUL in a name: the browser reads U+FFFD; the guard fails closed
+])
+def test_a_tag_is_read_whole_or_not_at_all(frag, want):
+    """MAX_ATTRS (100) distinct attributes, names of 201 characters and unquoted values of 3000 are read; one more
+    and the tag is unreadable (what follows is uncertain: an answer checks x and fails closed, a passage drops it),
+    never read in part: the rest of a long name would start another attribute the browser does not see."""
+    from citebound.text.html_lex import MAX_ATTRS
+
+    assert MAX_ATTRS == 100
+    assert cls(frag) == want
+    faces(frag, "x", want)
+
+
+@pytest.mark.parametrize("ws,want", [(" ", HIDDEN), ("\t", HIDDEN), ("\n", HIDDEN), ("\f", HIDDEN), ("\r", HIDDEN),
+                                     ("\u00a0", SHOWN), ("\x0b", SHOWN), ("\u3000", SHOWN), ("\x85", SHOWN),
+                                     ("\x1c", SHOWN)])
+def test_only_htmls_whitespace_ends_a_tags_name(ws, want):
+    """Tab, line feed, form feed, carriage return and space end a tag's name; any other character, a no-break
+    space too, continues it: "span<nbsp>hidden" is an unknown element a browser shows, with no hidden attribute."""
+    frag = f"<span{ws}hidden>x</span>"
+    assert cls(frag) == want
+    faces(frag, "x", want)
+
+
+@pytest.mark.parametrize("style,want", [
+    ("display:none", HIDDEN), ("display: \t\nnone ", HIDDEN), ("DISPLAY:NONE", HIDDEN), ("display:\fnone\r", HIDDEN),
+    ("display:\u00a0none", SHOWN), ("display:none\x0b", SHOWN), ("display:\u3000none", SHOWN),
+    ("\u00a0display:none", SHOWN), ("visibility:hidden\u2003", OBSCURED),  # a visibility the guard cannot read
+    ("display:none !important", HIDDEN), ("display:none !IMPORTANT", HIDDEN), ("display:none ! important", HIDDEN),
+    ("display:none !\u0130mportant", SHOWN),  # a dotted capital I is no ASCII "i": the declaration is invalid
+])
+def test_only_csss_whitespace_and_ascii_case_make_a_value(style, want):
+    """CSS trims space, tab, line feed, carriage return and form feed, and matches keywords in ASCII case: a
+    no-break space or an ideographic space starts an identifier, so "\\u00a0none" is not "none" (a browser shows x)."""
+    frag = f'<span style="{style}">x</span>'
+    assert cls(frag) == want
+    faces(frag, "x", want)
+
+
+@pytest.mark.parametrize("k", [0, 1, 40])
+def test_text_before_a_raw_element_that_lower_case_lengthens_leaves_the_offsets_true(k):
+    """U+0130 is two characters in Python's lower case, one in HTML's (ASCII only): after k of them, a script's
+    end is where it is, and x after it is shown."""
+    frag = "\u0130" * k + " a <script>s</script> x. <title>t</title>y"
+    assert cls(frag) == SHOWN and cls(frag, "y") == SHOWN
+    assert cls(frag, "s") == HIDDEN and cls(frag, "t") == HIDDEN
+    faces(frag, "x", SHOWN)

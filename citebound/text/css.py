@@ -101,13 +101,49 @@ def _length_px(value: str) -> float | None:
                 "cm": 37.8, "mm": 3.78, "in": 96}[unit]
 
 
+# a style's tokens, as far as splitting it needs: a string, a comment, a bracket, a ';', a '/', any other run
+_STYLE_TOKEN = re.compile(r"""'[^'\n\r\f]*'|"[^"\n\r\f]*"|/\*.*?\*/|[()\[\]{};'"/]|[^()\[\]{};'"/]+""", re.S)
+_CLOSER = {"(": ")", "[": "]", "{": "}"}
+
+
+def _split_declarations(style: str) -> list[str] | None:
+    """A style's declarations, split where CSS splits them: at each ';' outside a string, a comment and a bracket
+    (``x:';display:none;'`` is one declaration, of an unknown property); a comment is a space. None where the
+    guard cannot read the style: an escape, a string or a comment left open, a bracket that does not match."""
+    if "\\" in style:
+        return None
+    if not any(c in style for c in "'\"()[]{}/"):
+        return style.split(";")
+    out, cur, want = [], [], []
+    for m in _STYLE_TOKEN.finditer(style):
+        tok = m.group()
+        if tok in ("'", '"') or (tok == "/" and style.startswith("*", m.end())):
+            return None  # a string cut by a line end or never closed, a comment never closed
+        if tok.startswith("/*"):
+            cur.append(" ")
+            continue
+        if tok in _CLOSER:
+            want.append(_CLOSER[tok])
+        elif tok in (")", "]", "}") and (not want or want.pop() != tok):
+            return None
+        elif tok == ";" and not want:
+            out.append("".join(cur))
+            cur = []
+            continue
+        cur.append(tok)
+    if want:
+        return None
+    out.append("".join(cur))
+    return out
+
+
 def _declarations(style: str) -> dict[str, str] | None:
     """The declarations of a style attribute, lower-cased; None when the guard cannot read them."""
-    style = re.sub(r"/\*.*?\*/", " ", style, flags=re.S)
-    if "\\" in style or "/*" in style:
+    decls = _split_declarations(style)
+    if decls is None:
         return None
     out: dict[str, str] = {}
-    for decl in style.split(";"):
+    for decl in decls:
         name, colon, value = decl.partition(":")
         if not colon:
             continue

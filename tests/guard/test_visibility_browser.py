@@ -212,6 +212,11 @@ HAND_PICKED = [
     '<span style="visibility:hidden\u3000">tk3</span><span style="display:none !IMPORTANT">tk4</span>'
     '<span style="DISPLAY:\tNONE">tk5</span><span style="display:none\x0b">tk6</span>'
     '<span style="display:none ! important">tk7</span><span style="\u00a0display:none">tk8</span>',
+    # a ';' inside a string, a bracket or a comment does not end a declaration; one after a string does
+    '<span style="x:\';display:none;\'">tk1</span><span style="x:(;display:none;)">tk2</span>'
+    '<span style="x:[;display:none;]">tk3</span><span style="font-family:\'a\';display:none">tk4</span>'
+    '<span style="x:\'/*\';display:none;y:\'*/\'">tk5</span><span style="color:rgb(0,0,0);display:none">tk6</span>'
+    '<span style="x:1/*;display:none;*/">tk7</span>',
 ]
 
 

@@ -202,3 +202,24 @@ def test_text_before_a_raw_element_that_lower_case_lengthens_leaves_the_offsets_
     assert cls(frag) == SHOWN and cls(frag, "y") == SHOWN
     assert cls(frag, "s") == HIDDEN and cls(frag, "t") == HIDDEN
     faces(frag, "x", SHOWN)
+
+
+@pytest.mark.parametrize("style,want", [
+    ("x:';display:none;'", SHOWN),  # one declaration, of an unknown property x: its string holds the ';'
+    ('x:";display:none;"', SHOWN),
+    ("x:(;display:none;)", SHOWN), ("x:[;display:none;]", SHOWN), ("x:{;display:none;}", SHOWN),
+    ("font-family:'a';display:none", HIDDEN),  # the ';' after the string ends it
+    ("color:rgb(0,0,0);display:none", HIDDEN),
+    ("x:'/*';display:none;y:'*/'", HIDDEN),  # no comment inside a string
+    ("x:1/*;display:none;*/", SHOWN),  # the comment is a space
+    ("display/**/:none", HIDDEN), ("x:1/*;*/;display:none", HIDDEN),
+    ("x:'open;display:none", OBSCURED), ("x:(;display:none", OBSCURED), ("x:);display:none", OBSCURED),
+    ("display:none;x:1/*", OBSCURED),  # a string, a bracket or a comment left open: the guard cannot read it
+])
+def test_a_declaration_ends_at_a_semicolon_outside_strings_brackets_and_comments(style, want):
+    """CSS splits a style's declarations at each ';' that no string, bracket or comment holds: a ';' inside one
+    starts no declaration, so "display:none" there hides nothing (a browser shows x). A style left open is one
+    the guard cannot read: x fails closed in an answer and supports nothing in a passage."""
+    frag = f'<span style="{style.replace(chr(34), "&quot;")}">x</span>'
+    assert cls(frag) == want
+    faces(frag, "x", want)

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from citebound.text.html_lex import ascii_lower
 
-HIDDEN_TAGS = {"template", "head"}
+HIDDEN_TAGS = {"template"}  # (a <head> hides nothing: a browser moves its text, and any element but
+# <title>, <style>, <script> and the like, into the body, and ignores one that opens in the body)
 UNCERTAIN_TAGS = {"select", "datalist", "option", "optgroup", "svg", "math", "object", "video", "audio", "canvas",
                    "map", "frameset", "dialog", "button", "meter", "progress", "ruby", "rt", "rp", "marquee"}
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",

@@ -19,7 +19,7 @@ character into one of four classes:
   ``srcdoc``, and a document carried as a ``data:`` or ``javascript:`` URL in a frame, an embed, an object or
   (SVG) an image (:func:`citebound.text.css.displayed_attributes`);
 * **uncertain** (passages only): a tag never closed before the end, ``<textarea>``/``<select>`` and the
-  like. An answer keeps it as text.
+  like, an ``<xmp>``'s text (drawn as written, its tags too). An answer keeps it as text.
 
 A *word in an attribute* never hides anything: ``style="overflow:hidden"``, ``class="hidden-xs"`` and
 ``title="a hidden gem"`` are shown. Other attribute values (a ``title`` tooltip, ``aria-label``) are not text
@@ -58,8 +58,8 @@ SHOWN, HIDDEN, OBSCURED, UNCERTAIN = 0, 1, 2, 3
 MAX_DEPTH = 256  # open elements; deeper, the guard cannot tell (obscured)
 
 # elements whose contents are raw text up to their close tag
-_RAW_HIDDEN = {"script", "style", "title", "iframe", "noembed", "noframes", "noscript", "xmp"}
-_RAW_UNCERTAIN = {"textarea"}
+_RAW_HIDDEN = {"script", "style", "title", "iframe", "noembed", "noframes", "noscript"}
+_RAW_UNCERTAIN = {"textarea", "xmp"}  # drawn: an <xmp>'s text as written, its tags too; a text area's in a box
 # opening one of these closes an open <p> (HTML's "close a p element"); an <li> closes an open <li> likewise
 _CLOSES_P = {"address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div", "dl",
              "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header",
@@ -68,7 +68,7 @@ _CLOSES_P = {"address", "article", "aside", "blockquote", "center", "details", "
 # text inside these moves in ways the guard does not model (a table foster-parents text out of a hidden
 # element): where the text holds one, what looks hidden is uncertain (an answer checks it, a passage drops it)
 _TREE_CHANGERS = {"table", "tbody", "thead", "tfoot", "tr", "td", "th", "caption", "colgroup", "frame", "html",
-                  "body", "plaintext", "image", "frameset", "applet"}
+                  "body", "plaintext", "image", "frameset", "applet", "head"}  # a <head> in a body is ignored
 # close tags of formatting elements run HTML's adoption agency; the others stop at a "special" element
 _FORMATTING = {"a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u"}
 _SPECIAL = _CLOSES_P | {"li", "dd", "dt", "template", "iframe", "img", "br", "hr", "object", "select", "textarea",
@@ -210,7 +210,8 @@ class _Scanner:
                 self.vis._add(HIDDEN, tag_end, hi)
                 self.vis.hidden_regions += 1
             else:
-                self.vis._add(HIDDEN if inner.hidden or inner.invisible else UNCERTAIN, tag_end, hi)
+                self.vis._add(HIDDEN if inner.hidden or inner.invisible else OBSCURED if inner.obscured else UNCERTAIN,
+                              tag_end, hi)
             if close is None and self.vis.open_to_end is None:
                 self.vis.open_to_end = lt
             return hi

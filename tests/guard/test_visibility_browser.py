@@ -217,6 +217,9 @@ HAND_PICKED = [
     '<span style="x:[;display:none;]">tk3</span><span style="font-family:\'a\';display:none">tk4</span>'
     '<span style="x:\'/*\';display:none;y:\'*/\'">tk5</span><span style="color:rgb(0,0,0);display:none">tk6</span>'
     '<span style="x:1/*;display:none;*/">tk7</span>',
+    # an <xmp>'s text is drawn as written (its tags too); a <head> in a body is ignored, its text shown
+    '<xmp>tk1</xmp><xmp><b hidden>tk2</b></xmp><xmp hidden>tk3</xmp><xmp style="color:transparent">tk4</xmp>tk5',
+    '<head>tk1</head><span>tk2<head hidden>tk3</head></span><head style="display:none"><p>tk4</p></head>tk5',
 ]
 
 

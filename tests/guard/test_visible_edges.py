@@ -223,3 +223,20 @@ def test_a_declaration_ends_at_a_semicolon_outside_strings_brackets_and_comments
     frag = f'<span style="{style.replace(chr(34), "&quot;")}">x</span>'
     assert cls(frag) == want
     faces(frag, "x", want)
+
+
+@pytest.mark.parametrize("frag,want", [
+    ("<xmp>x</xmp>", UNCERTAIN),  # drawn as written: an answer checks it; a passage does not support with it
+    ("<xmp><b hidden>x</b></xmp>", UNCERTAIN),  # its tags are text, not elements: nothing hides x
+    ("<xmp hidden>x</xmp>", HIDDEN), ('<xmp style="color:transparent">x</xmp>', OBSCURED),
+    ('<textarea style="opacity:0">x</textarea>', OBSCURED), ("<textarea>x</textarea>", UNCERTAIN),
+    ("<head>x</head>", SHOWN),  # a <head> in a body is ignored: x is in the body
+    ("<head hidden>x</head>", OBSCURED),  # its attributes too; the guard does not model that: checked, fails closed
+    ("<template>x</template>", HIDDEN),
+])
+def test_raw_text_a_browser_draws_and_a_head_that_hides_nothing(frag, want):
+    """An <xmp>'s contents are raw text a browser draws (as a text area's are, in a box): never hidden unless the
+    element is, failed closed when its style obscures it. A <head> opened in a page's body is ignored, so its text
+    is shown; a <template>'s contents are never rendered."""
+    assert cls(frag) == want
+    faces(frag, "x", want)

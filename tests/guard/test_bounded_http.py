@@ -15,7 +15,8 @@ OK = b'{"a": 1}'  # 8 bytes
 
 
 class Scripted:
-    """One connection at a time: read the request, send ``raw``, hold the connection ``hold_s``, close."""
+    """One connection at a time: read the request, send ``raw`` (bytes, or a list of bytes and pauses in seconds),
+    hold the connection ``hold_s``, close."""
 
     def __init__(self, raw: bytes, hold_s: float = 0.0):
         self.raw, self.hold_s, self.got = raw, hold_s, b""
@@ -35,7 +36,11 @@ class Scripted:
             while len(rest) < n:
                 rest += conn.recv(65536)
             self.got = head + b"\r\n\r\n" + rest
-            conn.sendall(self.raw)
+            for part in self.raw if isinstance(self.raw, list) else [self.raw]:
+                if isinstance(part, float):
+                    time.sleep(part)  # a pause between two parts
+                else:
+                    conn.sendall(part)
             time.sleep(self.hold_s)
 
     def close(self) -> None:
@@ -100,6 +105,35 @@ def test_a_status_outside_2xx_is_a_failure_retried_only_when_nothing_was_done(st
         answer(raw, timeout_s=5)
     assert (e.value.status, e.value.retryable) == (status, retryable)
     assert str(e.value) == f'answered {status}: {{"error": "x"}}'
+
+
+@pytest.mark.parametrize("status,redirect", [(300, True), (399, True), (400, False), (199, False)])
+def test_the_redirect_range_is_300_to_399(status, redirect):
+    """3xx is a redirect, named with where it points: 300 and 399 are, 400 and 199 are failures that say their
+    status and body (none retried)."""
+    body = b'{"error": "x"}'
+    raw = f"HTTP/1.1 {status} X\r\nLocation: http://elsewhere.invalid/y\r\nContent-Length: {len(body)}\r\n\r\n"
+    with pytest.raises(HTTPFailure) as e:
+        answer(raw.encode() + body, timeout_s=5)
+    want = (f"answered {status}, a redirect to http://elsewhere.invalid/y: no redirect is followed" if redirect
+            else f'answered {status}: {{"error": "x"}}')
+    assert str(e.value).startswith(want), str(e.value)
+    assert (e.value.status, e.value.retryable) == (status, False)
+
+
+@pytest.mark.parametrize("size,ok", [(64 * 1024, True), (64 * 1024 + 1, False)])
+def test_headers_of_64_kib_still_coming_are_read_and_one_byte_more_is_not(size, ok):
+    """The headers' first ``size`` bytes come, then a pause before their end: 65,536 bytes (64 KiB) of headers
+    are read; at 65,537, with no end yet, the answer is refused."""
+    start = b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\nX: "
+    first = start + b"a" * (size - len(start))
+    assert len(first) == size
+    raw = [first, 0.3, b"\r\n\r\n" + OK]
+    if ok:
+        assert answer(raw, timeout_s=5) == {"a": 1}
+        return
+    with pytest.raises(HTTPFailure, match="the answer's headers are over 64 KiB or never end"):
+        answer(raw, timeout_s=5)
 
 
 @pytest.mark.parametrize("how,max_bytes,ok", [

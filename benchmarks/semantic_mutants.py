@@ -4807,6 +4807,11 @@ MOVED = {
     "a raw-text element closed as </style > or </script foo> is never closed": (
         V9, '            close = re.compile(rf"</{re.escape(tag)}[{WS_CLASS}/>]").search(self.lower, tag_end)',
         '            close = re.compile(rf"</{re.escape(tag)}>").search(self.lower, tag_end)'),
+    "a hidden textarea's text is checked as if shown": (
+        V9, "self.vis._add(HIDDEN if inner.hidden or inner.invisible else OBSCURED if inner.obscured else UNCERTAIN,",
+        "self.vis._add(UNCERTAIN,"),
+    "a style with a CSS escape (dis\\play:none) is read as written": (
+        "citebound/text/css.py", '    if "\\\\" in style:\n        return None\n', ""),
     "an image's alt is not checked": (
         CSS9, '    if tag in ("img", "image"):  # <image> is an <img> in HTML\n        return ["alt"] + svg',
         '    if tag in ("img", "image"):  # <image> is an <img> in HTML\n        return svg'),

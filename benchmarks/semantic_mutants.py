@@ -4799,11 +4799,10 @@ MOVED = {
     "a <!-- inside a double-escaped script drops back to escaped": (LEX, None, None),
     # HTML's and CSS's own whitespace and ASCII case (2026-12-06, twenty-first session): the same bugs in the new lines
     "a declaration marked !important is not understood": (
-        "citebound/text/css.py", '        value = _IMPORTANT.sub("", value.strip(_CSS_WS)).strip(_CSS_WS)\n',
-        "        value = value.strip(_CSS_WS)\n"),
+        "citebound/text/css.py", "        bang = _IMPORTANT.search(value)\n", "        bang = None\n"),
     "an upper-case property name (DISPLAY:none) is not read": (
-        "citebound/text/css.py", "        out[ascii_lower(name.strip(_CSS_WS))] = ascii_lower(value)",
-        "        out[name.strip(_CSS_WS)] = ascii_lower(value)"),
+        "citebound/text/css.py", "        name, value = ascii_lower(name.strip(_CSS_WS)), value.strip(_CSS_WS)",
+        "        name, value = name.strip(_CSS_WS), value.strip(_CSS_WS)"),
     "a raw-text element closed as </style > or </script foo> is never closed": (
         V9, '            close = re.compile(rf"</{re.escape(tag)}[{WS_CLASS}/>]").search(self.lower, tag_end)',
         '            close = re.compile(rf"</{re.escape(tag)}>").search(self.lower, tag_end)'),

@@ -144,14 +144,21 @@ def _declarations(style: str) -> dict[str, str] | None:
     if decls is None:
         return None
     out: dict[str, str] = {}
+    important: set[str] = set()
     for decl in decls:
         name, colon, value = decl.partition(":")
         if not colon:
             continue
         # CSS's whitespace and ASCII case only: "display:\u00a0none" is not "none" to a browser (the no-break space
         # starts an identifier), so it must not hide anything here
-        value = _IMPORTANT.sub("", value.strip(_CSS_WS)).strip(_CSS_WS)
-        out[ascii_lower(name.strip(_CSS_WS))] = ascii_lower(value)
+        name, value = ascii_lower(name.strip(_CSS_WS)), value.strip(_CSS_WS)
+        bang = _IMPORTANT.search(value)
+        if bang:
+            value = value[:bang.start()].strip(_CSS_WS)
+            important.add(name)
+        elif name in important:
+            continue  # a later declaration does not override an !important one unless it is !important too
+        out[name] = ascii_lower(value)
     return out
 
 

@@ -220,6 +220,11 @@ HAND_PICKED = [
     # an <xmp>'s text is drawn as written (its tags too); a <head> in a body is ignored, its text shown
     '<xmp>tk1</xmp><xmp><b hidden>tk2</b></xmp><xmp hidden>tk3</xmp><xmp style="color:transparent">tk4</xmp>tk5',
     '<head>tk1</head><span>tk2<head hidden>tk3</head></span><head style="display:none"><p>tk4</p></head>tk5',
+    # in one style, an !important declaration wins over a later one that is not
+    '<span style="display:inline !important;display:none">tk1</span><span style="display:none !important;'
+    'display:inline">tk2</span><span hidden style="display:inline !important;display:none">tk3</span><div '
+    'style="visibility:hidden"><span style="visibility:visible !important;visibility:inherit">tk4</span></div>'
+    '<span style="display:none !important;display:inline !important">tk5</span>',
 ]
 
 

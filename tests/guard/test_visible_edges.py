@@ -240,3 +240,19 @@ def test_raw_text_a_browser_draws_and_a_head_that_hides_nothing(frag, want):
     is shown; a <template>'s contents are never rendered."""
     assert cls(frag) == want
     faces(frag, "x", want)
+
+
+@pytest.mark.parametrize("style,want", [
+    ("display:inline !important;display:none", SHOWN),  # the later none is not !important: inline wins
+    ("display:none !important;display:inline", HIDDEN),
+    ("display:none !important;display:inline !important", SHOWN),  # both !important: the later wins
+    ("display:inline !important;display:none !important", HIDDEN),
+    ("display:none;display:inline", SHOWN), ("display:inline;display:none", HIDDEN),  # neither: the later wins
+    ("visibility:visible !important;visibility:hidden", SHOWN),
+])
+def test_an_important_declaration_wins_over_a_later_one_that_is_not(style, want):
+    """Within one style attribute the cascade orders !important before the order of writing: a later declaration
+    of the same property overrides an earlier one only when it is !important or the earlier one is not."""
+    frag = f'<span style="{style}">x</span>'
+    assert cls(frag) == want
+    faces(frag, "x", want)

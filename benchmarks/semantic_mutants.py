@@ -4806,6 +4806,9 @@ MOVED = {
     "a raw-text element closed as </style > or </script foo> is never closed": (
         V9, '            close = re.compile(rf"</{re.escape(tag)}[{WS_CLASS}/>]").search(self.lower, tag_end)',
         '            close = re.compile(rf"</{re.escape(tag)}>").search(self.lower, tag_end)'),
+    "a negative offset (left:-9999px) no longer obscures": (
+        "citebound/text/css.py", "if px is not None and (abs(px) >= 1000 or name in _TOWARDS_START and px <= -LINE_PX):",
+        "if px is not None and px >= 1000:"),
     "a hidden textarea's text is checked as if shown": (
         V9, "self.vis._add(HIDDEN if inner.hidden or inner.invisible else OBSCURED if inner.obscured else UNCERTAIN,",
         "self.vis._add(UNCERTAIN,"),

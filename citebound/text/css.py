@@ -28,6 +28,11 @@ _IMPORTANT = re.compile(r"![ \t\n\r\f]*important[ \t\n\r\f]*$", re.I | re.A)
 _LENGTH = re.compile(r"(-?[\d.]+)(px|pt|em|rem|%|vw|vh|ch|ex|cm|mm|in)?$")
 _OFFSET_PROPS = ("left", "top", "right", "bottom", "margin-left", "margin-top", "margin-right", "margin-bottom",
                  "margin", "text-indent", "inset", "translate")
+# offsets that move text towards the page's start, which no reader can scroll to: a line's height (16px) or more
+# there can take a word, or the whole text, off the page (a shorthand's every part is read so)
+_TOWARDS_START = ("left", "top", "margin-left", "margin-top", "margin", "text-indent", "inset", "translate")
+LINE_PX = 16.0
+OVERLAP_PX = -4.0  # letter spacing this negative (a quarter of a 16px letter) or more draws letters over each other
 _SIZE_PROPS = ("width", "height", "max-width", "max-height")
 
 
@@ -170,6 +175,10 @@ def element_state(parent: State, tag: str, attrs: dict[str, str], sheet: bool) -
     decls = _declarations(attrs["style"]) if "style" in attrs else {}
     if decls is None:
         return State(hidden, invisible, True, uncertain, colour, backdrop)
+    if tag == "font" and "color" in attrs:  # a presentational colour, below the style's own
+        c = _colour(attrs["color"])
+        obscured |= c is None  # HTML's legacy colour parsing makes a colour of any word: the guard cannot tell which
+        colour = c if c is not None else colour
     display = decls.get("display", "")
     if display == "none" or ("hidden" in attrs and not display and attrs["hidden"].lower() != "until-found"):
         hidden = True
@@ -210,8 +219,11 @@ def element_state(parent: State, tag: str, attrs: dict[str, str], sheet: bool) -
         elif name in _OFFSET_PROPS:
             for part in value.split():
                 px = _length_px(part)
-                if px is not None and abs(px) >= 1000:
+                if px is not None and (abs(px) >= 1000 or name in _TOWARDS_START and px <= -LINE_PX):
                     obscured = True
+        elif name == "letter-spacing":
+            px = _length_px(value)
+            obscured |= px is not None and px <= OVERLAP_PX
         elif name == "color":
             c = _colour(value)
             if c is None and value not in ("inherit", "initial", "unset", "currentcolor"):

@@ -225,6 +225,12 @@ HAND_PICKED = [
     'display:inline">tk2</span><span hidden style="display:inline !important;display:none">tk3</span><div '
     'style="visibility:hidden"><span style="visibility:visible !important;visibility:inherit">tk4</span></div>'
     '<span style="display:none !important;display:inline !important">tk5</span>',
+    # a <font>'s colour, letters drawn over each other, text moved off the page's start: unseen, failed closed
+    '<font color="#fff">tk1</font><font color="white">tk2</font><font color="red">tk3</font><font color="#fff" '
+    'style="color:#000">tk4</font><span style="letter-spacing:-20px">tk5</span><span style="letter-spacing:-3px">'
+    'tk6</span><span style="position:fixed;top:-500px">tk7</span><span style="position:absolute;left:-100px">tk8'
+    '</span><span style="position:relative;top:-10px">tk9</span><span style="text-indent:-999px;display:block;'
+    'overflow:hidden">tk10</span>',
 ]
 
 

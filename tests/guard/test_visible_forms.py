@@ -154,7 +154,8 @@ def test_a_form_alone_makes_its_sentence_cited_and_unverified_at_index_0():
     ('<div style="width:2px;overflow:clip">x</div>', False),  # 2px is not under 2px
     ('<div style="width:1px">x</div>', False),  # no overflow rule: the text spills out, seen
     ('<span style="font-size:3.9px">x</span>', True), ('<span style="font-size:4px">x</span>', False),
-    ('<span style="left:-1000px">x</span>', True), ('<span style="left:-999px">x</span>', False),
+    ('<span style="left:-1000px">x</span>', True), ('<span style="right:-999px">x</span>', False),
+    ('<span style="right:-1000px">x</span>', True),
     ('<span style="margin-left:1000px">x</span>', True),
     ('<span style="color:rgba(0,0,0,0.09)">x</span>', True), ('<span style="color:rgba(0,0,0,0.1)">x</span>', False),
     ('<span style="opacity:0.09">x</span>', True), ('<span style="opacity:0.1">x</span>', False),

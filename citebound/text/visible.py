@@ -11,7 +11,9 @@ character into one of four classes:
   CSS), and the markup itself (tags and their attribute values are never text a reader sees);
 * **obscured**: text a browser renders that a reader cannot see, or where the guard cannot tell:
   ``opacity`` near 0, transparent text, text in the colour of its background (white on the white page
-  too), a font under 4px, ``clip``/``clip-path``/``transform``/``filter``, an offset of 1,000px or more,
+  too; a ``<font>``'s colour is read as a style's), a font under 4px, letters spaced -4px or closer,
+  ``clip``/``clip-path``/``transform``/``filter``, an offset of 1,000px or more (16px, a line, towards the
+  page's start, where no reader can scroll),
   a box under 2px with ``overflow:hidden``, a closed ``<details>``, a style the guard cannot read
   (``var()``, ``calc()``, escapes), and, where the text carries a stylesheet, everything; and the attribute
   text a browser draws on the page: an image's ``alt`` (drawn where the image does not load, which the guard

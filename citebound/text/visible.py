@@ -109,8 +109,12 @@ class _Scanner:
     def __init__(self, text: str):
         self.text, self.lower = text, ascii_lower(text)  # offsets in one are offsets in the other
         self.vis = Visibility(text)
-        self.sheet = bool(re.search(r"<style\b|<link\b[^<>]{0,2000}stylesheet", self.lower))
-        self.tree = bool(re.search(r"</?(?:{})\b".format("|".join(sorted(_TREE_CHANGERS))), self.lower))
+        # a declarative shadow root (<template shadowrootmode=open>) is drawn where the text is parsed as a page and
+        # inert where it is set as an element's HTML, and it hides its host's own text: the guard cannot tell, so the
+        # text is as one that carries a stylesheet (everything obscured) and its hidden text is checked too
+        shadow = "shadowroot" in self.lower and "<template" in self.lower
+        self.sheet = shadow or bool(re.search(r"<style\b|<link\b[^<>]{0,2000}stylesheet", self.lower))
+        self.tree = shadow or bool(re.search(r"</?(?:{})\b".format("|".join(sorted(_TREE_CHANGERS))), self.lower))
         self.broken = False  # from here on the guard cannot tell what a browser shows (misnested, unreadable)
         self.stack: list[tuple[str, State, int]] = []  # (tag, the state inside, where its open tag starts)
         # where on the stack each tag name, each special element, each button-scope element and each list-scope

@@ -231,6 +231,8 @@ HAND_PICKED = [
     'tk6</span><span style="position:fixed;top:-500px">tk7</span><span style="position:absolute;left:-100px">tk8'
     '</span><span style="position:relative;top:-10px">tk9</span><span style="text-indent:-999px;display:block;'
     'overflow:hidden">tk10</span>',
+    # a declarative shadow root, parsed as a page: drawn, and its host's own text (tk2) is not
+    '<div><template shadowrootmode="open">tk1</template>tk2</div>tk3',
 ]
 
 

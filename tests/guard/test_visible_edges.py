@@ -281,3 +281,18 @@ def test_a_fonts_colour_overlapping_letters_and_text_moved_off_the_pages_start(f
     scroll. Each is text a reader cannot see: checked in an answer and failed closed, no support in a passage."""
     assert cls(frag) == want
     faces(frag, "x", want)
+
+
+@pytest.mark.parametrize("frag,mark,want", [
+    ('<div><template shadowrootmode="open">x</template>y</div>', "x", OBSCURED),  # drawn in a page: checked
+    ('<div><template shadowrootmode="open">x</template>y</div>', "y", OBSCURED),  # the host's text: not drawn there
+    ('<div><TEMPLATE SHADOWROOTMODE=closed>x</TEMPLATE></div>', "x", OBSCURED),
+    ("<div><template>x</template>y</div>", "x", HIDDEN),  # a template without one is never drawn
+    ("<div><template>x</template>y</div>", "y", SHOWN),
+])
+def test_a_declarative_shadow_root_is_drawn_or_not_as_the_renderer_parses_it(frag, mark, want):
+    """<template shadowrootmode> is drawn, in place of its host's own text, where the text is parsed as a page,
+    and is an inert template where it is set as an element's HTML: the guard cannot tell which, so both fail
+    closed in an answer and support nothing in a passage."""
+    assert cls(frag, mark) == want
+    faces(frag, mark, want)

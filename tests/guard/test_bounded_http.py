@@ -212,3 +212,16 @@ def test_stop_ends_the_exchange_between_reads():
     with pytest.raises(Gone):
         answer(b"", hold_s=1.5, took=took, timeout_s=10, stop=stop)
     assert took[0] < 1.2 and len(calls) == 3
+
+
+@pytest.mark.parametrize("status_line,ok", [(b"HTTP/1.1 200", True), (b"HTTP/1.1 200 ", True), (b"HTTP/1.1 200 OK", True),
+                                            (b"HTTP/1.1", False), (b"HTTP/1.1 2000", False)])
+def test_a_status_line_needs_a_version_and_a_three_digit_code_and_no_reason(status_line, ok):
+    """The reason phrase is optional (a server may end the line after the code); the version and a code of three
+    digits are not."""
+    raw = status_line + b"\r\nContent-Length: 8\r\n\r\n" + OK
+    if ok:
+        assert answer(raw, timeout_s=5) == {"a": 1}
+        return
+    with pytest.raises(HTTPFailure, match="the answer is not HTTP"):
+        answer(raw, timeout_s=5)

@@ -6,7 +6,7 @@ character into one of four classes:
 
 * **shown**: text a browser renders where a reader can see it;
 * **hidden**: text a browser does not render at all (it is not in the page's ``innerText``): comments,
-  ``<script>``/``<style>``/``<template>``/``<noscript>``/``<title>`` contents, elements with the ``hidden``
+  ``<script>``/``<style>``/``<template>``/``<title>`` contents, elements with the ``hidden``
   attribute, ``display:none``, ``visibility:hidden`` (a child can set ``visibility:visible`` again, as in
   CSS), and the markup itself (tags and their attribute values are never text a reader sees);
 * **obscured**: text a browser renders that a reader cannot see, or where the guard cannot tell:
@@ -21,7 +21,8 @@ character into one of four classes:
   ``srcdoc``, and a document carried as a ``data:`` or ``javascript:`` URL in a frame, an embed, an object or
   (SVG) an image (:func:`citebound.text.css.displayed_attributes`);
 * **uncertain** (passages only): a tag never closed before the end, ``<textarea>``/``<select>`` and the
-  like, an ``<xmp>``'s text (drawn as written, its tags too). An answer keeps it as text.
+  like, an ``<xmp>``'s text (drawn as written, its tags too), a ``<noscript>``'s (drawn where a renderer parses
+  the text without scripting, as HTML sanitisers do). An answer keeps it as text.
 
 A *word in an attribute* never hides anything: ``style="overflow:hidden"``, ``class="hidden-xs"`` and
 ``title="a hidden gem"`` are shown. Other attribute values (a ``title`` tooltip, ``aria-label``) are not text
@@ -60,8 +61,10 @@ SHOWN, HIDDEN, OBSCURED, UNCERTAIN = 0, 1, 2, 3
 MAX_DEPTH = 256  # open elements; deeper, the guard cannot tell (obscured)
 
 # elements whose contents are raw text up to their close tag
-_RAW_HIDDEN = {"script", "style", "title", "iframe", "noembed", "noframes", "noscript"}
-_RAW_UNCERTAIN = {"textarea", "xmp"}  # drawn: an <xmp>'s text as written, its tags too; a text area's in a box
+_RAW_HIDDEN = {"script", "style", "title", "iframe", "noembed", "noframes"}
+# drawn: an <xmp>'s text as written, its tags too; a text area's in a box; a <noscript>'s where the renderer parsed
+# the text without scripting (DOMParser, as HTML sanitisers do), not where it set it as an element's HTML
+_RAW_UNCERTAIN = {"textarea", "xmp", "noscript"}
 # opening one of these closes an open <p> (HTML's "close a p element"); an <li> closes an open <li> likewise
 _CLOSES_P = {"address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div", "dl",
              "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header",

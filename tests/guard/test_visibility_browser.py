@@ -246,3 +246,19 @@ def test_hand_picked_fragments_agree_with_chromium(page, fragment):
 @given(fragments())
 def test_generated_fragments_agree_with_chromium(page, fragment):
     check(page, number(fragment))
+
+
+def test_noscript_text_that_a_sanitiser_draws_is_checked(page):
+    """A renderer that parses the answer with DOMParser (no scripting, as HTML sanitisers do) and moves the nodes
+    into the page draws a <noscript>'s contents; one that sets innerHTML does not. The guard cannot tell which:
+    the text is checked in an answer and supports nothing in a passage."""
+    fragment = "<noscript><b>tk1</b></noscript>tk2"
+    page.set_content("<!doctype html><html><body><div id=a></div><div id=b></div></body></html>")
+    drawn = page.evaluate("""(html) => {
+      document.getElementById('a').innerHTML = html;
+      const doc = new DOMParser().parseFromString(html, 'text/html'), b = document.getElementById('b');
+      for (const n of Array.from(doc.body.childNodes)) b.appendChild(document.adoptNode(n));
+      return [document.getElementById('a').innerText, b.innerText]; }""", fragment)
+    assert set(TOKEN.findall(drawn[0])) == {"tk2"} and set(TOKEN.findall(drawn[1])) == {"tk1", "tk2"}
+    assert set(TOKEN.findall(blank_hidden(fragment))) == {"tk1", "tk2"}
+    assert set(TOKEN.findall(passage_view(fragment))) == {"tk2"}

@@ -296,3 +296,12 @@ def test_a_declarative_shadow_root_is_drawn_or_not_as_the_renderer_parses_it(fra
     closed in an answer and support nothing in a passage."""
     assert cls(frag, mark) == want
     faces(frag, mark, want)
+
+
+@pytest.mark.parametrize("frag,want", [("<noscript>x</noscript>", UNCERTAIN), ("<noscript><b hidden>x</b></noscript>", UNCERTAIN),
+                                       ("<noscript hidden>x</noscript>", HIDDEN), ("<noembed>x</noembed>", HIDDEN)])
+def test_noscript_text_is_checked_in_an_answer_and_supports_nothing(frag, want):
+    """Drawn where the renderer parsed the text without scripting (DOMParser, as sanitisers do), not where it set
+    it as an element's HTML: uncertain, unless the element itself is hidden."""
+    assert cls(frag) == want
+    faces(frag, "x", want)

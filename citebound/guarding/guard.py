@@ -235,7 +235,9 @@ class Guard:
         """Guard an answer as it streams: yields guarded text as each sentence completes, then the whole
         answer's report. The text joins to what :meth:`guard` gives the whole answer. With
         ``action="block"``, the stream stops once the review budget so far passes ``block_above`` (the
-        sentences already yielded cannot be taken back; the report says how many went out)."""
+        sentences already yielded cannot be taken back; the report says how many went out). Whatever the action,
+        it stops the same way at a sentence that restyles the answer (a stylesheet, a declarative shadow root, an
+        ``<html>`` or ``<body>`` tag), which can change how the text already yielded is drawn."""
         from citebound.guarding.stream import StreamAssembler
 
         asm = StreamAssembler(self.limits, self.on_error == "open")

@@ -31,7 +31,7 @@ from typing import Any
 from citebound.guarding.report import GuardReport
 from citebound.text.citations import sentences
 from citebound.text.limits import LimitExceeded, Limits
-from citebound.text.visible import HIDDEN, MAX_TAG, blank_spans, scan
+from citebound.text.visible import HIDDEN, MAX_TAG, blank_spans, restyles, scan
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -184,6 +184,7 @@ class StreamAssembler:
         self.parts: list[tuple[int, GuardReport]] = []
         self.offset = 0
         self.sent = 0  # sentences whose text has gone out
+        self.restyled: str | None = None  # what in the last segment restyles the whole answer (visible.restyles)
 
     def feed(self, delta: str) -> str:
         return self.hold.feed(delta)
@@ -196,13 +197,26 @@ class StreamAssembler:
         self.parts.append((self.offset, report))
         self.offset += len(segment)
         self.sent += report.n_sentences
+        self.restyled = restyles(segment)
         return self.joiner.add(guarded)
 
     def blocked(self, guard: Any, prior: Sequence[tuple[int, GuardReport]] = ()) -> GuardReport | None:
         """After :meth:`add`: the report so far, marked blocked, when ``guard``'s ``action="block"`` withholds
         the answer now (its last segment and what follows are not to be sent); else None. ``prior``: the reports
         of the answer's parts before this stream's text (an API answer of several text runs), which the decision
-        counts too: block decides on the whole answer so far, as on an unstreamed answer."""
+        counts too: block decides on the whole answer so far, as on an unstreamed answer.
+
+        Whatever the action, a segment that restyles the whole answer (a stylesheet, a declarative shadow root, an
+        ``<html>`` or ``<body>`` tag: :func:`citebound.text.visible.restyles`) stops the stream: it can change how
+        the text already sent is drawn, which no sentence-by-sentence check can take back."""
+        if self.restyled is not None:
+            so_far = self.report()
+            went_out = self.sent - self.parts[-1][1].n_sentences
+            so_far.blocked = True
+            so_far.block_reason = (f"the answer holds {self.restyled}, which can change how all of its text is drawn, "
+                                   "the text before it too: a stream cannot check that sentence by sentence, so it "
+                                   f"stops here ({went_out} sentences{' of this part' if prior else ''} were sent)")
+            return so_far
         if guard.action != "block":
             return None
         so_far = self.report()

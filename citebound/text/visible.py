@@ -84,6 +84,31 @@ _BUTTON_SCOPE = {"applet", "caption", "html", "table", "td", "th", "marquee", "o
 _LIST_SCOPE_OPEN = {"address", "div", "p"}
 
 
+_SHEET = re.compile(r"<style\b|<link\b[^<>]{0,2000}stylesheet")
+_PAGE_TAG = re.compile(r"</?(?:html|body)\b")
+
+
+def _shadow_root(lower: str) -> bool:
+    return "shadowroot" in lower and "<template" in lower
+
+
+def restyles(text: str) -> str | None:
+    """What in ``text`` can change how all of a page's text is drawn, the text before it too: a stylesheet, a
+    declarative shadow root, an ``<html>`` or ``<body>`` tag (a page's parser gives their attributes, ``hidden``
+    or a style, to the whole page); None when nothing. A stream, guarded sentence by sentence, cannot take back
+    what it sent before one (:meth:`citebound.guarding.stream.StreamAssembler.blocked` stops there).
+
+    >>> restyles("Fine [1]."), restyles("x <STYLE>p{}</STYLE>"), restyles("<body hidden>")
+    (None, 'a stylesheet', 'an <html> or <body> tag')
+    """
+    lower = ascii_lower(text)
+    if _SHEET.search(lower):
+        return "a stylesheet"
+    if _shadow_root(lower):
+        return "a declarative shadow root"
+    return "an <html> or <body> tag" if _PAGE_TAG.search(lower) else None
+
+
 @dataclass
 class Visibility:
     """One scan of a text: per class, the (start, end) spans; ``elements`` are the spans of whole elements
@@ -115,8 +140,8 @@ class _Scanner:
         # a declarative shadow root (<template shadowrootmode=open>) is drawn where the text is parsed as a page and
         # inert where it is set as an element's HTML, and it hides its host's own text: the guard cannot tell, so the
         # text is as one that carries a stylesheet (everything obscured) and its hidden text is checked too
-        shadow = "shadowroot" in self.lower and "<template" in self.lower
-        self.sheet = shadow or bool(re.search(r"<style\b|<link\b[^<>]{0,2000}stylesheet", self.lower))
+        shadow = _shadow_root(self.lower)
+        self.sheet = shadow or bool(_SHEET.search(self.lower))
         self.tree = shadow or bool(re.search(r"</?(?:{})\b".format("|".join(sorted(_TREE_CHANGERS))), self.lower))
         self.broken = False  # from here on the guard cannot tell what a browser shows (misnested, unreadable)
         self.stack: list[tuple[str, State, int]] = []  # (tag, the state inside, where its open tag starts)

@@ -236,3 +236,19 @@ def test_a_trickling_stream_is_cut_at_its_total_deadline():
             for _ in client(url).chat.completions.create(model="fake", messages=[], stream=True, extra_body=PASS):
                 pass
         assert time.perf_counter() - t0 < 6
+
+
+def test_a_stream_that_restyles_itself_stops_there_through_the_proxy():
+    """The default action (annotate) too: the sentence holding a stylesheet, and the rest, are withheld, raw or
+    through the SDK; the report is blocked and counts the one sentence sent."""
+    text = "Statins lower LDL cholesterol [1]. Unicorns <style>p{display:none}</style>sing [1]. Mitochondria [2]."
+    with FakeStreamingOpenAI(lambda body: Script(sentences_as_pieces(text))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        got, extra, finish = _stream(client(url), "q")
+        raw = httpx.post(f"{url}/v1/chat/completions", timeout=30,
+                         json={"model": "m", "messages": [], "stream": True, "citebound": {"passages": PASSAGES}}).text
+    assert got == "Statins lower LDL cholesterol [1]." and finish == "content_filter"
+    rep = extra["report"]
+    assert rep["blocked"] and "the answer holds a stylesheet" in rep["block_reason"]
+    assert "(1 sentences were sent)" in rep["block_reason"]
+    assert "Unicorns" not in raw and "display:none" not in raw and "Mitochondria" not in raw

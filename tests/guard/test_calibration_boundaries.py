@@ -139,6 +139,16 @@ def test_the_plain_drift_alarm_fires_when_the_martingale_first_reaches_one_over_
     assert m.log_m == pytest.approx(logm[-1], rel=1e-9)
 
 
+def delta_at(target: float) -> float:
+    """The delta whose log(1/delta) is ``target`` bit for bit, found one floating-point step at a time."""
+    delta = 1.0 / math.exp(target)
+    for _ in range(100):
+        v = math.log(1.0 / delta)
+        if v == target:
+            break
+        delta = math.nextafter(delta, 0.0 if v < target else 1.0)
+    return delta
+
 def test_the_plain_drift_alarm_fires_when_the_martingale_equals_one_over_delta_exactly():
     """Ville's inequality bounds P(the martingale ever reaches 1/delta): reaching is >=, so a martingale exactly at
     1/delta is an alarm. delta is chosen, one floating-point step at a time, so that log(1/delta) is bit for bit
@@ -153,12 +163,7 @@ def test_the_plain_drift_alarm_fires_when_the_martingale_equals_one_over_delta_e
         probe.update([x], [t])
         steps.append(probe.log_m)
     target = steps[2]
-    delta = 1.0 / math.exp(target)
-    for _ in range(100):
-        v = math.log(1.0 / delta)
-        if v == target:
-            break
-        delta = math.nextafter(delta, 0.0 if v < target else 1.0)
+    delta = delta_at(target)
     assert math.log(1.0 / delta) == target and 0 < delta < 1
     m = DriftMonitor(cal, delta=delta)
     m.update(stream, thetas)
@@ -221,12 +226,7 @@ def test_the_label_test_turns_void_when_its_wealth_equals_one_over_delta_exactly
     probe.add(1, 1)
     target = probe.log_value
     assert not probe.void and 3 < target < 4  # by the bet written out: about 35.7 (test_eprocess.py)
-    delta = 1.0 / math.exp(target)
-    for _ in range(100):
-        v = math.log(1.0 / delta)
-        if v == target:
-            break
-        delta = math.nextafter(delta, 0.0 if v < target else 1.0)
+    delta = delta_at(target)
     assert math.log(1.0 / delta) == target
     t = MissRateTest(0.1, delta)
     assert t.add(1, 1) is False and t.add(1, 1) is True and t.void_after == 2

@@ -16,6 +16,11 @@ change what came before:
   there on is judged until it closes;
 - a UTF-16 surrogate pair split across pieces is joined before it is judged.
 
+One kind of text changes what came before it whatever the boundaries: markup that restyles the whole answer (a
+stylesheet, a declarative shadow root, an ``<html>`` or ``<body>`` tag; :func:`citebound.text.visible.restyles`).
+The whole answer then fails every citation closed, which sentences already sent cannot match, so
+:meth:`StreamAssembler.blocked` stops the stream at the segment that holds it.
+
 :class:`Joiner` joins the guarded segments: a sentence removed mid-answer takes the whitespace after it,
 and an answer with removed sentences ends without trailing whitespace, so trailing whitespace is held
 until more text follows or the stream ends. :func:`merge_reports` adds the segments' reports into the

@@ -4809,6 +4809,8 @@ MOVED = {
     "a negative offset (left:-9999px) no longer obscures": (
         "citebound/text/css.py", "if px is not None and (abs(px) >= 1000 or name in _TOWARDS_START and px <= -LINE_PX):",
         "if px is not None and px >= 1000:"),
+    "a text that links a stylesheet (<link rel=stylesheet>) is read as unstyled": (
+        V9, '_SHEET = re.compile(r"<style\\b|<link\\b[^<>]{0,2000}stylesheet")', '_SHEET = re.compile(r"<style\\b")'),
     "a hidden textarea's text is checked as if shown": (
         V9, "self.vis._add(HIDDEN if inner.hidden or inner.invisible else OBSCURED if inner.obscured else UNCERTAIN,",
         "self.vis._add(UNCERTAIN,"),

@@ -214,24 +214,23 @@ class StreamAssembler:
         Whatever the action, a segment that restyles the whole answer (a stylesheet, a declarative shadow root, an
         ``<html>`` or ``<body>`` tag: :func:`citebound.text.visible.restyles`) stops the stream: it can change how
         the text already sent is drawn, which no sentence-by-sentence check can take back."""
-        if self.restyled is not None:
-            so_far = self.report()
-            went_out = self.sent - self.parts[-1][1].n_sentences
-            so_far.blocked = True
-            so_far.block_reason = (f"the answer holds {self.restyled}, which can change how all of its text is drawn, "
-                                   "the text before it too: a stream cannot check that sentence by sentence, so it "
-                                   f"stops here ({went_out} sentences{' of this part' if prior else ''} were sent)")
-            return so_far
-        if guard.action != "block":
+        if self.restyled is None and guard.action != "block":
             return None
         so_far = self.report()
-        whole = merge_reports([*prior, *self.parts], self.fail_open) if prior else so_far
-        if not guard.blocks(whole):
-            return None
+        if self.restyled is None:
+            whole = merge_reports([*prior, *self.parts], self.fail_open) if prior else so_far
+            if not guard.blocks(whole):
+                return None
         went_out = self.sent - self.parts[-1][1].n_sentences
+        of_part = " of this part" if prior else ""
         so_far.blocked = True
-        so_far.block_reason = (f"{whole.block_reason}; in a stream, block withholds only what is not yet sent "
-                               f"({went_out} sentences{' of this part' if prior else ''} were)")
+        if self.restyled is not None:
+            so_far.block_reason = (f"the answer holds {self.restyled}, which can change how all of its text is drawn, "
+                                   "the text before it too: a stream cannot check that sentence by sentence, so it "
+                                   f"stops here ({went_out} sentences{of_part} were sent)")
+        else:
+            so_far.block_reason = (f"{whole.block_reason}; in a stream, block withholds only what is not yet sent "
+                                   f"({went_out} sentences{of_part} were)")
         return so_far
 
     def report(self) -> GuardReport:

@@ -15,6 +15,7 @@ MAX_TAG = 4000  # characters one tag may take, '<' to '>' (a longer one is text)
 MAX_ATTRS = 100  # distinct attributes one tag may have (one more and the tag is unreadable: it could be `hidden`)
 
 WS = "\t\n\f\r "  # HTML's whitespace (a carriage return is a line feed by then)
+_NAME_ENDS, _ATTR_NAME_ENDS, _VALUE_ENDS = WS + "/>", WS + "/>=", WS + ">"  # what ends a name, a value
 WS_CLASS = "".join(f"\\x{ord(c):02x}" for c in WS)  # the same, in a pattern's character class
 TAG_OPEN = re.compile(rf"<(/?)([a-zA-Z][^{WS_CLASS}/>\x00]{{0,200}})")
 _ATTR_NAME = re.compile(rf"[{WS_CLASS}/]*([^{WS_CLASS}/>][^{WS_CLASS}/>=]{{0,200}})?")
@@ -45,7 +46,7 @@ def attributes(text: str, lt: int, pos: int) -> tuple[dict[str, str], int, dict[
     attrs: dict[str, str] = {}
     where: dict[str, tuple[int, int]] = {}
     limit = lt + MAX_TAG
-    if pos < len(text) and text[pos] not in WS + "/>":
+    if pos < len(text) and text[pos] not in _NAME_ENDS:
         return None  # the tag's name goes on past what the guard reads (or holds a NUL)
     while pos < limit:
         end = _TAG_END.match(text, pos)
@@ -55,14 +56,14 @@ def attributes(text: str, lt: int, pos: int) -> tuple[dict[str, str], int, dict[
         if not m.group(1):
             return None  # the end of the text
         pos = m.end()
-        if pos < len(text) and text[pos] not in WS + "/>=":
+        if pos < len(text) and text[pos] not in _ATTR_NAME_ENDS:
             return None  # a name longer than the guard reads
         v = _ATTR_VALUE.match(text, pos)
         value, span = "", (pos, pos)
         if v:
             if v.group(3) is not None and v.group(3)[:1] in ("\"", "'"):
                 return None  # a quoted value that does not close within reach
-            if v.group(3) is not None and v.end() < len(text) and text[v.end()] not in WS + ">":
+            if v.group(3) is not None and v.end() < len(text) and text[v.end()] not in _VALUE_ENDS:
                 return None  # an unquoted value longer than the guard reads
             g = next(k for k in (1, 2, 3) if v.group(k) is not None)
             value, span = v.group(g), v.span(g)

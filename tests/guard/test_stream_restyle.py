@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from stream_cases import PASSAGES
+from test_stream_differential import streamed
 
 from citebound import Guard
 from citebound.text.visible import restyles
@@ -18,8 +19,7 @@ S2 = "Mitochondria produce ATP [2]."
 
 
 def stream(text: str, action: str = "annotate"):
-    out = list(Guard("lexical", action=action).stream(list(text), PASSAGES))
-    return "".join(x for x in out if isinstance(x, str)), out[-1]
+    return streamed(Guard("lexical", action=action), list(text))
 
 
 @pytest.mark.parametrize("markup,what", [

@@ -336,7 +336,9 @@ def from_blocked(run: MessagesStream) -> bytes:
         _event({"type": "content_block_stop", "index": run.pending_stop if run.pending_stop is not None else run.index})]
     report = run.report()
     if not run.guard.blocks(report):  # blocked on the run so far, which the whole message's budget may hide
-        report.blocked, report.block_reason = True, run.parts[-1][1].block_reason if run.parts else "blocked"
+        # the stopped run's own reason: the run still held, or the last one ended
+        stopped = run.held.block_report if run.held is not None else run.parts[-1][1] if run.parts else None
+        report.blocked, report.block_reason = True, stopped.block_reason if stopped is not None else "blocked"
     out += [_event({"type": "message_delta", "delta": {"type": "message_delta", "stop_reason": "refusal",
                                                        "stop_sequence": None}, "usage": {"output_tokens": 0}}),
             _event(run._extra(report), named=False), _event({"type": "message_stop"})]

@@ -606,3 +606,18 @@ def test_a_reasoning_item_is_an_unchecked_field_and_an_annotation_at_the_texts_e
     assert r.headers["X-Citebound-Unchecked-Fields"] == "reasoning"
     (a,) = data["citebound"]["report"]["audit"]
     assert (a["sentence_index"], a["claim"], a["action"]) == (1, "Statins lower LDL cholesterol in adults.", "verified")
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_streamed_answer_that_restyles_itself_stops_there_in_each_api(api):
+    """The default action (annotate): the first sentence goes out; the one holding a stylesheet and the rest are
+    withheld, through the API's own SDK and raw; the report is blocked and counts the one sentence sent."""
+    text = "Statins lower LDL cholesterol [2]. Aspirin <style>p{display:none}</style>works [1]. More [1]."
+    extra = {"citebound": {"passages": P}}
+    with FakeAPIs(lambda b: Turn(words(text))) as up, running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        got, events = ask_stream(url, api, extra)
+    assert got == "Statins lower LDL cholesterol [2]."
+    rep = stream_report(events)
+    assert rep["blocked"] and "the answer holds a stylesheet" in rep["block_reason"]
+    assert "(1 sentences were sent)" in rep["block_reason"]
+    assert "display:none" not in json.dumps(events) and "More" not in json.dumps(events)

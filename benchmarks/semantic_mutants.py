@@ -4727,6 +4727,55 @@ MUTANTS = [
     # (a mutant dropping judge's stop.set() on cancellation, "a request that gave up leaves its running served batches
     # retrying", was judged equivalent: each running call's check() asks the same token that cancelled the wait,
     # so it stops within a read slice either way; test_remote_verifier's client-that-leaves case passes under it)
+    # round 98 (2026-12-06, twenty-second session): the twenty-first session's own code, written before its tests were
+    # read again: HTML's and CSS's whitespace and case, the style splitter, the !important cascade, the 101st
+    # attribute, <font color>, letter spacing, offsets towards the start, the stream's stop at a restyling segment
+    Mutant("css98", CSS9, '_CSS_WS = " \\t\\n\\r\\f"', '_CSS_WS = " \\t\\n\\r"',
+           "a style's value is not trimmed of a form feed: display:\\fnone is not read as none"),
+    Mutant("css98", CSS9, 'important[ \\t\\n\\r\\f]*$", re.I | re.A)', 'important[ \\t\\n\\r\\f]*$", re.I)',
+           "!\u0130mportant is read as !important (Unicode case folding where CSS folds ASCII only)"),
+    Mutant("css98", CSS9, "        elif name in important:\n            continue", "        elif False:\n            continue",
+           "a later declaration overrides an earlier !important one"),
+    Mutant("css98", CSS9, '        elif tok == ";" and not want:', '        elif tok == ";":',
+           "a ';' inside brackets splits a declaration (x:[;display:none])"),
+    Mutant("css98", CSS9, """style.startswith("*", m.end())):\n            return None""",
+           """style.startswith("*", m.end())):\n            continue""",
+           "a style whose string or comment never closes is read, not refused as unreadable"),
+    Mutant("css98", CSS9, "        obscured |= c is None  #", "        obscured |= False  #",
+           "a <font color> the guard cannot read (a word HTML's legacy parser makes a colour of) is not obscured"),
+    Mutant("css98", CSS9, "px is not None and px <= OVERLAP_PX", "px is not None and px < OVERLAP_PX",
+           "letters spaced exactly -4px are not obscured"),
+    Mutant("css98", CSS9, '_TOWARDS_START = ("left", "top", "margin-left", "margin-top", "margin",',
+           '_TOWARDS_START = ("left", "top", "margin-left", "margin",',
+           "a margin-top of -16px is not obscured (only an offset of 1,000px is)"),
+    Mutant("lex98", LEX, "            if len(attrs) == MAX_ATTRS:\n                return None",
+           "            if len(attrs) == MAX_ATTRS:\n                continue",
+           "a tag's 101st distinct attribute is ignored, not made the tag unreadable (it can be hidden)"),
+    Mutant("lex98", LEX, 'WS = "\\t\\n\\f\\r "', 'WS = "\\t\\n\\r "',
+           "a form feed does not end a tag's name or an attribute (<span\\fhidden> is not read as hidden)"),
+    Mutant("lex98", LEX, "    if pos < len(text) and text[pos] not in _NAME_ENDS:\n        return None", "",
+           "a tag name longer than the reader reads is read in part (the rest starts an attribute)"),
+    Mutant("lex98", LEX, "    return text.translate(_LOWER)", "    return text.lower()",
+           "ascii_lower lowers Unicode: one U+0130 becomes two characters and every later offset moves"),
+    Mutant("vis98", V9, '_RAW_UNCERTAIN = {"textarea", "xmp", "noscript"}', '_RAW_UNCERTAIN = {"textarea", "xmp"}',
+           "a <noscript>'s text is read as an unknown element's, not as raw text the guard cannot place"),
+    Mutant("vis98", V9, '"frameset", "applet", "head"}', '"frameset", "applet"}',
+           "a <head> in a body is not a tree changer: what looks hidden after it is taken as hidden"),
+    Mutant("vis98", V9, "        self.sheet = shadow or bool(_SHEET.search(self.lower))",
+           "        self.sheet = bool(_SHEET.search(self.lower))",
+           "a declarative shadow root does not obscure the text as a stylesheet does"),
+    Mutant("vis98", V9, "else OBSCURED if inner.obscured else UNCERTAIN,", "else UNCERTAIN,",
+           "a text area whose style obscures it is uncertain, not obscured: an answer checks it as shown"),
+    Mutant("stream98", "citebound/guarding/stream.py", "        went_out = self.sent - self.parts[-1][1].n_sentences",
+           "        went_out = self.sent",
+           "a stopped stream counts the withheld segment's sentences among those sent"),
+    Mutant("stream98", "citebound/guarding/stream.py", '        if self.restyled is None and guard.action != "block":',
+           '        if guard.action != "block":',
+           "a restyling segment stops the stream only under action=block"),
+    Mutant("msgs98", "citebound/serving/api_messages.py",
+           "        stopped = run.held.block_report if run.held is not None else run.parts[-1][1] if run.parts else None",
+           "        stopped = run.parts[-1][1] if run.parts else None",
+           "a stopped Messages stream reports the last ended run's reason, not the held run's that stopped it"),
 ]
 
 # Mutants of earlier rounds whose code has moved since (guard.py's core to guarding/core.py, the visibility scanner
@@ -4827,6 +4876,11 @@ for _k, _m in enumerate(MUTANTS):
 
 
 TESTS = {
+    "css98": ["tests/guard/test_visible_edges.py", "tests/guard/test_visibility_browser.py", "tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py", "tests/guard/test_css_boundaries.py", "tests/guard/test_hostile.py"],
+    "lex98": ["tests/guard/test_visible_edges.py", "tests/guard/test_visibility_browser.py", "tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py", "tests/guard/test_css_boundaries.py", "tests/guard/test_hostile.py"],
+    "vis98": ["tests/guard/test_visible_edges.py", "tests/guard/test_visibility_browser.py", "tests/guard/test_visible_forms.py", "tests/guard/test_unchecked.py", "tests/guard/test_css_boundaries.py", "tests/guard/test_hostile.py"],
+    "stream98": ["tests/guard/test_stream_restyle.py", "tests/guard/test_stream_proxy.py", "tests/guard/test_api_adapters.py", "tests/guard/test_stream_differential.py"],
+    "msgs98": ["tests/guard/test_api_adapters.py", "tests/guard/test_messages_runs.py", "tests/guard/test_stream_restyle.py"],
     "store94": ["tests/guard/test_label_store_integrity.py", "tests/guard/test_label_session.py", "tests/guard/test_labelling.py", "tests/guard/test_labelling_values.py",
                 "tests/guard/test_label_reports.py", "tests/guard/test_label_app_values.py", "tests/guard/test_closed_loop.py",
                 "tests/guard/test_security.py", "citebound/labelling/store.py"],
@@ -5441,8 +5495,8 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 98)),
-                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 97: 2026-12-06's)")
+    ap.add_argument("--round", type=int, choices=list(range(2, 99)),
+                    help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 98: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
     ap.add_argument("--moved", action="store_true", help="only the earlier rounds' mutants that follow moved code (MOVED)")
@@ -5527,6 +5581,7 @@ def main() -> int:
     first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
     first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
     first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
+    first98 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a style's value is not trimmed of a form feed"))
     first97 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a structured citation's passage number ignores"))
     first96 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("labels where only some records carry a group"))
     first95 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a guard request whose replica died while answering"))
@@ -5569,7 +5624,7 @@ def main() -> int:
               47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
               49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
               51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:first93], 93: MUTANTS[first93:first94], 94: MUTANTS[first94:first95], 95: MUTANTS[first95:first96], 96: MUTANTS[first96:first97], 97: MUTANTS[first97:]}
+              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:first93], 93: MUTANTS[first93:first94], 94: MUTANTS[first94:first95], 95: MUTANTS[first95:first96], 96: MUTANTS[first96:first97], 97: MUTANTS[first97:first98], 98: MUTANTS[first98:]}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

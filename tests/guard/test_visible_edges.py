@@ -283,6 +283,30 @@ def test_a_fonts_colour_overlapping_letters_and_text_moved_off_the_pages_start(f
     faces(frag, "x", want)
 
 
+@pytest.mark.parametrize("prop,value", [
+    ("left", "-16px"), ("top", "-16px"), ("margin-left", "-16px"), ("margin-top", "-16px"), ("margin", "-16px"),
+    ("text-indent", "-16px"), ("inset", "-16px"), ("translate", "-16px"), ("translate", "0 -1em"),
+    ("margin", "0 0 0 -12pt"),  # 12pt is 16px; a shorthand's every part is read
+])
+@pytest.mark.parametrize("px_less", [False, True])
+def test_every_offset_towards_the_pages_start_obscures_from_a_lines_height(prop, value, px_less):
+    """Each property that moves a box up or left (left, top, their margins, the shorthand margin, text-indent,
+    inset, translate) takes text off the page's start from 16px on, each one on its own; 15px is still on the page.
+    The list is written out here from CSS, not read from the code."""
+    if px_less:
+        value = value.replace("-16px", "-15px").replace("-1em", "-15px").replace("-12pt", "-15px")
+    frag = f'<div style="position:relative;{prop}:{value}">x</div>'
+    assert cls(frag) == (SHOWN if px_less else OBSCURED), frag
+
+
+@pytest.mark.parametrize("prop", ["right", "bottom", "margin-right", "margin-bottom"])
+def test_an_offset_towards_the_pages_end_obscures_only_from_1000px(prop):
+    """Up or left is towards the page's start, where no reader can scroll; right or down a reader can follow
+    (the page grows): there only 1,000px, off any page, obscures."""
+    assert cls(f'<div style="position:relative;{prop}:-999px">x</div>') == SHOWN
+    assert cls(f'<div style="position:relative;{prop}:-1000px">x</div>') == OBSCURED
+
+
 @pytest.mark.parametrize("frag,mark,want", [
     ('<div><template shadowrootmode="open">x</template>y</div>', "x", OBSCURED),  # drawn in a page: checked
     ('<div><template shadowrootmode="open">x</template>y</div>', "y", OBSCURED),  # the host's text: not drawn there

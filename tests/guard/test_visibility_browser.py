@@ -233,6 +233,11 @@ HAND_PICKED = [
     'overflow:hidden">tk10</span>',
     # a declarative shadow root, parsed as a page: drawn, and its host's own text (tk2) is not
     '<div><template shadowrootmode="open">tk1</template>tk2</div>tk3',
+    # a special element opened and closed inside a hidden one stands between nothing once closed: the hidden
+    # element's own end tag still closes it, a <div> still closes a hidden <p> (the <object> is no longer in button
+    # scope), a new <li> still closes a hidden one (the <section> no longer stops the list)
+    '<span hidden>tk1<div>tk2</div></span>tk3', '<p hidden>tk1<object></object><div>tk2</div>',
+    '<ul><li hidden>tk1<section></section><li>tk2</ul>',
 ]
 
 

@@ -307,6 +307,20 @@ def test_an_offset_towards_the_pages_end_obscures_only_from_1000px(prop):
     assert cls(f'<div style="position:relative;{prop}:-1000px">x</div>') == OBSCURED
 
 
+@pytest.mark.parametrize("frag", [
+    "<span hidden>a<div>b</div></span>x",  # the <div> closed: the span's own end tag closes it
+    "<p hidden>a<object></object><div>x</div>",  # the <object> closed: the <div> closes the hidden <p>
+    "<ul><li hidden>a<section></section><li>x</ul>",  # the <section> closed: the new <li> closes the hidden one
+    "<span hidden><b>a<div>b</div></b></span>x",
+])
+def test_a_closed_special_element_stands_between_nothing(frag):
+    """A special element (a <div>, an <object>, a <section>) that opened and closed inside a hidden one is gone
+    from the scopes HTML's end tags and implied ends look through: what follows is outside the hidden element,
+    shown (Chromium shows x in each: tests/guard/test_visibility_browser.py)."""
+    assert cls(frag) == SHOWN
+    faces(frag, "x", SHOWN)
+
+
 @pytest.mark.parametrize("frag,mark,want", [
     ('<div><template shadowrootmode="open">x</template>y</div>', "x", OBSCURED),  # drawn in a page: checked
     ('<div><template shadowrootmode="open">x</template>y</div>', "y", OBSCURED),  # the host's text: not drawn there

@@ -307,6 +307,19 @@ def test_an_offset_towards_the_pages_end_obscures_only_from_1000px(prop):
     assert cls(f'<div style="position:relative;{prop}:-1000px">x</div>') == OBSCURED
 
 
+@pytest.mark.parametrize("frag,hidden", [
+    ("<!DOCTYPE html>x", [(0, 15)]),  # a bogus comment, its '>' too
+    ("<?xml v?>x", [(0, 9)]), ("</3 a>x", [(0, 6)]), ("a<!x>b", [(1, 5)]),
+    ("<span hidden>1 < 2</span>x", [(0, 25)]),  # a '<' that opens no tag is text: hidden where its element is
+    ("<span hidden>1 <</span>x", [(0, 23)]),
+])
+def test_every_markup_and_hidden_character_is_hidden_to_the_last(frag, hidden):
+    """Spans worked out by counting characters: a bogus comment (<!…>, <?…?>, </3…>) is hidden up to and with its
+    '>', and a lone '<' inside a hidden element is hidden with it; the character after each is shown."""
+    assert scan(frag).spans[HIDDEN] == hidden
+    assert blank_hidden(frag) == "".join(" " if any(lo <= i < hi for lo, hi in hidden) else c for i, c in enumerate(frag))
+
+
 @pytest.mark.parametrize("frag", [
     "<span hidden>a<div>b</div></span>x",  # the <div> closed: the span's own end tag closes it
     "<p hidden>a<object></object><div>x</div>",  # the <object> closed: the <div> closes the hidden <p>

@@ -320,6 +320,17 @@ def test_every_markup_and_hidden_character_is_hidden_to_the_last(frag, hidden):
     assert blank_hidden(frag) == "".join(" " if any(lo <= i < hi for lo, hi in hidden) else c for i, c in enumerate(frag))
 
 
+def test_an_unreadable_tag_is_classified_from_its_own_lt():
+    """A tag whose name is longer than the reader reads (here 301 characters) is unreadable: from its '<' on the
+    guard cannot tell what a browser shows. Offsets counted by hand: '1 ' then '<' at 2, 306 characters in all;
+    inside a hidden span (13 characters of tag, then '1 '), its '<' is at 15, the 'x' at 318, the end tag 319 to
+    326, the 'y' after it at 326."""
+    name = "b" + "c" * 300
+    assert scan(f"1 <{name}>x").spans == {HIDDEN: [], OBSCURED: [], UNCERTAIN: [(2, 306)]}
+    assert scan(f"<span hidden>1 <{name}>x</span>y").spans == {HIDDEN: [(0, 15), (319, 326)], OBSCURED: [(15, 319)],
+                                                               UNCERTAIN: [(326, 327)]}
+
+
 @pytest.mark.parametrize("frag", [
     "<span hidden>a<div>b</div></span>x",  # the <div> closed: the span's own end tag closes it
     "<p hidden>a<object></object><div>x</div>",  # the <object> closed: the <div> closes the hidden <p>

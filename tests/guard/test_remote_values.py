@@ -31,6 +31,23 @@ def test_settings_are_exact_numbers(server, over, why):
     assert why in str(e.value)
 
 
+@pytest.mark.parametrize("key,attr,lo,hi,step", [
+    ("batch_size", "batch_size", 1, 1024, 1), ("max_concurrency", "max_concurrency", 1, 64, 1),
+    ("timeout_seconds", "timeout", 0.1, 3600, 0.05), ("max_retries", "max_retries", 0, 10, 1),
+    ("backoff_seconds", "backoff", 0, 60, 0.5), ("max_response_bytes", "max_bytes", 1024, 1 << 30, 1),
+    ("identity_check_seconds", "identity_every", 0, 86400, 1), ("threshold", "threshold", 0, 1, 0.01),
+])
+def test_each_setting_is_taken_at_both_ends_of_its_range_and_refused_one_step_past(server, key, attr, lo, hi, step):
+    """The ranges the refusals state ([1, 1024] units a request, [0, 10] retries …), written out here: both ends
+    are settings a user may choose, and each is read as given; one step outside either end is refused."""
+    for v in (lo, hi):
+        assert getattr(scorer(server, **{key: v}).verifier, attr) == v
+    for v in (lo - step, hi + step):
+        with pytest.raises(VerifierLoadError) as e:
+            scorer(server, **{key: v})
+        assert f"{key} must be" in str(e.value) and f"in [{lo:g}, {hi:g}], got {v!r}" in str(e.value)
+
+
 def test_a_classifiers_verdict_is_its_top_class_not_half():
     """2 of a claim's 5 words in the passage: the scripted model says [0.4, 0.3, 0.3], so entailment is the top class
     (a support verdict) though P(support) is under 0.5; 1 of 5: [0.2, 0.4, 0.4], not supported."""

@@ -58,7 +58,8 @@ def test_a_classifiers_verdict_is_its_top_class_not_half():
     assert ps.verdict.tolist() == [True, False]
 
 
-def test_retries_double_their_pause(server):
+def test_retries_double_their_pause(server, caplog):
+    """Two 503s, then the answer: the pauses are 0.25 s then 0.5 s, and the log numbers the retries 1/2 and 2/2."""
     server.behaviour, server.busy_first = "busy", 2
 
     class Timed(list):  # the server's request log, each entry stamped when it came
@@ -72,6 +73,8 @@ def test_retries_double_their_pause(server):
     assert len(posts) == 3
     first, second = posts[1] - posts[0], posts[2] - posts[1]
     assert 0.2 <= first < 0.45 and 0.45 <= second < 0.9, (first, second)  # 0.25 s, then 0.5 s
+    said = [r.getMessage() for r in caplog.records if "; retry " in r.getMessage()]
+    assert [m.split("; retry ")[1] for m in said] == ["1/2 in 0.25 s", "2/2 in 0.50 s"], said
 
 
 def test_no_retry_starts_past_the_requests_deadline(server):

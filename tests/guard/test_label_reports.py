@@ -64,6 +64,13 @@ def test_a_report_that_does_not_fit_its_answer_is_refused_naming_the_line(bad, m
         citation_population([record([bad])], [7], "g.jsonl")
 
 
+@pytest.mark.parametrize("span", [(0, 0), (5, 5), (0, 5), (4, 5)])  # "p one" has 5 characters
+def test_an_evidence_span_inside_its_passage_is_taken_to_its_very_ends(span):
+    """0 <= start <= end <= 5: an empty span at either end, and the whole passage, lie inside it."""
+    items, _ = citation_population([record([entry(0, 1, span, 0.5)])], [7], "g.jsonl")
+    assert [(it.window_start, it.window_end) for it in items] == [span]
+
+
 def test_the_page_shows_neither_the_score_nor_the_guards_action(tmp_path):
     items, _ = citation_population([record([entry(0, 1, (0, 5), 0.8, "flagged", claim="A holds.")])], [1], "g.jsonl")
     sess = LabelSession(items, LabelStore(tmp_path / "l.jsonl", {}), "ann")

@@ -24,6 +24,10 @@ def test_an_item_labelled_twice_is_refused(tmp_path):
                                                          record("a#s0#c1", "supported")]))
     with pytest.raises(LabelError, match=r"labels\.jsonl: item 'a#s0#c1' is labelled twice"):
         LabelStore(f, {})
+    # the item named is the one labelled twice, not the file's first
+    f.write_text("".join(json.dumps(r) + "\n" for r in [record("a#s0#c1"), record("a#s1#c2"), record("a#s1#c2")]))
+    with pytest.raises(LabelError, match=r"item 'a#s1#c2' is labelled twice"):
+        LabelStore(f, {})
     f.write_text("".join(json.dumps(r) + "\n" for r in [record("a#s0#c1"), record("a#s1#c2", "supported")]))
     assert list(LabelStore(f, {}).labelled) == ["a#s0#c1", "a#s1#c2"]
 

@@ -237,7 +237,7 @@ HAND_PICKED = [
     # element's own end tag still closes it, a <div> still closes a hidden <p> (the <object> is no longer in button
     # scope), a new <li> still closes a hidden one (the <section> no longer stops the list)
     '<span hidden>tk1<div>tk2</div></span>tk3', '<p hidden>tk1<object></object><div>tk2</div>',
-    '<ul><li hidden>tk1<section></section><li>tk2</ul>',
+    '<ul><li hidden>tk1<section></section><li>tk2</ul>', '<span hidden><b>tk1<div>tk2</div></b></span>tk3',
 ]
 
 

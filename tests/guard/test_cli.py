@@ -316,6 +316,14 @@ def test_file_errors_are_one_line(tmp_path, capsys, monkeypatch):
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (args, err)
 
 
+def test_one_proposal_is_the_smallest_taken(tmp_path, capsys, monkeypatch):
+    """--proposals 1 is allowed (one BM25 candidate per flagged citation); 0 is refused (above)."""
+    (tmp_path / "a.json").write_text(json.dumps({"answer": ANSWER, "passages": PASSAGES[:3]}))
+    rc, out, err = run_cli(["guard", "--input", str(tmp_path / "a.json"), "--verifier", "lexical", "--proposals", "1"],
+                           None, capsys, monkeypatch)
+    assert rc in (0, 1) and "--proposals" not in err and json.loads(out)["report"]["n_citations"] > 0, err
+
+
 def test_every_option_has_help():
     from citebound.cli.main import build_parser
     parser = build_parser()

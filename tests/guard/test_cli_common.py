@@ -65,6 +65,20 @@ def test_a_bad_limit_is_refused_with_the_reason_that_fits(item, why):
     assert parse_limits(["max_passages=7"]).max_passages == 7
 
 
+def test_a_limit_value_is_read_up_to_18_characters():
+    """Eighteen characters are read as a number (here past the hard ceiling, which says so); a nineteenth is refused
+    before any number is made of it (a huge integer is never parsed)."""
+    from citebound.cli.common import parse_limits
+
+    with pytest.raises(CLIError, match="is past its hard ceiling"):
+        parse_limits(["max_request_bytes=" + "9" * 18])
+    with pytest.raises(CLIError, match="limit max_passages must be a positive integer"):
+        parse_limits(["max_passages=-" + "9" * 17])
+    for item in ("max_request_bytes=" + "9" * 19, "max_passages=-" + "9" * 18):
+        with pytest.raises(CLIError, match="--limit expects NAME=INTEGER"):
+            parse_limits([item])
+
+
 @pytest.mark.parametrize("url", ["", "   ", "\t"])
 def test_a_state_of_nothing_but_spaces_names_no_store(url):
     from citebound.cli.common import check_state

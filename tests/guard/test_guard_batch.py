@@ -65,6 +65,10 @@ def test_an_answer_is_named_by_its_id_0_included_and_else_by_its_position_from_1
                {"answer": "Mitochondria produce ATP in cells [2].", "passages": P}]
     r = httpx.post(f"{url}/v1/guard?format=html", json={"answers": answers})
     assert re.findall(r"<h2>([^<]*)</h2>", r.text) == ["Answer 0", "Answer 2"]
+    # a failed answer without an id is named by its position from 1 as well: the second, past max_passages
+    answers[1]["passages"] = P + ["x"]
+    r = httpx.post(f"{url}/v1/guard?format=html", json={"answers": answers})
+    assert re.findall(r'data-failed="([^"]*)"', r.text) == ["2"]
 
 
 def test_the_cli_audit_page_withholds_what_its_output_withholds(tmp_path):

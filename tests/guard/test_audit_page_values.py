@@ -94,3 +94,13 @@ W = "a" + "bcde " * 119 + "wxyz"  # 600 characters, the last word cut by the win
 ])
 def test_evidence_is_snapped_at_offset_0_and_at_exactly_the_window_size(ev, shown):
     assert snapped(ev) == shown
+
+
+@pytest.mark.parametrize("last,cut", [(38, True), (39, False), (40, False)])
+def test_a_cut_last_word_goes_only_when_it_is_shorter_than_40_characters(last, cut):
+    """A 600-character window whose last word (``last`` letters) the window's end cut: the word goes when its space
+    is within the last 39 characters (a word of 38 letters, the space 39 from the end); at 39 letters or more the
+    space is 40 from the end or further, and the text is kept whole, only marked as cut."""
+    text = "w" * (599 - last) + " " + "z" * last
+    assert len(text) == 600
+    assert snapped({"text": text, "start": 0}) == ("w" * (599 - last) if cut else text) + "\u2026"

@@ -82,6 +82,20 @@ def test_a_messages_error_never_echoes_a_urls_credentials(status, kind):
                                                "message": "upstream http://***@127.0.0.1:9/v1?api_key=*** failed"}}
 
 
+@pytest.mark.parametrize("status,kind", [(400, "invalid_request_error"), (499, "invalid_request_error"),
+                                         (500, "upstream_error"), (502, "upstream_error")])
+def test_a_chat_error_is_the_clients_below_500_and_the_upstreams_from_500(status, kind):
+    """The chat-completions face's errors in OpenAI's shape: a 4xx is the request's fault (invalid_request_error),
+    a 5xx, 500 itself included, is not (upstream_error); credentials in the message are redacted there too."""
+    import json
+
+    from citebound.serving.proxy import proxy_error
+
+    r = proxy_error(status, "upstream http://me:s3cret@127.0.0.1:9/v1 failed", "upstream_error")
+    assert r.status_code == status and json.loads(r.body) == {"error": {
+        "message": "upstream http://***@127.0.0.1:9/v1 failed", "code": "upstream_error", "param": None, "type": kind}}
+
+
 @pytest.mark.parametrize("on_error,blocked", [("open", False), ("closed", True)])
 def test_a_streamed_messages_block_decides_on_the_whole_answer_failing_open_as_told(on_error, blocked):
     """Streamed, with --action block at 0.3: run 1's citation verified, then a tool call, then run 2's claim makes

@@ -5411,6 +5411,108 @@ COPY = ["citebound", "tests", "config", "workflow", "scripts", "Snakefile", "pyp
         "benchmarks", "deploy", "profiles", "envs", "CHANGELOG.md"]
 
 
+# Each round from 3 on starts at the one mutant whose description begins with its marker; round 2 is all before
+# round 3's, and each round runs to the next one's start (the last to the end).
+ROUND_STARTS = {
+    3: "merged requests get the first request's",
+    4: "the action taken on void also fires",
+    5: "a client that disconnects keeps holding",
+    6: "a merged call stops only when",
+    7: "a negative offset (left:-9999px)",
+    8: "a search_result block's text is not",
+    9: "a tag longer than MAX_TAG is still read",
+    10: "the windowed upper tail (n > 100000)",
+    11: "negative specific agreement leaves",
+    12: "a converted marker points one passage early",
+    13: "the prompt numbers passages from 0",
+    14: "a pair's training window is the last of tied",
+    15: "a text pair is tokenised in the reverse order",
+    16: "Check-COVID accepts an evidence index one past",
+    17: "a source smaller than the cap loses one pair",
+    18: "the validation frontier is drawn with its axes",
+    19: "the agreement sample depends on the order",
+    20: "a group's citations are judged at the pooled tau",
+    21: "each deployed score's p-value counts",
+    22: "a chunk of two groups' answers",
+    23: "a label of a guarded record points",
+    24: "a citation whose span ends where the next",
+    25: "a body nesting exactly MAX_JSON_DEPTH",
+    26: "the Clopper-Pearson interval puts 5%",
+    27: "a file's digest is remembered by its path",
+    28: "the paired bootstrap resamples pairs, not",
+    29: "Youden's J counts an unsupported score",
+    30: "a sentence's cited passages are excluded by passage",
+    31: "a head written before the negation version",
+    32: "a client's max_tokens past the demo's cap",
+    33: "a finished request's work token stays",
+    34: "the alarm's batch p-values (smoothed_p) leave",
+    35: "a document whose source is content blocks is no",
+    36: "a null for a key with a default (port: null)",
+    37: "each endpoint() call starts another local server",
+    38: "a later section's pairs point into the first",
+    39: "a number out of float range (1e400) is accepted",
+    40: "a verifier config naming no quantize runs int8",
+    41: "a NaN inside a nested object is written as NaN",
+    42: "the data summary's n_skipped counts skip reasons",
+    43: "--upstream-key-file with --demo-upstream is refused",
+    44: "texts of equal length are batched in an order",
+    45: "text after a misnested tree is read as shown",
+    46: "a streamed chunk carries citebound's id",
+    47: "pairs from exactly two sources are held out",
+    48: "a drift monitor with delta = 1 is accepted",
+    49: "a calibration without 'format' (made before",
+    50: "an api_key_file whose key is not ASCII",
+    51: "a calibration and a threshold together",
+    52: "a pair whose later window could not be judged",
+    53: "'doesn't ... supported' reads as supported",
+    54: "a cancelled token leaves the futures it waits on",
+    55: "a blank file-search result is numbered as a passage",
+    56: "a batch that holds exactly max_units units",
+    57: "an answer sent without passages is taken",
+    58: "--batch-answers 0 is taken",
+    59: "the memory store's update reads and computes outside",
+    60: "a '<' exactly MAX_TAG characters from the end",
+    61: "exactly max_citations_per_answer citations as data",
+    62: "past 100,000 draws a tail is summed over 4",
+    63: "alpha, beta or delta of 0 is taken",
+    64: "citebound_block_above: 0 is dropped",
+    65: "the proxy's own key goes to Anthropic's API",
+    66: "a citation's reason is put in its tip unescaped",
+    67: "the reported rank counts every label",
+    68: "the pods' readiness is the process's liveness",
+    69: "a four-digit hex colour (#fff8)",
+    70: "the transfer table calibrates at the miss rate",
+    71: "the passages shown to the model are numbered from 0",
+    72: "a citation without a score (an invalid pointer) stops",
+    73: "a client's max_tokens is not capped by the demo's limit",
+    74: "the weights package brings its declared dependencies",
+    75: "the kit's citation F1 is the arithmetic mean",
+    76: "guard(threshold=0.0) is taken as no threshold",
+    77: "the binomial upper tail P(X > k) includes k itself",
+    78: "a chunk size line that has not ended yet is never bounded",
+    79: "a label whose evidence starts at offset 0",
+    80: "a citation of the first passage skips the blank-passage",
+    81: "a lexical score exactly at its threshold is not",
+    82: "an invalid citation (a pointer to no passage) passes",
+    83: "--supported-share-min without --precision is ignored",
+    84: "the served classifier's input puts the window",
+    85: "when one request of a merged batch gives up",
+    86: "a monitor's state gauge keeps 1",
+    87: "a candidate with no score ranks first",
+    88: "each request a batch takes restarts its wait",
+    89: "a head whose scale has the wrong number",
+    90: "a label-0 pair of a source that does not tell",
+    91: "the paired AUC difference is embedding's",
+    92: "a CITEBOUND_ variable set to empty",
+    93: "a raw-text element closed as",
+    94: "a labels file that labels one item twice",
+    95: "a guard request whose replica died while answering",
+    96: "labels where only some records carry a group",
+    97: "a structured citation's passage number ignores",
+    98: "a style's value is not trimmed of a form feed",
+}
+
+
 def covering_tests(data_file: str, mutants: list[Mutant]) -> dict[str, list[str]]:
     """Per mutant (by description), the fast tests that ran its lines, from a coverage data file recorded with
     ``dynamic_context = test_function`` (benchmarks/coverage_contexts.rc): the whole fast tier's verdict on a
@@ -5495,7 +5597,7 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", help="run these modules' mutants (comma-separated)")
-    ap.add_argument("--round", type=int, choices=list(range(2, 99)),
+    ap.add_argument("--round", type=int, choices=[2, *ROUND_STARTS],
                     help="run one round's mutants (3: the 2026-12-02 round; 4: #45's, on that turn's code; 5 and 6: 2026-12-03's; 7 to 23: 2026-12-04's; 24 to 69: 2026-12-05's; 70 to 98: 2026-12-06's)")
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("--match", action="append", help="only the mutants whose description holds this text (repeatable: any)")
@@ -5505,126 +5607,8 @@ def main() -> int:
                     help="run, for each mutant, the fast tests that ran its lines (a coverage data file with test "
                          "contexts: benchmarks/coverage_contexts.rc) instead of its module's test files")
     args = ap.parse_args()
-    first3 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("merged requests get the first request's"))
-    first4 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the action taken on void also fires"))
-    first5 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a client that disconnects keeps holding"))
-    first6 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a merged call stops only when"))
-    first7 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a negative offset (left:-9999px)"))
-    first8 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a search_result block's text is not"))
-    first9 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a tag longer than MAX_TAG is still read"))
-    first10 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the windowed upper tail (n > 100000)"))
-    first11 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("negative specific agreement leaves"))
-    first12 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a converted marker points one passage early"))
-    first13 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the prompt numbers passages from 0"))
-    first14 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a pair's training window is the last of tied"))
-    first15 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a text pair is tokenised in the reverse order"))
-    first16 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("Check-COVID accepts an evidence index one past"))
-    first17 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a source smaller than the cap loses one pair"))
-    first18 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the validation frontier is drawn with its axes"))
-    first19 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the agreement sample depends on the order"))
-    first20 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a group's citations are judged at the pooled tau"))
-    first21 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("each deployed score's p-value counts"))
-    first22 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk of two groups' answers"))
-    first23 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a label of a guarded record points"))
-    first24 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation whose span ends where the next"))
-    first25 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a body nesting exactly MAX_JSON_DEPTH"))
-    first26 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the Clopper-Pearson interval puts 5%"))
-    first27 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a file's digest is remembered by its path"))
-    first28 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the paired bootstrap resamples pairs, not"))
-    first29 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("Youden's J counts an unsupported score"))
-    first30 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a sentence's cited passages are excluded by passage"))
-    first31 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a head written before the negation version"))
-    first32 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a client's max_tokens past the demo's cap"))
-    first33 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a finished request's work token stays"))
-    first34 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the alarm's batch p-values (smoothed_p) leave"))
-    first35 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a document whose source is content blocks is no"))
-    first36 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a null for a key with a default (port: null)"))
-    first37 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("each endpoint() call starts another local server"))
-    first38 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a later section's pairs point into the first"))
-    first39 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a number out of float range (1e400) is accepted"))
-    first40 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a verifier config naming no quantize runs int8"))
-    first41 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a NaN inside a nested object is written as NaN"))
-    first42 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the data summary's n_skipped counts skip reasons"))
-    first43 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--upstream-key-file with --demo-upstream is refused"))
-    first44 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("texts of equal length are batched in an order"))
-    first45 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("text after a misnested tree is read as shown"))
-    first46 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a streamed chunk carries citebound's id"))
-    first47 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("pairs from exactly two sources are held out"))
-    first48 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a drift monitor with delta = 1 is accepted"))
-    first49 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a calibration without 'format' (made before"))
-    first50 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an api_key_file whose key is not ASCII"))
-    first51 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a calibration and a threshold together"))
-    first52 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a pair whose later window could not be judged"))
-    first53 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("'doesn't ... supported' reads as supported"))
-    first54 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a cancelled token leaves the futures it waits on"))
-    first55 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a blank file-search result is numbered as a passage"))
-    first56 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a batch that holds exactly max_units units"))
-    first57 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an answer sent without passages is taken"))
-    first58 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--batch-answers 0 is taken"))
-    first59 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the memory store's update reads and computes outside"))
-    first60 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a '<' exactly MAX_TAG characters from the end"))
-    first61 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("exactly max_citations_per_answer citations as data"))
-    first62 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("past 100,000 draws a tail is summed over 4"))
-    first63 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("alpha, beta or delta of 0 is taken"))
-    first64 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("citebound_block_above: 0 is dropped"))
-    first65 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the proxy's own key goes to Anthropic's API"))
-    first66 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation's reason is put in its tip unescaped"))
-    first67 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the reported rank counts every label"))
-    first68 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the pods' readiness is the process's liveness"))
-    first69 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a four-digit hex colour (#fff8)"))
-    first70 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the transfer table calibrates at the miss rate"))
-    first71 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the passages shown to the model are numbered from 0"))
-    first72 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation without a score (an invalid pointer) stops"))
-    first73 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a client's max_tokens is not capped by the demo's limit"))
-    first74 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the weights package brings its declared dependencies"))
-    first75 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the kit's citation F1 is the arithmetic mean"))
-    first76 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("guard(threshold=0.0) is taken as no threshold"))
-    first77 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the binomial upper tail P(X > k) includes k itself"))
-    first78 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a chunk size line that has not ended yet is never bounded"))
-    first98 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a style's value is not trimmed of a form feed"))
-    first97 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a structured citation's passage number ignores"))
-    first96 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("labels where only some records carry a group"))
-    first95 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a guard request whose replica died while answering"))
-    first94 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a labels file that labels one item twice"))
-    first93 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a raw-text element closed as"))
-    first92 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a CITEBOUND_ variable set to empty"))
-    first91 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the paired AUC difference is embedding's"))
-    first90 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a label-0 pair of a source that does not tell"))
-    first89 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a head whose scale has the wrong number"))
-    first88 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("each request a batch takes restarts its wait"))
-    first87 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a candidate with no score ranks first"))
-    first86 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a monitor's state gauge keeps 1"))
-    first85 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("when one request of a merged batch gives up"))
-    first84 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("the served classifier's input puts the window"))
-    first83 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("--supported-share-min without --precision is ignored"))
-    first82 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("an invalid citation (a pointer to no passage) passes"))
-    first81 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a lexical score exactly at its threshold is not"))
-    first80 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a citation of the first passage skips the blank-passage"))
-    first79 = next(i for i, m in enumerate(MUTANTS) if m.why.startswith("a label whose evidence starts at offset 0"))
-    rounds = {None: MUTANTS, 2: MUTANTS[:first3], 3: MUTANTS[first3:first4], 4: MUTANTS[first4:first5],
-              5: MUTANTS[first5:first6], 6: MUTANTS[first6:first7],
-              7: MUTANTS[first7:first8], 8: MUTANTS[first8:first9], 9: MUTANTS[first9:first10],
-              10: MUTANTS[first10:first11], 11: MUTANTS[first11:first12],
-              12: MUTANTS[first12:first13], 13: MUTANTS[first13:first14],
-              14: MUTANTS[first14:first15], 15: MUTANTS[first15:first16], 16: MUTANTS[first16:first17],
-              17: MUTANTS[first17:first18], 18: MUTANTS[first18:first19], 19: MUTANTS[first19:first20],
-              20: MUTANTS[first20:first21], 21: MUTANTS[first21:first22],
-              22: MUTANTS[first22:first23], 23: MUTANTS[first23:first24],
-              24: MUTANTS[first24:first25], 25: MUTANTS[first25:first26],
-              26: MUTANTS[first26:first27], 27: MUTANTS[first27:first28],
-              28: MUTANTS[first28:first29], 29: MUTANTS[first29:first30],
-              30: MUTANTS[first30:first31], 31: MUTANTS[first31:first32],
-              32: MUTANTS[first32:first33], 33: MUTANTS[first33:first34], 34: MUTANTS[first34:first35],
-              35: MUTANTS[first35:first36], 36: MUTANTS[first36:first37],
-              37: MUTANTS[first37:first38], 38: MUTANTS[first38:first39],
-              39: MUTANTS[first39:first40], 40: MUTANTS[first40:first41],
-              41: MUTANTS[first41:first42], 42: MUTANTS[first42:first43],
-              43: MUTANTS[first43:first44], 44: MUTANTS[first44:first45],
-              45: MUTANTS[first45:first46], 46: MUTANTS[first46:first47],
-              47: MUTANTS[first47:first48], 48: MUTANTS[first48:first49],
-              49: MUTANTS[first49:first50], 50: MUTANTS[first50:first51],
-              51: MUTANTS[first51:first52], 52: MUTANTS[first52:first53],
-              53: MUTANTS[first53:first54], 54: MUTANTS[first54:first55], 55: MUTANTS[first55:first56], 56: MUTANTS[first56:first57], 57: MUTANTS[first57:first58], 58: MUTANTS[first58:first59], 59: MUTANTS[first59:first60], 60: MUTANTS[first60:first61], 61: MUTANTS[first61:first62], 62: MUTANTS[first62:first63], 63: MUTANTS[first63:first64], 64: MUTANTS[first64:first65], 65: MUTANTS[first65:first66], 66: MUTANTS[first66:first67], 67: MUTANTS[first67:first68], 68: MUTANTS[first68:first69], 69: MUTANTS[first69:first70], 70: MUTANTS[first70:first71], 71: MUTANTS[first71:first72], 72: MUTANTS[first72:first73], 73: MUTANTS[first73:first74], 74: MUTANTS[first74:first75], 75: MUTANTS[first75:first76], 76: MUTANTS[first76:first77], 77: MUTANTS[first77:first78], 78: MUTANTS[first78:first79], 79: MUTANTS[first79:first80], 80: MUTANTS[first80:first81], 81: MUTANTS[first81:first82], 82: MUTANTS[first82:first83], 83: MUTANTS[first83:first84], 84: MUTANTS[first84:first85], 85: MUTANTS[first85:first86], 86: MUTANTS[first86:first87], 87: MUTANTS[first87:first88], 88: MUTANTS[first88:first89], 89: MUTANTS[first89:first90], 90: MUTANTS[first90:first91], 91: MUTANTS[first91:first92], 92: MUTANTS[first92:first93], 93: MUTANTS[first93:first94], 94: MUTANTS[first94:first95], 95: MUTANTS[first95:first96], 96: MUTANTS[first96:first97], 97: MUTANTS[first97:first98], 98: MUTANTS[first98:]}
+    starts = {2: 0} | {r: next(i for i, m in enumerate(MUTANTS) if m.why.startswith(k)) for r, k in ROUND_STARTS.items()}
+    rounds = {None: MUTANTS} | {r: MUTANTS[starts[r]:starts.get(r + 1)] for r in starts}
     todo = [m for m in rounds[args.round] if args.only is None or m.module in args.only.split(",")]
     todo = [m for m in todo if args.match is None or any(t in m.why for t in args.match)]
     todo = [m for m in todo if not args.moved or any(m.why.startswith(k) for k in MOVED)]

@@ -1,7 +1,11 @@
-"""Boundary mutants by operator, to find comparisons and off-by-ones that no test pins: every ``<``, ``<=``, ``>``
-and ``>=`` flipped to its neighbour, and every ``+ 1`` and ``- 1`` dropped, on the lines of the named modules that
-the fast tier runs, each mutant run against the fast tests that ran its line (a context coverage, as
+"""Mutants by operator, to find comparisons, off-by-ones and conditions that no test pins, on the lines of the named
+modules that the fast tier runs, each mutant run against the fast tests that ran its line (a context coverage, as
 ``semantic_mutants.py --by-coverage`` uses). Prints each verdict and the survivors.
+
+``--ops boundary`` (the default): every ``<``, ``<=``, ``>`` and ``>=`` flipped to its neighbour, and every ``+ 1``
+and ``- 1`` dropped. ``--ops logic``: ``and`` and ``or`` swapped, ``==`` and ``!=``, ``is`` and ``is not``, ``in``
+and ``not in`` (in a comparison, not a ``for``), a unary ``not`` dropped, ``min`` and ``max``, ``any`` and ``all``,
+``True`` and ``False``.
 
 A survivor is a candidate, not a finding: many flips are equivalent (a float that never equals its bound, a loop
 whose last step changes nothing, a result trimmed afterwards). Judge each, and write the ones that change what a
@@ -11,6 +15,7 @@ not written: this sweep is for finding, not for a kill rate.
     pip install coverage   # not a dependency of citebound
     python -m coverage run --rcfile=benchmarks/coverage_contexts.rc -m pytest -q -m "not slow"   # ~9 min
     python benchmarks/operator_sweep.py .coverage-contexts citebound/guarding/stream.py citebound/text/forms.py
+    python benchmarks/operator_sweep.py --ops logic .coverage-contexts citebound/calibration/eprocess.py
 
 The coverage must be recorded on the code as it is (line numbers). A test whose code runs under ``asyncio.run``
 inside the test function may be missing from a line's contexts: confirm a survivor against its module's own test
@@ -29,11 +34,49 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import semantic_mutants as sm  # noqa: E402
 
 FLIP = {"<": "<=", "<=": "<", ">": ">=", ">=": ">"}
+SWAP_NAME = {"and": "or", "or": "and", "True": "False", "False": "True"}
+SWAP_CALL = {"min": "max", "max": "min", "any": "all", "all": "any"}
 
 
-def mutants(path: str, covered: set[int]) -> list[sm.Mutant]:
-    """The boundary mutants of one module, on its covered lines; each one exact replacement of a line (with the
-    lines before it, as many as make it occur once)."""
+def logic(toks: list[tokenize.TokenInfo], i: int) -> list[tuple[tuple[int, int], tuple[int, int], str, str]]:
+    """The logic mutants at token ``i``: (start, end, replacement, what)."""
+    t = toks[i]
+    before = toks[i - 1] if i else None
+    after = toks[i + 1] if i + 1 < len(toks) else None
+    if t.type == tokenize.OP and t.string in ("==", "!="):
+        new = "!=" if t.string == "==" else "=="
+        return [(t.start, t.end, new, f"{t.string} -> {new}")]
+    if t.type != tokenize.NAME:
+        return []
+    if t.string in SWAP_NAME:
+        return [(t.start, t.end, SWAP_NAME[t.string], f"{t.string} -> {SWAP_NAME[t.string]}")]
+    if t.string in SWAP_CALL and after is not None and after.string == "(" and (before is None or before.string != "."):
+        return [(t.start, t.end, SWAP_CALL[t.string], f"{t.string}() -> {SWAP_CALL[t.string]}()")]
+    if t.string == "is":
+        if after is not None and after.string == "not":
+            return [(t.start, after.end, "is", "is not -> is")]
+        return [(t.start, t.end, "is not", "is -> is not")]
+    if t.string == "not":
+        if before is not None and before.string == "is":
+            return []
+        if after is not None and after.string == "in":
+            return [(t.start, after.end, "in", "not in -> in")]
+        return [(t.start, after.start, "", "drop not")] if after is not None and after.start[0] == t.start[0] else []
+    if t.string == "in" and (before is None or before.string != "not"):
+        # a comparison's ``in``, not a ``for``'s: the nearest ``for`` or comparison start on the line decides
+        k = i - 1
+        while k >= 0 and toks[k].start[0] == t.start[0] and toks[k].string not in ("for", "if", "elif", "while",
+                                                                                   "return", "and", "or", "=", "("):
+            k -= 1
+        if k >= 0 and toks[k].string == "for":
+            return []
+        return [(t.start, t.end, "not in", "in -> not in")]
+    return []
+
+
+def mutants(path: str, covered: set[int], ops: str = "boundary") -> list[sm.Mutant]:
+    """The mutants of one module, on its covered lines; each one exact replacement of a line (with the lines before
+    it, as many as make it occur once)."""
     src = (sm.ROOT / path).read_text()
     offs = [0]
     for line in src.splitlines(keepends=True):
@@ -42,12 +85,16 @@ def mutants(path: str, covered: set[int]) -> list[sm.Mutant]:
     out = []
     for i, t in enumerate(toks):
         found = []
-        if t.type == tokenize.OP and t.string in FLIP:
+        if ops == "logic":
+            found = logic(toks, i)
+        elif t.type == tokenize.OP and t.string in FLIP:
             found.append((t.start, t.end, FLIP[t.string], f"{t.string} -> {FLIP[t.string]}"))
         after = toks[i + 1] if i + 1 < len(toks) else None
-        if (t.type == tokenize.OP and t.string in ("+", "-") and after is not None and after.type == tokenize.NUMBER
-                and after.string == "1" and toks[i - 1].type in (tokenize.NAME, tokenize.NUMBER, tokenize.OP)
-                and toks[i - 1].string not in ("(", "[", ",", "=", ":") and not keyword.iskeyword(toks[i - 1].string)):
+        before = toks[i - 1]
+        if (ops == "boundary" and t.type == tokenize.OP and t.string in ("+", "-") and after is not None
+                and after.type == tokenize.NUMBER and after.string == "1"
+                and before.type in (tokenize.NAME, tokenize.NUMBER, tokenize.OP)
+                and before.string not in ("(", "[", ",", "=", ":") and not keyword.iskeyword(before.string)):
             found.append((t.start, after.end, "", f"drop {t.string} 1"))
         for (r0, c0), (r1, c1), new, what in found:
             if r0 not in covered or r0 != r1:
@@ -69,10 +116,16 @@ def main() -> int:
     ap.add_argument("coverage", help="a coverage data file with test contexts (benchmarks/coverage_contexts.rc)")
     ap.add_argument("modules", nargs="+", help="module paths, relative to the repository root")
     ap.add_argument("--timeout", type=int, default=1500, help="seconds for one mutant's tests (and the baseline's)")
+    ap.add_argument("--ops", choices=["boundary", "logic"], default="boundary", help="which operators to mutate")
+    ap.add_argument("--list", action="store_true", help="print the mutants on covered lines and run nothing")
     args = ap.parse_args()
     data = CoverageData(args.coverage)
     data.read()
-    found = [m for p in args.modules for m in mutants(p, set(data.lines(str(sm.ROOT / p)) or []))]
+    found = [m for p in args.modules for m in mutants(p, set(data.lines(str(sm.ROOT / p)) or []), args.ops)]
+    if args.list:
+        for m in found:
+            print(m.why)
+        return 0
     sm.TESTS["sweep"] = []  # a line run only by a test coverage cannot name has no tests: it is reported, not run
     selected = sm.covering_tests(args.coverage, found)
     todo = [m for m in found if selected[m.why]]

@@ -209,3 +209,14 @@ def test_the_alarms_references_leave_out_scores_that_are_not_numbers():
     assert a.p_values(0.15, 0.5).tolist() == b.p_values(0.15, 0.5).tolist()
     with pytest.raises(ValueError, match="needs the calibration's scores of both classes"):
         ShiftRobustAlarm([float("nan")], [0.8], DELTA)
+
+
+def test_the_alarm_skips_a_deployed_score_that_is_not_a_number_and_its_draw():
+    # a score the verifier could not give (None) or gave as nan or inf is not a p-value: it is skipped, and not
+    # counted, but its theta is still drawn, so the scores after it get the same thetas as if it were there
+    a = ShiftRobustAlarm([0.1, 0.2, 0.3], [0.7, 0.8, 0.9], DELTA)
+    b = ShiftRobustAlarm([0.1, 0.2, 0.3], [0.7, 0.8, 0.9], DELTA)
+    a.update([0.25, None, float("nan"), float("inf"), 0.05], [0.1, 0.2, 0.3, 0.4, 0.9])
+    b.update([0.25, 0.05], [0.1, 0.9])
+    assert a.n_seen == b.n_seen == 2
+    assert a.log_martingales().tolist() == b.log_martingales().tolist()

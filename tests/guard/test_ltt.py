@@ -25,6 +25,8 @@ def test_a_small_case_by_hand():
     r = ltt.calibrate_two_sided(s, y, 0.3, 0.3, 0.1, grid=[0.5, 0.52])
     # at 0.5: no unsupported passes (k0 = 0), no supported flagged (k1 = 0): p = 0.7 ** 10 = 0.0282 <= 0.1 / 2
     assert 0.7 ** 10 <= 0.05 and r.certified == [0.5, 0.52] and r.tau == 0.5
+    # what the card shows of it: the certified taus from the lowest to the highest, and how many
+    assert r.to_dict()["certified_tau_interval"] == [0.5, 0.52] and r.to_dict()["n_certified"] == 2
     # at alpha = beta = 0.2: p = 0.8 ** 10 = 0.107 > 0.05: nothing certified; the best beta at alpha = 0.3 is the
     # Clopper-Pearson bound for 0 of 10 at level 0.05: 1 - 0.05 ** (1 / 10)
     r = ltt.calibrate_two_sided(s, y, 0.2, 0.2, 0.1, grid=[0.5, 0.52])

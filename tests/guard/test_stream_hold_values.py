@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from citebound.guarding.report import CitationAudit, GuardReport
-from citebound.guarding.stream import Joiner, SentenceHold, commit_point, merge_reports, stable_end
+from citebound.guarding.stream import Joiner, SentenceHold, StreamAssembler, commit_point, merge_reports, stable_end
 from citebound.text.html_lex import MAX_TAG
 from citebound.text.limits import LimitExceeded, Limits
 
@@ -90,6 +90,16 @@ def test_a_later_segments_sentences_and_spans_are_shifted_by_everything_before_i
         (1, [(10, 13)]), (2, [(35, 38)]), (4, [(51, 54), (71, 74)]), (5, [(90, 93)])]
     assert (m.n_sentences, m.n_citations, m.verified, m.flagged) == (6, 4, 3, 1)
     assert m.review_budget == pytest.approx(1 / 4)
+
+
+def test_a_stream_fails_closed_unless_told_to_fail_open():
+    """A stream's report of one segment with two citations, one verified and one unverified (a verifier error,
+    not an unreadable marker): closed, the unverified one is to review, 1 of 2; open, it passes, 0 of 2."""
+    rep = GuardReport(n_sentences=1, n_citations=2, verified=1, unverified=1,
+                      audit=[_audit(0, 1, [(3, 6)]), _audit(0, 2, [(6, 9)], "unverified")])
+    for asm, budget in ((StreamAssembler(), 1 / 2), (StreamAssembler(fail_open=True), 0.0)):
+        asm.add("One [1][2].", "One [1][2].", rep)
+        assert asm.report().review_budget == budget
 
 
 @pytest.fixture(scope="module")

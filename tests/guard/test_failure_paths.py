@@ -246,3 +246,18 @@ def test_remove_keeps_a_sentence_a_verifier_failure_stands_for_only_when_failing
     assert [(a.cited, a.action) for a in second.audit] == [(1, "verified"), (0, "unverified")]
     assert first.audit[0].reason.startswith("the verifier failed: RuntimeError: the verifier fell over")
     assert [r.removed_sentences for _, r in out] == ([0, 0] if fail_open else [1, 1])
+
+
+@pytest.mark.parametrize("n,status", [(2, 200), (3, 422)])
+@pytest.mark.parametrize("api", ["chat", "messages", "responses"])
+def test_an_answers_text_past_its_citation_limit_is_a_422_naming_the_limit(api, n, status):
+    """max_citations_per_answer 2: an unstreamed answer whose text cites [1] in 2 sentences is guarded; in 3 it is
+    refused while the guard reads it, and the error's code names the limit (not a generic bad_input)."""
+    answer = " ".join(["Aspirin irreversibly inhibits platelet cyclooxygenase [1]."] * n)
+    with Upstream(api, [answer]) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base, limits=Limits(max_citations_per_answer=2))) as url:
+        r = httpx.post(url + PATHS[api], json=body(api, False), timeout=30)
+    assert r.status_code == status, r.text
+    if status == 422:
+        code, message = error_of(api, r)
+        assert code == "max_citations_per_answer" and "max_citations_per_answer" in message

@@ -83,3 +83,26 @@ def test_the_failure_policies_reach_the_guard_each_as_set():
     g = st.guard_for(None)
     assert (g.on_error, g.uncited, g.action, g.block_above) == ("open", "ignore", "block", 0.25)
     assert st.registry.policy["on_void"] == "flag-all"
+
+
+def test_a_held_answer_takes_nothing_more_once_blocked():
+    """--action block, block above 0.1: the first sentence's one citation fails (the lexical verifier finds no
+    word of it in the passage), so the answer is blocked at it; a later delta, even a supported sentence, is
+    neither sent nor kept as the answer's text."""
+    from citebound.scoring.loader import load_scorer
+    from citebound.serving.held import HeldAnswer
+
+    st = ServiceState(ServeConfig(verifier="lexical", action="block", block_above=0.1))
+    st.scorer = load_scorer("lexical")
+    st.registry.load(st.scorer)
+    held = HeldAnswer(st, st.guard_for(None), ["Aspirin irreversibly inhibits platelet cyclooxygenase."], None, None)
+
+    async def run():
+        first = await held.feed("Mars has two small moons [1]. As")  # the next sentence's start ends the first
+        assert held.block_report is not None and first == ""
+        later = await held.feed("pirin irreversibly inhibits platelet cyclooxygenase [1]. It")
+        return later, await held.finish()
+
+    assert asyncio.run(run()) == ("", "")
+    assert held.text() == "Mars has two small moons [1]. As"
+    assert held.report().blocked and held.report().flagged == 1 and held.report().n_citations == 1

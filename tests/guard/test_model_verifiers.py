@@ -55,9 +55,14 @@ def test_minicheck_encoder_by_hand(models, arch, config, tmp_path):
     assert np.diff(np.sort(want)).min() > 1e-3  # every pair scores apart: a batch put back out of order fails
     assert p == pytest.approx(want, abs=1e-5)
     assert (verdict == (np.array(want) > 0.5)).all()
-    # the decision is strict: a unit exactly at support_above is unsupported
-    v.support_above = float(p[0])
+    # the decision is strict: a unit exactly at support_above is unsupported. Its score is taken from the same
+    # one-unit batch that is judged (a batch of four pads it, and torch's thread count may change the last bits)
+    alone = float(v.judge(CLAIMS[:1], WINDOWS[:1])[0][0])
+    assert alone == pytest.approx(want[0], abs=1e-5)
+    v.support_above = alone
     assert not v.judge(CLAIMS[:1], WINDOWS[:1])[1][0]
+    v.support_above = np.nextafter(alone, -1.0)
+    assert v.judge(CLAIMS[:1], WINDOWS[:1])[1][0]
 
 
 def test_minicheck_flant5_by_hand(models, tmp_path):

@@ -261,3 +261,49 @@ def test_an_answers_text_past_its_citation_limit_is_a_422_naming_the_limit(api, 
     if status == 422:
         code, message = error_of(api, r)
         assert code == "max_citations_per_answer" and "max_citations_per_answer" in message
+
+
+Q_STATINS = "Statins lower LDL cholesterol in adults."
+Q_ASPIRIN = "Aspirin inhibits platelet aggregation in vitro."
+
+
+@pytest.mark.parametrize("on_error", ["closed", "open"])
+def test_a_verifier_failure_on_a_citation_carried_as_data_is_removed_only_failing_closed(on_error):
+    """--action remove through Messages: two text blocks, "Statins lower LDL boom." and " Aspirin inhibits platelet
+    aggregation.", each with a char_location citation quoting its support. The verifier fails on the first claim
+    only (it holds 'boom'): that citation is unverified, by a verifier failure. Closed, it fails: its sentence is
+    removed and the budget is 1 of 2. Open, it passes: nothing removed, budget 0."""
+    from failing_scorer import Failing
+
+    first, second = "Statins lower LDL boom.", " Aspirin inhibits platelet aggregation."
+    msg = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
+           "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
+           "content": [{"type": "text", "text": first, "citations": [_char(Q_STATINS)]},
+                       {"type": "text", "text": second, "citations": [_char(Q_ASPIRIN)]}]}
+    cfg = ServeConfig(verifier="lexical", action="remove", on_error=on_error)
+    with Upstream("messages", [""], whole=msg) as up, running(ServeConfig(**{**cfg.__dict__, "upstream": up.base}),
+                                                              Failing()) as url:
+        r = httpx.post(url + "/v1/messages", json=body("messages", False), timeout=30)
+    assert r.status_code == 200, r.text
+    rep = r.json()["citebound"]["report"]
+    assert [a["action"] for a in rep["audit"]] == ["unverified", "verified"]
+    text = "".join(b["text"] for b in r.json()["content"] if b["type"] == "text")
+    if on_error == "closed":
+        assert text == second.strip() and rep["removed_sentences"] == 1 and rep["review_budget"] == 0.5
+    else:
+        assert text == first + second and rep["removed_sentences"] == 0 and rep["review_budget"] == 0.0
+
+
+@pytest.mark.parametrize("on_error,budget", [("closed", 1.0), ("open", 0.0)])
+def test_a_streamed_citation_carried_as_data_that_the_verifier_failed_on_counts_only_failing_closed(on_error, budget):
+    """A streamed Messages block, "Statins lower LDL boom.", with one char_location citation: the verifier fails
+    on its claim, so it is unverified by a verifier failure. The stream's report: budget 1 of 1 closed, 0 open."""
+    from failing_scorer import Failing
+
+    cfg = ServeConfig(verifier="lexical", on_error=on_error)
+    with Upstream("messages", ["Statins lower LDL boom."], citations=[_char(Q_STATINS)]) as up, \
+            running(ServeConfig(**{**cfg.__dict__, "upstream": up.base}), Failing()) as url:
+        r = httpx.post(url + "/v1/messages", json=body("messages", True), timeout=30)
+    rep = stream_report("messages", sse_data(r))
+    assert [(a["action"], a["unreadable"]) for a in rep["audit"]] == [("unverified", False)]
+    assert (rep["n_citations"], rep["unverified"], rep["review_budget"]) == (1, 1, budget)

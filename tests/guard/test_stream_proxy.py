@@ -94,6 +94,21 @@ def test_an_upstream_failure_mid_stream_is_an_error_the_sdk_raises(end, message)
         assert e.value.body["code"] == "upstream_error"
 
 
+@pytest.mark.parametrize("end", [{"error_after": 10}, {"cut_after": 10}])
+def test_the_error_that_ends_a_stream_carries_the_report_of_what_went_out(end):
+    """The same failure, read as raw events: the error event carries the report of the answer so far, the two
+    sentences that went out, each with its one citation checked (the third's words are held, not counted)."""
+    with FakeStreamingOpenAI(lambda body: Script(sentences_as_pieces(ANSWER), **end)) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
+        r = httpx.post(f"{url}/v1/chat/completions", json={"model": "m", "messages": [], "stream": True, **PASS},
+                       timeout=30)
+    last = json.loads([x for x in r.text.splitlines() if x.startswith("data: ")][-1][6:])
+    assert last["error"]["code"] == "upstream_error"
+    rep = last["citebound"]["report"]
+    assert (rep["n_sentences"], rep["n_citations"]) == (2, 2)
+    assert [a["cited"] for a in rep["audit"]] == [1, 2]
+
+
 @pytest.mark.slow  # timing-based: in the slow tier, where nothing else shares its run
 def test_a_client_that_goes_away_stops_the_upstream_read():
     words = sentences_as_pieces(" ".join(["Statins lower LDL cholesterol [1]."] * 200))

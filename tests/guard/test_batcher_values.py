@@ -183,3 +183,18 @@ def test_the_heap_is_trimmed_at_most_once_per_interval():
     finally:
         batcher_mod._LIBC, batcher_mod._LAST_TRIM[0] = saved
     assert (first, second, Libc.trims) == (True, False, 1)
+
+
+def test_a_process_that_never_closes_its_batcher_still_exits():
+    """The worker waits on its queue for ever: it must not keep the interpreter alive once the program is done (a
+    library user, or a service that dies before its shutdown step, never calls close)."""
+    import subprocess
+    import sys
+
+    code = ("from citebound.serving.batcher import UnitBatcher\n"
+            "from citebound.scoring.loader import load_scorer\n"
+            "b = UnitBatcher(load_scorer('lexical'), 8, 5.0)\n"
+            "print(b.score(['statins lower ldl'], ['statins lower ldl cholesterol']).score.tolist())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[1.0]"

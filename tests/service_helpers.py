@@ -42,9 +42,13 @@ def serving(app):
     URL once it is ready."""
     import uvicorn
 
-    port = free_port()
+    # the socket is bound here and handed to uvicorn: a port picked free and bound later could be taken in between
+    # by another process's server (tests running beside each other), which this test would then talk to
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    t = threading.Thread(target=server.run, daemon=True)
+    t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     t.start()
     url = f"http://127.0.0.1:{port}"
     wait_ready(url)
@@ -53,6 +57,7 @@ def serving(app):
     finally:
         server.should_exit = True
         t.join(timeout=10)
+        sock.close()
 
 
 def sse_data(r) -> list:

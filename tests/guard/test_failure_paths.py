@@ -17,6 +17,7 @@ from fake_apis import FakeAPIs, Turn  # noqa: E402
 from fake_stream import FakeStreamingOpenAI, Script  # noqa: E402
 from service_helpers import running, sse_data  # noqa: E402
 from test_behaviours import Slow  # noqa: E402
+from test_structured_effects import Q_ASPIRIN, Q_STATINS  # noqa: E402
 
 from citebound.serving.state import ServeConfig  # noqa: E402
 from citebound.text.limits import Limits  # noqa: E402
@@ -261,10 +262,6 @@ def test_an_answers_text_past_its_citation_limit_is_a_422_naming_the_limit(api, 
     if status == 422:
         code, message = error_of(api, r)
         assert code == "max_citations_per_answer" and "max_citations_per_answer" in message
-
-
-Q_STATINS = "Statins lower LDL cholesterol in adults."
-Q_ASPIRIN = "Aspirin inhibits platelet aggregation in vitro."
 
 
 @pytest.mark.parametrize("on_error", ["closed", "open"])

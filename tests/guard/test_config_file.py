@@ -130,6 +130,12 @@ def test_values_beside_each_refusal_are_taken_as_the_flag_would(tmp_path, capsys
     ({"port": True}, "key 'port': True is not an integer"),
     ({"port": [80]}, "key 'port': [80] is not an integer"),
     ({"request_timeout": None}, "key 'request_timeout': None is not a number"),
+    # one bad item among good ones; a boolean, a list or a mapping where a string or a number goes
+    ({"limit": ["max_passages=50", True]}, "key 'limit': ['max_passages=50', True] is not a list"),
+    ({"host": ["a"]}, "key 'host': ['a'] is not a string"),
+    ({"host": True}, "key 'host': True is not a string"),
+    ({"host": {"a": 1}}, "key 'host': {'a': 1} is not a string"),
+    ({"request_timeout": True}, "key 'request_timeout': True is not a number"),
 ])
 def test_values_of_the_wrong_shape_are_refused(tmp_path, capsys, content, message):
     f = tmp_path / "c.yaml"
@@ -166,3 +172,14 @@ def test_a_flag_typed_in_either_form_wins_over_the_file(tmp_path, capsys, argv):
     f.write_text(yaml.safe_dump({"port": 9000}))
     assert main(["serve", "--config", str(f), *argv, "--print-config"]) == 0
     assert yaml.safe_load(capsys.readouterr().out)["port"] == 9002
+
+
+def test_print_config_is_one_key_per_line_in_sorted_order(tmp_path, capsys):
+    """What an operator reads and diffs: block style (a list one item per line), keys sorted."""
+    f = tmp_path / "c.yaml"
+    f.write_text(yaml.safe_dump({"verifier": "lexical", "port": 9000, "limit": ["max_passages=50"]}))
+    assert main(["serve", "--config", str(f), "--print-config"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    keys = [line.split(":")[0] for line in lines if not line.startswith(("-", " "))]
+    assert keys == sorted(keys) and len(keys) > 20
+    assert "port: 9000" in lines and lines[lines.index("limit:") + 1] == "- max_passages=50"

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 pytest.importorskip("fastapi")
-from fake_apis import FakeAPIs, Turn  # noqa: E402
+from fake_apis import FakeAPIs, Turn, anthropic_message  # noqa: E402
 from fake_stream import FakeStreamingOpenAI, Script  # noqa: E402
 from service_helpers import running, sse_data  # noqa: E402
 from test_behaviours import Slow  # noqa: E402
@@ -183,9 +183,7 @@ def _char(text: str) -> dict:
 def test_citations_carried_as_data_past_their_limit_are_a_422_naming_it(n, status):
     """max_citations_per_answer 2: two char_location citations on the one text block are checked; a third is
     refused (the answer carries 3 citations as data), never dropped."""
-    msg = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
-           "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
-           "content": [{"type": "text", "text": "Aspirin inhibits cyclooxygenase.", "citations": [_char(ASPIRIN)] * n}]}
+    msg = anthropic_message([{"type": "text", "text": "Aspirin inhibits cyclooxygenase.", "citations": [_char(ASPIRIN)] * n}])
     with Upstream("messages", [""], whole=msg) as up, \
             running(ServeConfig(verifier="lexical", upstream=up.base,
                                 limits=Limits(max_citations_per_answer=2))) as url:
@@ -273,10 +271,8 @@ def test_a_verifier_failure_on_a_citation_carried_as_data_is_removed_only_failin
     from failing_scorer import Failing
 
     first, second = "Statins lower LDL boom.", " Aspirin inhibits platelet aggregation."
-    msg = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "end_turn",
-           "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1},
-           "content": [{"type": "text", "text": first, "citations": [_char(Q_STATINS)]},
-                       {"type": "text", "text": second, "citations": [_char(Q_ASPIRIN)]}]}
+    msg = anthropic_message([{"type": "text", "text": first, "citations": [_char(Q_STATINS)]},
+                             {"type": "text", "text": second, "citations": [_char(Q_ASPIRIN)]}])
     cfg = ServeConfig(verifier="lexical", action="remove", on_error=on_error)
     with Upstream("messages", [""], whole=msg) as up, running(ServeConfig(**{**cfg.__dict__, "upstream": up.base}),
                                                               Failing()) as url:

@@ -5540,7 +5540,11 @@ def covering_tests(data_file: str, mutants: list[Mutant]) -> dict[str, list[str]
     return out
 
 
-def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | None = None) -> list[tuple[Mutant, str, float]]:
+def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | None = None,
+        first: dict[str, list[str]] | None = None) -> list[tuple[Mutant, str, float]]:
+    """Each mutant's verdict against its tests (its module's, or ``selected``'s by description). With ``first``, a
+    mutant's tests named there run first, and the rest only if those pass: the verdict is the same, a kill sooner
+    (collecting twenty test files costs more than most mutants' own tests)."""
     out = []
     with tempfile.TemporaryDirectory(prefix="citebound-mutants-") as tmp:
         tree = Path(tmp) / "tree"
@@ -5581,10 +5585,14 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
             path.write_text(original.replace(m.old, m.new))
             t0 = time.perf_counter()
             try:
+                early = [t for t in (first or {}).get(m.why, []) if t in tests_of(m)]
+                rest = [t for t in tests_of(m) if t not in early]
                 if not tests_of(m):
                     verdict = "survived"  # no fast test runs its lines
+                elif early and not tests_pass(early):
+                    verdict = "killed"
                 else:
-                    verdict = "survived" if tests_pass(tests_of(m)) else "killed"
+                    verdict = "survived" if not rest or tests_pass(rest) else "killed"
             except subprocess.TimeoutExpired:
                 verdict = "killed (timeout)"
             finally:

@@ -164,6 +164,8 @@ def check(page, fragment: str) -> None:
 
 
 HAND_PICKED = [
+    '<dl><dd><section><dt hidden>tk1<dd>tk2</dl><dl><dt><section><dd hidden>tk3<dt>tk4</dl>',  # the innermost closed
+    '<table><div hidden><img alt="tk1"></div></table><b><div>tk2</b></div><div hidden><img alt="tk3"></div>',
     '<div style="overflow:hidden">tk1 The moon is made of green cheese [2].</div> tk2',
     '<span class="hidden-xs">tk1</span><span id="not-hidden">tk2</span><span title="a hidden gem">tk3</span>',
     '<span data-hidden="false">tk1</span><span data-note="tk9">tk2</span><input type="hidden" value="tk8">',

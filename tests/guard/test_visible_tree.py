@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from citebound.guarding.stream import stable_end
-from citebound.text.visible import HIDDEN, SHOWN, UNCERTAIN, blank_hidden, passage_view, safe_link, scan
+from citebound.text.visible import HIDDEN, MAX_TAG, SHOWN, UNCERTAIN, blank_hidden, passage_view, safe_link, scan
 
 
 def cls(frag: str, mark: str = "x") -> int:
@@ -34,6 +34,8 @@ def cls(frag: str, mark: str = "x") -> int:
     # <dd> and <dt> close either of them, by the same rule
     ("<dd hidden>a<dt>x", SHOWN), ("<dt hidden>a<dd>x", SHOWN), ("<dl><dd hidden><p>a<dt>x", SHOWN),
     ("<dl><dt hidden>a<div><dd>x", SHOWN), ("<dl><dt hidden>a<ul><dd>x", HIDDEN),
+    # where both are open (one inside the other, a special element between), the innermost is the one closed
+    ("<dl><dd><section><dt hidden>a<dd>x", SHOWN), ("<dl><dt><section><dd hidden>a<dt>x", SHOWN),
     # a block closes an open <p>, at the bottom of the stack too, but not across a button, an object or a marquee
     ('<p style="display:none">a<div>x', SHOWN), ("<div><p hidden>a<ul>x", SHOWN), ("<p hidden>a<span><div>x", SHOWN),
     ("<p hidden>a<button><div>x", HIDDEN), ("<p hidden>a<object><div>x", HIDDEN), ("<p hidden>a<marquee><div>x", HIDDEN),
@@ -55,6 +57,7 @@ def test_a_hidden_li_closed_by_the_next_one_leaves_the_readers_claim_checked():
     ("<div hidden><span hidden>a</span></div>b", 1),  # one hidden subtree is one region, however nested
     ('<div style="display:none"><p style="display:none">a</p></div>', 1),
     ('<div style="visibility:hidden"><span style="visibility:hidden">a</span></div>', 1),
+    ('<span style="visibility:hidden">a</span><span style="visibility:hidden">b</span>', 2),
     ("<div hidden>a</div><span hidden>b</span>", 2),  # two siblings, two regions
     ("<!-- a --><script>b</script>", 2), ("<style>p{}</style>x<title>t</title>", 2),
     ("<script>a</script><script>b</script><!-- c -->", 3),
@@ -72,6 +75,11 @@ def test_hidden_regions_count_each_hidden_subtree_once(frag, want):
     ('Seen. <span style="opacity:0">Aspirin [1].</span> More', None, 54),
     ("Seen. <span hidden>Aspirin [1]. More", 6, 6),
     ("Seen. <b>Aspirin [1]. More", None, 26),  # an open element that changes nothing holds nothing back
+    # a double-escaped script the end leaves open (a browser hides what follows, until a second </script>)
+    ("Seen. <script><!--<script>a</script>b", 6, 6), ("Seen. <script><!--<script>a</script>b</script> More", None, 51),
+    # a tag the end leaves unreadable (a quote open) may still be completed, within a tag's reach of the end only
+    ("Seen. <a title='x", 6, 6), ("Seen. <a title='x" + "y" * MAX_TAG, None, 17 + MAX_TAG),
+    ("Seen. <a title='<script><!--<script>x", 6, 6),  # the first thing left open is where the stream stops
 ])
 def test_where_a_stream_must_hold_text_back(text, opened, stable):
     assert scan(text).open_to_end == opened

@@ -39,6 +39,24 @@ def test_a_citation_attached_to_no_claim_is_not_checked():
     assert (p.items, p.number, p.sentence) == ([], [None], [(-1, 0, 0, "")])
 
 
+NO_TEXT = ("not checked: it carries no text to check (the document it points at is not in the request or the "
+           "response)")
+
+
+@pytest.mark.parametrize("answer,cites,reasons", [
+    # an empty answer: a quoted text is attached to no sentence; a blank or missing one carries nothing to check
+    ("", [Attached(0, ASPIRIN, "c0"), Attached(0, "  ", "c1"), Attached(0, None, "c2")],
+     ["not checked: it is attached to no sentence", NO_TEXT, NO_TEXT]),
+    # one sentence: a blank or missing text is not checked, and says why; a text is checked
+    (ASPIRIN, [Attached(54, None, "c0"), Attached(54, " \n", "c1"), Attached(54, ASPIRIN, "c2")], [NO_TEXT, NO_TEXT, ""]),
+])
+def test_why_a_citation_as_data_is_not_checked(answer, cites, reasons):
+    got = check(Guard("lexical"), answer, cites, [])
+    assert [a.reason for a in got] == reasons
+    assert [(a.action, a.unreadable, a.score is None) for a in got] == [
+        ("unverified", True, True) if r else ("verified", False, False) for r in reasons]
+
+
 def test_a_checked_citations_audit_is_named_by_the_citation_where_it_attaches():
     (a,) = check(Guard("lexical"), f"{ASPIRIN} Unicorns sing.", [Attached(54, ASPIRIN, "annotations[0] (file_citation)")], [])
     assert (a.marker, a.action, a.cited, a.sentence_index, a.spans) == (

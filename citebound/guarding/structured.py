@@ -162,17 +162,20 @@ def check(guard: Any, answer: str, cites: Sequence[Attached], passages: Sequence
 def guard_with(guard: Any, answer: str, cites: Sequence[Attached], passages: Sequence[str], base: int = 1,
                group: str | None = None) -> tuple[str, GuardReport]:
     """``answer`` guarded by ``guard`` with the citations it carries as data: its text and report, the citations'
-    audits in the report (the library's face of what the proxy does for ``--action annotate``).
+    audits in the report (the library's face of what the proxy does). With ``action="block"``, the answer is
+    withheld on the whole report's review budget, its citations as data counted.
 
     >>> from citebound import Guard
     >>> text, rep = guard_with(Guard("lexical"), "Aspirin inhibits COX. ", [Attached(22, "Aspirin inhibits COX.", "c0")], [])
     >>> rep.n_citations, rep.verified, rep.uncited
     (1, 1, 0)
     """
-    text, report = guard.guard(answer, passages, base=base, group=group)
+    ((text, report),) = guard.guard_many([(answer, passages, base)], group=group, block=False)
     p = plan(answer, cites, passages, base, guard.limits)
     results = guard.guard_many(p.items, group=group, block=False) if p.items else []
     add(report, audits(p, cites, results), sentence_starts(p), guard.on_error == "open")
+    if guard.blocks(report):  # action="block" judges the whole answer, its citations as data counted
+        text = ""
     return text, report
 
 

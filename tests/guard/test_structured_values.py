@@ -5,10 +5,11 @@ answer stands in its guarded text (inside a rewritten marker, past either end)."
 import pytest
 
 from citebound import Guard
-from citebound.guarding.structured import Attached, check, plan, position_map
+from citebound.guarding.structured import Attached, check, guard_with, plan, position_map
 from citebound.text.limits import LimitExceeded, Limits
 
 ASPIRIN = "Aspirin irreversibly inhibits platelet cyclooxygenase."
+STATINS = "Statins lower LDL cholesterol."
 
 
 def test_the_number_of_citations_as_data_is_bounded_at_its_limit():
@@ -106,3 +107,22 @@ def test_every_position_up_to_the_end_maps_into_the_guarded_text(original, guard
     text) to where the guarded text goes on: its end here. Never -1, which would place a citation nowhere."""
     f = position_map(original, guarded)
     assert [f(p) for p in range(len(original) + 1)] == expected
+
+
+@pytest.mark.parametrize("block_above,second,withheld,budget", [
+    # both sentences cited as data, both quoted word for word (lexical 1.0): nothing failed, budget 0 of 2
+    (0.0, STATINS, False, 0.0), (0.5, STATINS, False, 0.0),
+    # the second quotes the first's text: "Statins lower LDL cholesterol." shares no word with it, so it fails
+    # (no other passage to re-attribute to): budget 1 of 2 = 0.5, withheld past 0.4, kept at 0.5 (not past it)
+    (0.4, ASPIRIN, True, 0.5), (0.5, ASPIRIN, False, 0.5),
+])
+def test_block_judges_the_answer_with_its_citations_as_data(block_above, second, withheld, budget):
+    """The markers' text alone has two sentences citing nothing (budget 1): blocking on it would withhold every
+    answer whose citations are data. The block is decided on the whole report."""
+    answer = f"{ASPIRIN} {STATINS}"
+    cites = [Attached(len(ASPIRIN), ASPIRIN, "c0"), Attached(len(answer), second, "c1")]
+    text, rep = guard_with(Guard("lexical", action="block", block_above=block_above), answer, cites, [])
+    assert (rep.uncited, rep.review_budget, rep.blocked) == (0, budget, withheld)
+    assert text == ("" if withheld else answer)
+    assert rep.block_reason == (f"review budget 0.5 is past --block-above {block_above:g}: 1 of 2 citations failed or "
+                                "could not be checked" if withheld else "")

@@ -43,6 +43,18 @@ def test_the_billion_citation_range_is_refused_in_well_under_a_second_without_me
     assert int(grow_kb) < 10_000  # ru_maxrss is in KB: under 10 MB of growth (expanding would need GBs)
 
 
+@pytest.mark.parametrize("max_range,budget,refused", [
+    (None, None, False), (1000, None, True), (None, 5, True), (1000, 5, True)])
+def test_a_number_past_18_digits_is_refused_under_either_bound(max_range, budget, refused):
+    """Either bound refuses a 19-digit number (the 18-digit one passes); with no bound it is a number."""
+    assert expand_numeric("9" * 18, max_range, budget) == [10 ** 18 - 1]
+    if not refused:
+        assert expand_numeric("9" * 19) == [10 ** 19 - 1]
+        return
+    with pytest.raises(LimitExceeded, match="has more than 18 digits"):
+        expand_numeric("9" * 19, max_range, budget)
+
+
 def test_a_range_at_the_limit_passes_and_one_past_it_is_refused():
     lim = Limits(max_range=5)
     assert expand_numeric("1-5", max_range=5) == [1, 2, 3, 4, 5]

@@ -159,16 +159,37 @@ def start_redis(tmp_path, *args):
                              *args], stdout=subprocess.DEVNULL)
 
 
-def _redis(tmp_path):
-    port = free_port()
-    p = start_redis(tmp_path, "--port", str(port))
+def _serves(p, port: int) -> bool:
+    """Whether the redis-server ``p`` is the one answering on ``port``: the port is picked before the server
+    binds it, and a run beside this one may take it in between (then ``p`` exits, and another server answers)."""
     for _ in range(100):
+        if p.poll() is not None:
+            return False
         try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
+            with socket.create_connection(("127.0.0.1", port), 0.2) as c:
+                c.settimeout(2)
+                c.sendall(b"INFO server\r\n")
+                got = b""
+                while b"process_id:" not in got or not got.endswith(b"\r\n"):
+                    more = c.recv(65536)
+                    if not more:
+                        break
+                    got += more
+            return f"process_id:{p.pid}\r\n".encode() in got
         except OSError:
             time.sleep(0.05)
-    return p, f"redis://127.0.0.1:{port}/0"
+    return False
+
+
+def _redis(tmp_path):
+    for _ in range(5):
+        port = free_port()
+        p = start_redis(tmp_path, "--port", str(port))
+        if _serves(p, port):
+            return p, f"redis://127.0.0.1:{port}/0"
+        p.kill()
+        p.wait(10)
+    pytest.fail("redis-server did not start on a free loopback port in five tries")
 
 
 @pytest.mark.slow

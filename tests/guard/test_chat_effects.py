@@ -155,6 +155,14 @@ def test_the_passages_prompt_numbers_the_passages_in_the_requests_base(base, lis
     assert up.bodies[-1]["messages"][1] == {"role": "user", "content": "q"}
 
 
+def test_the_upstream_gets_the_clients_request_less_the_citebound_field():
+    """The client sent model, messages and citebound: the upstream gets model and messages, nothing added (no
+    ``"stream": null`` for a field the client left out, no passages prompt unless configured)."""
+    r, up = _whole({"role": "assistant", "content": "x"})
+    assert r.status_code == 200, r.text
+    assert up.bodies == [{"model": "m", "messages": [{"role": "user", "content": "q"}]}]
+
+
 def test_a_tool_call_answers_null_content_stays_null():
     r, _ = _whole({"role": "assistant", "content": None,
                    "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]})

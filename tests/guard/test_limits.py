@@ -51,8 +51,9 @@ def test_a_number_past_18_digits_is_refused_under_either_bound(max_range, budget
     if not refused:
         assert expand_numeric("9" * 19) == [10 ** 19 - 1]
         return
-    with pytest.raises(LimitExceeded, match="has more than 18 digits"):
-        expand_numeric("9" * 19, max_range, budget)
+    for body in ("9" * 19, "1-" + "9" * 19, "9" * 19 + "-1"):  # either end of a range past 18 digits too
+        with pytest.raises(LimitExceeded, match="has more than 18 digits"):
+            expand_numeric(body, max_range, budget)
 
 
 def test_a_range_at_the_limit_passes_and_one_past_it_is_refused():

@@ -123,6 +123,11 @@ def test_id_table_lookups_for_numeric_markers():
         [("[2]", 1)]
     assert [(p.citation_key, p.passage_index) for p in extract_pairs("A [2].", 3, id_table={"2": 2}).pairs] == \
         [("2", 2)]
+    # a table that names a group marker whole, or its body, resolves it whole: one citation, not each number
+    assert [(p.citation_key, p.passage_index) for p in extract_pairs("A [1, 2].", 3, id_table={"[1, 2]": 2}).pairs] == \
+        [("[1, 2]", 2)]
+    assert [(p.citation_key, p.passage_index) for p in extract_pairs("A [1, 2].", 3, id_table={"1, 2": 1}).pairs] == \
+        [("1, 2", 1)]
     # a group marker looks each number up: "1" as "1", "3" as "[3]"
     ex = extract_pairs("A [1, 3].", 3, id_table={"1": 0, "[3]": 2})
     assert [(p.citation_key, p.passage_index) for p in ex.pairs] == [("1", 0), ("[3]", 2)]

@@ -52,8 +52,9 @@ def test_a_number_past_18_digits_is_refused_under_either_bound(max_range, budget
         assert expand_numeric("9" * 19) == [10 ** 19 - 1]
         return
     for body in ("9" * 19, "1-" + "9" * 19, "9" * 19 + "-1"):  # either end of a range past 18 digits too
-        with pytest.raises(LimitExceeded, match="has more than 18 digits"):
+        with pytest.raises(LimitExceeded, match="has more than 18 digits") as e:
             expand_numeric(body, max_range, budget)
+        assert (e.value.limit, e.value.value) == ("max_range", 1000 if max_range else 0)
 
 
 def test_a_range_at_the_limit_passes_and_one_past_it_is_refused():

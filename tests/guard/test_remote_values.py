@@ -125,3 +125,23 @@ def test_p_support_is_the_configured_positive_class_not_the_first(server):
                  ["Aspirin inhibits COX in platelets.", "Statins lower LDL.", "Statins lower LDL.", "Statins lower LDL."])
     np.testing.assert_allclose(ps.score, [1.0, 0.5, 0.25, 0.0], atol=1e-12)
     assert ps.verdict.tolist() == [True, True, False, False]
+
+
+@pytest.mark.parametrize("timeout_s,bound", [(0.3, 5.0), pytest.param(60, 15.0, marks=pytest.mark.slow)])  # slow: 10 s
+def test_asking_a_server_who_it_serves_waits_at_most_the_timeout_and_never_past_10_seconds(timeout_s, bound):
+    """The identity a card pins is asked of the server with the verifier's timeout, capped at 10 s (the loader
+    asks before anything else runs): a server that takes the connection and never answers fails in about
+    ``min(timeout, 10)`` seconds, 0.3 s or 10 s, never the 60 s configured."""
+    import socket
+
+    from citebound.verifiers.remote import RemoteError, identity_of
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections complete in the backlog; nothing reads or answers them
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        t0 = time.monotonic()
+        with pytest.raises(RemoteError, match="could not list its models"):
+            identity_of({"url": url, "model": "m", "timeout_seconds": timeout_s})
+        took = time.monotonic() - t0
+    assert min(timeout_s, 10) <= took + 0.05 and took < bound, took

@@ -57,3 +57,25 @@ def test_the_routes_it_serves_are_not_shadowed(proxy):
     r = httpx.post(f"{url}/v1/guard", json={"answer": "Statins lower LDL [1].", "passages": ["Statins lower LDL."]})
     assert r.status_code == 200 and r.json()["report"]["verified"] == 1
     assert httpx.get(f"{url}/readyz").status_code == 200
+
+
+@pytest.mark.parametrize("upstream,proxied", [
+    (None, []),
+    ("http://127.0.0.1:9/v1", [("/v1/chat/completions", "post"), ("/v1/messages", "post"), ("/v1/models", "get"),
+                               ("/v1/responses", "post")]),
+])
+def test_the_schema_lists_the_served_routes_and_not_the_catch_all(upstream, proxied):
+    """GET /openapi.json (and /docs) lists what the service serves: its own routes, and the proxy's where an
+    upstream is set; the route that answers every other /v1 path with a 404 is not an endpoint a client can use.
+    The proxy's 404 names the same /v1 routes."""
+    from citebound.serving.app import create_app
+    from citebound.serving.proxy import SERVED
+
+    own = [("/healthz", "get"), ("/livez", "get"), ("/metrics", "get"), ("/readyz", "get"), ("/v1/calibrations", "get"),
+           ("/v1/guard", "post"), ("/v1/monitor", "get"), ("/v1/monitor/labels", "post"), ("/v1/monitor/reset", "post"),
+           ("/v1/score", "post")]
+    paths = create_app(ServeConfig(verifier="lexical", upstream=upstream)).openapi()["paths"]
+    assert sorted((p, m) for p, ms in paths.items() for m in ms) == sorted(own + proxied)
+    if proxied:  # the 404's list: the proxy's routes, and the two of the service's own that answer a request
+        served = {(path, method.lower()) for method, path in (s.split(" ") for s in SERVED.split(", "))}
+        assert served == set(proxied) | {("/v1/guard", "post"), ("/v1/score", "post")}

@@ -480,3 +480,12 @@ def test_the_score_cache_follows_the_served_model_not_its_name(server, tmp_path)
     c = citebound.load_scorer("remote_nli", overrides=over, cache_dir=str(tmp_path))
     ps = c.score(["aspirin"], ["aspirin"])
     assert ps.n_cached == 1 and ps.score.tolist() == [1.0]
+
+
+def test_a_classify_definition_without_a_class_count_is_refused_and_a_score_one_needs_none(server):
+    """remote_cross_encoder names no num_classes: as the score API it reads one number per pair (one class);
+    switched to the classify API it must say how many classes the model has."""
+    assert scorer(server, "remote_cross_encoder").verifier.num_classes == 1
+    with pytest.raises(VerifierLoadError) as e:
+        scorer(server, "remote_cross_encoder", api="classify")
+    assert "api classify needs num_classes (the served model's class count) above positive_class (0)" in str(e.value)

@@ -33,8 +33,8 @@ class FakeClassifier:
     def __init__(self, model: str = "fake-nli", root: str = "/models/fake-nli"):
         self.model, self.root = model, root
         self.behaviour = "ok"  # ok, delay, slow, trickle, huge, notjson, nan, classes, redirect, busy, bad, count, reversed,
-        # binary, logits, nodata, othermodel, notobject, badindex, dupindex, above, below
-        self.models = "ok"  # GET /v1/models: ok, down (503), odd (no list)
+        # binary, logits, nodata, othermodel, notobject, badindex, boolindex, strindex, dupindex, above, below
+        self.models = "ok"  # GET /v1/models: ok, down (503), odd (no list), hang (no answer for 20 s)
         self.busy_first = 0  # with "busy": answer 503 this many times, then as "ok"
         self.requests: list[dict[str, Any]] = []
         self.in_flight = self.max_in_flight = 0
@@ -57,6 +57,9 @@ class FakeClassifier:
                     return self._send(404, {"detail": "Not Found"})
                 if outer.models == "down":
                     return self._send(503, {"error": {"message": "loading"}})
+                if outer.models == "hang":  # takes the request and says nothing for 20 s
+                    time.sleep(20)
+                    return
                 if outer.models == "odd":
                     return self._send(200, {"object": "list", "data": "fake-nli"})
                 self._send(200, {"object": "list", "data": [{"id": outer.model, "object": "model", "root": outer.root,
@@ -140,6 +143,8 @@ class FakeClassifier:
                     rows[0] = rows[0]["probs" if "probs" in rows[0] else "data" if "data" in rows[0] else "score"]
                 if b == "badindex":  # the first row's index one past the last
                     rows[0]["index"] = len(rows)
+                if b in ("boolindex", "strindex"):  # the first row's index true (a JSON boolean) or "0" (a string)
+                    rows[0]["index"] = True if b == "boolindex" else "0"
                 if b == "dupindex":  # the last row repeats the first's index
                     rows[-1]["index"] = rows[0]["index"]
                 if b in ("above", "below"):  # a score outside [0, 1] (a logit, not a probability)

@@ -4,6 +4,7 @@ the request's deadline, and the failure log's unit counts and quiet period, each
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 import numpy as np
@@ -145,3 +146,67 @@ def test_asking_a_server_who_it_serves_waits_at_most_the_timeout_and_never_past_
             identity_of({"url": url, "model": "m", "timeout_seconds": timeout_s})
         took = time.monotonic() - t0
     assert min(timeout_s, 10) <= took + 0.05 and took < bound, took
+
+
+def _models_asked(server) -> int:
+    return sum(r["path"] == "/v1/models" for r in server.requests)
+
+
+def test_who_is_served_is_asked_at_load_then_only_when_due_or_after_a_failure(server):
+    """identity_check_seconds one day: after loading, calls do not ask who is served. A call that fails makes the
+    next one ask first; while that asking fails, every call asks again and scores nothing (NaN, never a pass),
+    though the check is not due; once it answers, calls score and stop asking."""
+    s = scorer(server, identity_check_seconds=86400, max_retries=0)
+    loaded = _models_asked(server)
+    assert s.score(["aspirin"], ["aspirin"]).score.tolist() == [1.0]
+    assert _models_asked(server) == loaded  # not due, nothing failed: not asked
+    server.behaviour = "notjson"
+    assert np.isnan(s.score(["aspirin"], ["aspirin"]).score).all()  # a failed call: suspect from here
+    server.behaviour, server.models = "ok", "down"
+    for k in (1, 2, 3):
+        ps = s.score(["aspirin"], ["aspirin"])
+        assert np.isnan(ps.score).all() and "could not list its models" in ps.reason[0]
+        assert _models_asked(server) == loaded + k
+    server.models = "ok"
+    assert s.score(["aspirin"], ["aspirin"]).score.tolist() == [1.0]
+    assert s.score(["aspirin"], ["aspirin"]).score.tolist() == [1.0]
+    assert _models_asked(server) == loaded + 4  # asked once more (and answered), then not again
+
+
+def test_asking_who_is_served_waits_at_most_the_timeout_at_load_and_at_a_recheck(server):
+    """At load (at most 10 s) and at each recheck (at most 5 s), the question has the verifier's timeout when it
+    is shorter: 0.3 s here, against a socket that takes the connection and never answers, and a model list that
+    hangs."""
+    import socket
+
+    from citebound.verifiers.remote import RemoteError, RemoteVerifier
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        t0 = time.monotonic()
+        with pytest.raises(RemoteError, match="could not list its models"):
+            RemoteVerifier({"url": f"http://127.0.0.1:{silent.getsockname()[1]}", "model": "m", "num_classes": 3,
+                            "timeout_seconds": 0.3})
+        assert time.monotonic() - t0 < 3.0
+    s = scorer(server, timeout_seconds=0.3, identity_check_seconds=0)
+    server.models = "hang"
+    t0 = time.monotonic()
+    ps = s.score(["aspirin"], ["aspirin"])
+    assert time.monotonic() - t0 < 3.0
+    assert np.isnan(ps.score).all() and "could not list its models" in ps.reason[0]
+
+
+def test_a_request_that_gives_up_mid_pause_frees_its_call_slot_at_once(server):
+    """One call slot (max_concurrency 1), a 503 and a 3 s pause before the retry: the request is cancelled 0.3 s
+    in. Its pause ends within a tick, so the next request's call gets the slot at once, not after the 3 s."""
+    server.behaviour, server.busy_first = "busy", 1
+    s = scorer(server, max_concurrency=1, max_retries=1, backoff_seconds=3.0)
+    tok = deadline.WorkToken(None)
+    threading.Timer(0.3, tok.cancel).start()
+    with pytest.raises(deadline.Cancelled), tok.active():
+        s.score(["aspirin"], ["aspirin"])
+    server.behaviour = "ok"
+    t0 = time.monotonic()
+    assert s.score(["statins"], ["statins"]).score.tolist() == [1.0]
+    assert time.monotonic() - t0 < 1.5

@@ -105,6 +105,8 @@ HOSTILE = [  # behaviour, the words the reason holds, the most seconds it may ta
     ("othermodel", "the answer is from model 'other-nli', not 'fake-nli'", 2.0),
     ("notobject", "item 0 is not an object", 2.0),
     ("badindex", "item 0 has index 1, not a new one in 0..0", 2.0),  # one unit: index 1 is one past the last
+    ("boolindex", "item 0 has index True, not a new one in 0..0", 2.0),  # true is no index, though Python's 1
+    ("strindex", "item 0 has index 0, not a new one in 0..0", 2.0),  # "0", a string
     ("above", "item 0's scores are not probabilities in [0, 1]: [1.5,", 2.0),
     ("below", "item 0's scores are not probabilities in [0, 1]: [-0.5,", 2.0),
 ]

@@ -149,6 +149,9 @@ class RemoteVerifier:
         self.claim_first = order == "claim_first"
         thr = cfg.get("threshold", 0.5 if self.api == "score" else None)
         self.threshold = None if thr is None else _number(cfg, "threshold", 0.5, 0, 1)
+        if self.api == "score" and self.threshold is None:  # one number per pair: no class to be on top
+            raise RemoteError(f"verifier {self.name!r}: api score needs a threshold in [0, 1] (a pair is supported at "
+                              "or above it), got null")
         self.truncate = cfg.get("truncate_prompt_tokens")
         self.headers = auth_headers(cfg, self.name)
         self.identity = served_identity(self.url, self.model, self.headers, min(self.timeout, 10.0), self.name)
@@ -232,7 +235,7 @@ class RemoteVerifier:
                 raise RemoteError(f"the served model calls class {self.positive} {str(row['label'])[:40]!r}, not "
                                   f"{self.positive_label!r} (positive_label): set positive_class to its index")
             score[i] = min(1.0, max(0.0, float(probs[self.positive if self.api != "score" else 0])))
-            top[i] = best == self.positive if self.api != "score" else True
+            top[i] = best == self.positive and self.api != "score"  # the score API's verdict is its threshold's
         verdict = score >= self.threshold if self.threshold is not None else top
         return score, verdict
 

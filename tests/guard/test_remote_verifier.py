@@ -491,3 +491,12 @@ def test_a_classify_definition_without_a_class_count_is_refused_and_a_score_one_
     with pytest.raises(VerifierLoadError) as e:
         scorer(server, "remote_cross_encoder", api="classify")
     assert "api classify needs num_classes (the served model's class count) above positive_class (0)" in str(e.value)
+
+
+def test_a_score_definition_without_a_threshold_is_refused(server):
+    """The score API gives one number per pair, so its verdict is the threshold's: with ``threshold: null`` there
+    is none, and the verifier is refused at load (it had passed every pair, a score of 0.0 included)."""
+    with pytest.raises(VerifierLoadError) as e:
+        scorer(server, "remote_cross_encoder", threshold=None)
+    assert "api score needs a threshold in [0, 1] (a pair is supported at or above it), got null" in str(e.value)
+    assert scorer(server, "remote_cross_encoder", threshold=0).verifier.threshold == 0  # 0 is a threshold

@@ -104,3 +104,30 @@ def test_the_panel_counts_cant_tell_by_label_not_by_missing_score():
     p = panel(records, 0.1, 50)
     # five labelled; two can't tell; of the three labelled 0 or 1, the one without a score enters no count
     assert (p["labelled"], p["cant_tell"], p["supported"], p["unsupported"]) == (5, 2, 1, 1)
+
+
+def test_an_audit_entry_that_is_not_an_object_or_is_invalid_is_counted_not_sampled():
+    """Of four entries: a string (no object), an invalid citation that carries evidence and a score all the same,
+    a scored one, and a list: one item, four citations, three not sampled (none raises)."""
+    audit = ["not an entry", entry(0, 1, (0, 5), 0.9, "invalid"), entry(1, 2, (1, 6), 0.2, "flagged", claim="B holds."),
+             [1, 2]]
+    items, counts = citation_population([record(audit)], [4], "g.jsonl")
+    assert [it.item_id for it in items] == ["a#s1#c2"]
+    assert (counts["citations"], counts["invalid_not_sampled"]) == (4, 3)
+
+
+def test_the_labels_file_is_utf8_as_written_and_a_new_store_was_not_repaired(tmp_path):
+    """A label's note in Greek and with an accent is written as those characters (the file is read by people and by
+    jq), on append and on the rewrite undo makes; a store opened on a new file, or on an intact one, repaired
+    nothing."""
+    f = tmp_path / "labels.jsonl"
+    store = LabelStore(f, {})
+    assert store.repaired is False
+    first = {"item_id": "a#s0#c1", "judgement": "supported", "label": 1, "score": 0.5, "note": "café, α-synuclein"}
+    store.append(first)
+    store.append({"item_id": "a#s1#c2", "judgement": "unsupported", "label": 0, "score": None, "note": "naïve"})
+    assert "café, α-synuclein" in f.read_text(encoding="utf-8") and "\\u" not in f.read_text(encoding="utf-8")
+    store.undo()  # rewrites the file without its last record
+    assert f.read_text(encoding="utf-8") == ('{"item_id": "a#s0#c1", "judgement": "supported", "label": 1, "score": 0.5, '
+                                             '"note": "café, α-synuclein"}\n')
+    assert LabelStore(f, {}).repaired is False

@@ -495,8 +495,8 @@ MUTANTS = [
     # (first run: "block decides before the structured citations' audits join the report" survived: that per-part
     # decision was redundant, and merged reports inherited a part's blocked flag; both are gone, and the mutant
     # below replaces it)
-    Mutant("held", "citebound/serving/held.py", "self.asm.blocked(self.guard, self.prior() if self.prior is not None else ())",
-           "self.asm.blocked(self.guard)", "a streamed text run decides block on itself alone, not the answer so far"),
+    Mutant("held", "citebound/serving/held.py", "self.asm.blocked(self.guard, self.prior() if self.prior is not None else (),",
+           "self.asm.blocked(self.guard, (),", "a streamed text run decides block on itself alone, not the answer so far"),
     Mutant("held", "citebound/serving/held.py", "open_end=not final, block=False)\n        except", "open_end=final, block=False)\n        except",
            "a stream's last segment is guarded as open-ended, the others as ended"),
     Mutant("stream", "citebound/guarding/stream.py", "    out.guarantee_card = parts[-1][1].guarantee_card", "    out.guarantee_card = parts[0][1].guarantee_card",
@@ -873,7 +873,7 @@ MUTANTS = [
            "                    break\n", "close() while a batch gathers leaves the worker waiting"),
     Mutant("batcher9", "citebound/serving/batcher.py", "        if max_units < 1 or max_wait_ms < 0:",
            "        if max_units < 1 or max_wait_ms <= 0:", "a batcher with no wait is refused"),
-    Mutant("apis9", AR, "        if self.guard.blocks(self.report()):\n            self.blocked = self.report()\n            return\n", "",
+    Mutant("apis9", AR, "        if self.guard.blocks(whole := self.report()):\n            self.blocked = whole  # the report blocks() marked, with its reason\n            return\n", "",
            "a Responses part whose citations as data fail does not block the stream at its end"),
     # round 10 (2026-12-04, fourth session): the code no earlier round mutated (the binomial tails, the trained
     # head's features, the graph encoder, the lexical and embedding verifiers, the LLM judge, the local chat
@@ -3363,7 +3363,7 @@ MUTANTS = [
     Mutant("responses55", AR, "        self.offset, self.seq, self.calls, self.blocked = 0, 0, 0, None",
            "        self.offset, self.seq, self.calls, self.blocked = 0, 1, 0, None",
            "sequence numbers start at 1, not 0"),
-    Mutant("responses55", AR, "self.group, lambda: self.parts)", "self.group, lambda: [])",
+    Mutant("responses55", AR, "self.group, lambda: self.parts,\n", "self.group, lambda: [],\n",
            "a part's block decision ignores the parts already finished (a per-answer budget is per part)"),
     Mutant("responses55", AR, "        now = self.parts + [(self.offset, h.report()) for h in self.held.values()]",
            "        now = self.parts", "a failed stream's report leaves out the part it was holding"),
@@ -4411,7 +4411,7 @@ MUTANTS = [
     Mutant('batcher85', 'citebound/serving/batcher.py', '                if gone and live:\n                    self._score(live)',
            '                if gone and live:\n                    pass',
            "when one request of a merged batch gives up, the batch's other requests are never scored again (they wait out their timeout)"),
-    Mutant('held85', 'citebound/serving/held.py', '        return out + tail\n',
+    Mutant('held85', 'citebound/serving/held.py', '        return out + self._send(tail, False)\n',
            '        return out\n',
            "a streamed answer's held trailing text is never sent at its end"),
     Mutant('stream85', 'citebound/guarding/stream.py', '        whole = merge_reports([*prior, *self.parts], self.fail_open) if prior else so_far',

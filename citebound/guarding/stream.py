@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from citebound.guarding.report import GuardReport
@@ -205,11 +206,15 @@ class StreamAssembler:
         self.restyled = restyles(segment)
         return self.joiner.add(guarded)
 
-    def blocked(self, guard: Any, prior: Sequence[tuple[int, GuardReport]] = ()) -> GuardReport | None:
+    def blocked(self, guard: Any, prior: Sequence[tuple[int, GuardReport]] = (), uncited_later: bool = False
+                ) -> GuardReport | None:
         """After :meth:`add`: the report so far, marked blocked, when ``guard``'s ``action="block"`` withholds
         the answer now (its last segment and what follows are not to be sent); else None. ``prior``: the reports
         of the answer's parts before this stream's text (an API answer of several text runs), which the decision
-        counts too: block decides on the whole answer so far, as on an unstreamed answer.
+        counts too: block decides on the whole answer so far, as on an unstreamed answer. ``uncited_later``: this
+        text's sentences that cite nothing in it may yet be cited as data (an API's citations come after the text
+        they cite): the decision leaves them out, and the caller decides again on the whole part once its
+        citations are in.
 
         Whatever the action, a segment that restyles the whole answer (a stylesheet, a declarative shadow root, an
         ``<html>`` or ``<body>`` tag: :func:`citebound.text.visible.restyles`) stops the stream: it can change how
@@ -219,6 +224,9 @@ class StreamAssembler:
         so_far = self.report()
         if self.restyled is None:
             whole = merge_reports([*prior, *self.parts], self.fail_open) if prior else so_far
+            if uncited_later:
+                whole = replace(whole, uncited=whole.uncited - sum(r.uncited for _, r in self.parts))
+                whole.set_review_budget(self.fail_open)
             if not guard.blocks(whole):
                 return None
         went_out = self.sent - self.parts[-1][1].n_sentences

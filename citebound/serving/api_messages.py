@@ -220,6 +220,8 @@ class MessagesStream:
         self.offset += len(held.text())
         self.cites = []
         self.blocked = held.block_report is not None or self.guard.blocks(self.report())
+        if not self.blocked and (late := held.release()):  # sentences that waited for the run's citations
+            yield self._text(late)
         if self.pending_stop is not None and not self.blocked:
             yield _event({"type": "content_block_stop", "index": self.pending_stop})
             self.pending_stop = None
@@ -238,7 +240,7 @@ class MessagesStream:
             return
         if self.held is None:
             self.held = HeldAnswer(self.state, self.guard, self.passages, self.base, self.group,
-                                   lambda: self.parts)
+                                   lambda: self.parts, uncited_later=True)
         if self.pending_stop is not None:
             yield _event({"type": "content_block_stop", "index": self.pending_stop})
             self.pending_stop = None

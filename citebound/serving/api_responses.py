@@ -192,13 +192,17 @@ class ResponsesStream:
         cites = attached(notes, self.files, len(text))
         if cites:
             await add_structured(self.state, self.guard, rep, text, cites, self.passages, self.base, self.group)
-        guarded = "".join(held.sent)
+        guarded = "".join(held.sent + held.deferred)
         notes = annotate(notes, rep.audit[len(rep.audit) - len(cites):] if cites else [], position_map(text, guarded))
         self.parts.append((self.offset, rep))
         self.offset += len(text)
-        if self.guard.blocks(self.report()):
-            self.blocked = self.report()
+        if self.guard.blocks(whole := self.report()):
+            self.blocked = whole  # the report blocks() marked, with its reason
             return
+        if late := held.release():  # sentences that waited for the part's citations
+            held.sent.append(late)
+            yield self._out({"type": "response.output_text.delta", "item_id": ev.get("item_id"), "output_index": key[0],
+                             "content_index": key[1], "delta": late, "logprobs": []})
         for k, a in enumerate(notes):
             yield self._out({"type": "response.output_text.annotation.added", "item_id": ev.get("item_id"),
                              "output_index": key[0], "content_index": key[1], "annotation_index": k, "annotation": a})
@@ -208,7 +212,8 @@ class ResponsesStream:
     def _held(self, key: tuple[int, int]) -> HeldAnswer:
         """The held answer of one output_text part, made when its first event comes (not once per delta)."""
         if key not in self.held:
-            self.held[key] = HeldAnswer(self.state, self.guard, self.passages, self.base, self.group, lambda: self.parts)
+            self.held[key] = HeldAnswer(self.state, self.guard, self.passages, self.base, self.group, lambda: self.parts,
+                                        uncited_later=True)
         return self.held[key]
 
     def _fill(self, item: dict[str, Any], index: int) -> dict[str, Any]:

@@ -114,9 +114,13 @@ class HeldAnswer:
     ``--block-above``: that segment and the rest are withheld."""
 
     def __init__(self, state: ServiceState, guard: Any, passages: list[str], base: int | None, group: str | None,
-                 prior: Any = None):
+                 prior: Any = None, uncited_later: bool = False):
         self.state, self.guard, self.passages, self.base, self.group = state, guard, passages, base, group
         self.prior = prior  # () -> the reports of the answer's earlier parts (block decides on the whole answer)
+        # citations as data may follow the text they cite (an API's): under --action block, a sentence citing
+        # nothing in its text counts at the part's end, and from it on the text waits for that decision
+        self.uncited_later = uncited_later and guard.action == "block"
+        self.deferred: list[str] = []  # guarded text held back until the caller's decision at the part's end
         self.asm = StreamAssembler(state.cfg.limits, guard.on_error == "open")
         self.original: list[str] = []
         self.block_report: GuardReport | None = None
@@ -132,8 +136,23 @@ class HeldAnswer:
                                              base=self.base, group=self.group, open_end=not final)
             self.state.metrics.record(self.state.scorer.name, [(text, rep)])
         out = self.asm.add(seg, text, rep)
-        self.block_report = self.asm.blocked(self.guard, self.prior() if self.prior is not None else ())
-        return "" if self.block_report is not None else out
+        self.block_report = self.asm.blocked(self.guard, self.prior() if self.prior is not None else (),
+                                             self.uncited_later)
+        return "" if self.block_report is not None else self._send(out, rep.uncited > 0)
+
+    def _send(self, out: str, uncited: bool) -> str:
+        """``out`` to send now, or '' with it deferred: from the first sentence citing nothing in its text on, where
+        its citations as data may come later (see :meth:`release`)."""
+        if self.uncited_later and (self.deferred or uncited):
+            self.deferred.append(out)
+            return ""
+        return out
+
+    def release(self) -> str:
+        """The deferred text, once the caller has decided at the part's end (with its citations as data) not to
+        block: to send now, after whatever :meth:`finish` returned."""
+        out, self.deferred = "".join(self.deferred), []
+        return out
 
     async def feed(self, delta: str) -> str:
         """A piece of the answer in; the guarded text to send now out ('' when no sentence completed)."""
@@ -151,7 +170,7 @@ class HeldAnswer:
         if self.block_report is not None:
             return ""
         tail, self.final = self.asm.end()
-        return out + tail
+        return out + self._send(tail, False)
 
     def report(self) -> GuardReport:
         """The whole answer's report once finished; the report so far (blocked, or cut short) before."""

@@ -77,3 +77,56 @@ def test_a_later_blocks_citation_attaches_at_the_end_of_its_own_block():
     assert [(a["sentence_index"], a["action"]) for a in rep["audit"]] == [(0, "flagged"), (1, "verified")]
     assert [a["claim"] for a in rep["audit"]] == ["Unicorns sing opera.", "Statins lower LDL cholesterol in adults."]
     assert (rep["uncited"], rep["uncited_sentences"]) == (1, [[62, 90]])
+
+
+@pytest.mark.parametrize("blocks,blocked,reason", [
+    # one block citing the statin text as data: 1 of 1 verified, budget 0: the text goes out
+    ([(f"{STATINS} ", [], [cite(STATINS)])], False, ""),
+    # two blocks, one run: "Unicorns sing opera." quoting the dolphin text (flagged), then the statin sentence
+    # (verified): 1 of 2, budget 0.5, past 0.4: blocked, and none of the text was sent
+    ([("Unicorns sing opera. ", [], [cite(DOLPHINS)]), (f"{STATINS} ", [], [cite(STATINS)])], True,
+     "review budget 0.5 is past --block-above 0.4: 1 of 2 citations failed or could not be checked"),
+    # a sentence citing nothing, in text or as data: 1 sentence of 1 cites nothing, budget 1: blocked, nothing sent
+    ([("Unicorns sing opera. ", [], [])], True,
+     "review budget 1 is past --block-above 0.4: 0 of 0 citations failed or could not be checked, and 1 sentences "
+     "cite nothing"),
+])
+def test_block_waits_for_a_runs_citations_before_sending_a_sentence_that_cites_nothing_in_its_text(
+        blocks, blocked, reason):
+    """--action block above 0.4. A text block's citations come after its text: a sentence that cites nothing in
+    its text is held until its run's citations are in, and the decision counts them. Decided on the text alone,
+    every sentence cited only as data would count as citing nothing (budget 1), and every such answer would be
+    withheld, its verified citations notwithstanding."""
+    whole = anthropic_message([{"type": "text", "text": t, "citations": a + b} for t, a, b in blocks])
+    with FakeAPIs(lambda b: Turn([""], whole=whole, raw=_sse(stream_of(blocks)))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None, action="block",
+                                block_above=0.4)) as url:
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": True,
+                "citebound": {"passages": [STATINS]}}
+        r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    text = "".join(e["delta"].get("text", "") for e in events if e.get("type") == "content_block_delta")
+    (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
+    assert text == ("" if blocked else "".join(t for t, _, _ in blocks))
+    assert (rep["blocked"], rep["block_reason"].split("; in a stream")[0]) == (blocked, reason)
+    assert rep["uncited"] == (1 if not blocks[0][2] else 0)
+    if blocked:
+        assert all(a["claim"] is None for a in rep["audit"])  # the withheld text is not in the report either
+
+
+def test_without_block_a_sentence_citing_nothing_goes_out_as_soon_as_it_is_complete():
+    """No --action block: nothing waits for a run's citations. Three text blocks in one run, none citing
+    anything: "Unicorns sing opera." is complete once the second block's text starts, and goes out then, before
+    the third block starts (not held to the run's end)."""
+    blocks = [("Unicorns sing opera. ", [], []), ("Dolphins sleep. ", [], []), ("Statins work. ", [], [])]
+    whole = anthropic_message([{"type": "text", "text": t} for t, _, _ in blocks])
+    with FakeAPIs(lambda b: Turn([""], whole=whole, raw=_sse(stream_of(blocks)))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": True,
+                "citebound": {"passages": [STATINS]}}
+        r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
+    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    first = next(k for k, e in enumerate(events) if e.get("type") == "content_block_delta" and e["delta"].get("text"))
+    third = [k for k, e in enumerate(events) if e.get("type") == "content_block_start"][2]
+    assert events[first]["delta"]["text"].startswith("Unicorns sing opera.") and first < third

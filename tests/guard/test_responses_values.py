@@ -247,3 +247,30 @@ def test_the_block_decides_on_the_whole_answer_so_far_not_on_the_part_alone():
     assert rep["review_budget"] == pytest.approx(0.2)
     assert [e["text"] for e in sent if e["type"] == "response.output_text.done"] == [
         t0, f" {UNICORNS} [1 UNVERIFIED]. {STATINS[:-1]} [1]."]
+
+
+@pytest.mark.parametrize("first,blocked", [(STATINS, False), (f"{UNICORNS}.", True)])
+def test_block_waits_for_a_parts_annotations_before_sending_a_sentence_that_cites_nothing_in_its_text(first, blocked):
+    """--action block above 0.4; one part, two sentences, each cited only by a file_citation annotation of f1 (the
+    statin text), which streams after the text. A sentence that cites nothing in its text is held until the part's
+    annotations are in, and the decision counts them: two statin sentences are 2 of 2 verified (budget 0), and
+    the text goes out; the unicorn sentence's annotation fails (no unicorn term in the statin text), 1 of 2
+    (0.5): blocked, and none of the text was sent. Decided on the text alone, each sentence would count as citing
+    nothing (budget 1) and every answer cited this way would be withheld."""
+    text = f"{first} {STATINS}"
+    notes = [{"type": "file_citation", "file_id": "f1", "filename": "f1.txt", "index": len(first)},
+             {"type": "file_citation", "file_id": "f1", "filename": "f1.txt", "index": len(text)}]
+    output = [_search("fs_1", ("f1", STATINS)), _message(_part(text, notes, pieces=[first + " ", STATINS]))]
+    r = _post(output, [], True, action="block", block_above=0.4)
+    assert r.status_code == 200, r.text
+    sent = _sent(r)
+    rep = _report(r, True)
+    assert (rep["blocked"], rep["n_citations"], rep["verified"], rep["flagged"], rep["uncited"]) == (
+        blocked, 2, 1 if blocked else 2, 1 if blocked else 0, 0)
+    deltas = "".join(e["delta"] for e in sent if e["type"] == "response.output_text.delta")
+    assert deltas == ("" if blocked else text)
+    assert any(e["type"] == "response.incomplete" for e in sent) is blocked
+    if blocked:
+        assert rep["block_reason"] == ("review budget 0.5 is past --block-above 0.4: 1 of 2 citations failed or could "
+                                       "not be checked")
+        assert "Unicorns" not in r.text.split("citebound.report")[0]  # nothing of the withheld text went out

@@ -3,12 +3,14 @@ blocks between runs kept in place, each structured citation given its own verdic
 reports merged at their offsets, a run the guard removed whole leaving no empty block, and the merged budget
 failing open as the service is told to. Hand-worked with the lexical verifier (the share of a claim's content terms
 found in the passage)."""
+import json
+
 import httpx
 import pytest
 
 pytest.importorskip("fastapi")
 from failing_scorer import Failing  # noqa: E402
-from fake_apis import FakeAPIs, Turn, anthropic_message  # noqa: E402
+from fake_apis import FakeAPIs, Turn, _sse, anthropic_message  # noqa: E402
 from service_helpers import running  # noqa: E402
 
 from citebound.serving.state import ServeConfig  # noqa: E402
@@ -124,3 +126,89 @@ def test_a_streamed_messages_block_decides_on_the_whole_answer_failing_open_as_t
     assert (rep["verified"], rep["unverified"], rep["blocked"]) == (1, 1, blocked)
     assert stop == (["refusal"] if blocked else ["end_turn"])
     assert sent == (RUN1 if blocked else RUN1 + "The boom claim [1].")
+
+
+def test_the_upstream_gets_the_clients_message_request_less_the_citebound_field():
+    """The client sent model, max_tokens, messages and citebound: the upstream gets the first three as sent,
+    nothing added (no null for a field the client left out)."""
+    with FakeAPIs(lambda b: Turn([""], whole=anthropic_message([{"type": "text", "text": RUN1}]))) as up, \
+            running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None)) as url:
+        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "citebound": {"passages": [STATINS]},
+                                                   "messages": [{"role": "user", "content": "q"}]}, timeout=60)
+    assert r.status_code == 200, r.text
+    assert [q["body"] for q in up.requests] == [{"model": "m", "max_tokens": 5,
+                                                 "messages": [{"role": "user", "content": "q"}]}]
+
+
+THINKING = {"type": "thinking", "thinking": "Unicorns sing opera [1].", "signature": "sig"}
+SEARCH = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "ldl"}}
+
+
+def test_the_blocks_the_guard_does_not_check_are_named_unstreamed_and_streamed():
+    """A text run, a thinking block, a tool call and a server tool call. Checked: the text. Named as unchecked
+    fields: the thinking and the server tool call (sorted); the client's own tool call is counted as a tool call
+    (two calls: tool_use and server_tool_use), not as a field."""
+    got = _ask([{"type": "text", "text": RUN1}, THINKING, TOOL, SEARCH], {"verifier": "lexical"})
+    assert (got["citebound"]["unchecked_fields"], got["citebound"]["unchecked_tool_calls"]) == (
+        ["server_tool_use", "thinking"], 2)
+    start = {"type": "message_start", "message": anthropic_message([]) | {"stop_reason": None}}
+    ev = [start]
+    for i, b in enumerate([{"type": "text", "text": ""}, {"type": "thinking", "thinking": "", "signature": ""},
+                           TOOL | {"input": {}}, SEARCH | {"input": {}}]):
+        ev.append({"type": "content_block_start", "index": i, "content_block": b})
+        if i == 0:
+            ev.append({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": RUN1}})
+        ev.append({"type": "content_block_stop", "index": i})
+    ev += [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
+    with FakeAPIs(lambda b: Turn([""], raw=_sse(ev))) as up, \
+            running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None)) as url:
+        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
+                                                   "citebound": {"passages": [STATINS]},
+                                                   "messages": [{"role": "user", "content": "q"}]}, timeout=60)
+    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    (rep,) = [e for e in events if e.get("type") == "citebound.report"]
+    assert (rep["unchecked_fields"], rep["unchecked_tool_calls"], rep["report"]["verified"]) == (
+        ["server_tool_use", "thinking"], 2, 1)
+
+
+def test_a_runs_citations_are_attached_at_their_blocks_ends_and_one_that_is_no_object_quotes_nothing():
+    """Blocks 0 and 2 of a run (a tool call between them is not in the run): "Aspirin works. " ends at 14 (its
+    trailing space left out), "B." at 15 + 2 = 17. A citation that is a string, or whose cited_text is a number,
+    quotes nothing (checked as unverified, never skipped); each is named by its block's place in the content."""
+    from citebound.guarding.structured import Attached
+    from citebound.serving.api_messages import attached
+
+    blocks = [{"type": "text", "text": "Aspirin works. ",
+               "citations": ["oops", {"type": "char_location", "cited_text": 5}, {"type": "char_location", "cited_text": "Q"}]},
+              {"type": "text", "text": "B.", "citations": [{"cited_text": "R"}]}]
+    assert attached(blocks, [0, 2]) == [Attached(14, None, "content[0].citations[0] (citation)"),
+                                        Attached(14, None, "content[0].citations[1] (char_location)"),
+                                        Attached(14, "Q", "content[0].citations[2] (char_location)"),
+                                        Attached(17, "R", "content[2].citations[0] (citation)")]
+
+
+@pytest.mark.parametrize("cfg", [{}, {"action": "block", "block_above": 0.4}])
+def test_a_streamed_messages_blocks_each_start_and_stop_in_order(cfg):
+    """Two text blocks (one run), a tool call, a text block: the client gets each block's start, then its stop,
+    before the next one starts (a text block's stop waits for the next block, as held text may still go into it,
+    but it always comes, at a run's end too). Every sentence verifies, so block withholds nothing."""
+    ev = [{"type": "message_start", "message": anthropic_message([]) | {"stop_reason": None}}]
+    for i, b in enumerate([{"type": "text", "text": ""}, {"type": "text", "text": ""}, TOOL | {"input": {}},
+                           {"type": "text", "text": ""}]):
+        ev.append({"type": "content_block_start", "index": i, "content_block": b})
+        if b["type"] == "text":
+            ev.append({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": RUN1}})
+        ev.append({"type": "content_block_stop", "index": i})
+    ev += [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
+    with FakeAPIs(lambda b: Turn([""], raw=_sse(ev))) as up, \
+            running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None, **cfg)) as url:
+        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
+                                                   "citebound": {"passages": [STATINS]},
+                                                   "messages": [{"role": "user", "content": "q"}]}, timeout=60)
+    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    assert [(e["type"], e["index"]) for e in events if e["type"] in ("content_block_start", "content_block_stop")] == [
+        (kind, i) for i in range(4) for kind in ("content_block_start", "content_block_stop")]
+    (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
+    assert (rep["blocked"], rep["verified"]) == (False, 3)

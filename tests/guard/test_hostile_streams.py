@@ -35,6 +35,7 @@ def chunk(content) -> bytes:
     (b"data: [1, 2]\n\n", "the upstream sent an event that is not a JSON object"),
     (b'data: {"choices": "many"}\n\n', "the upstream sent a chunk with malformed choices"),
     (b'data: {"choices": [1]}\n\n', "the upstream sent a chunk with malformed choices"),
+    (b'data: {"choices": [{"index": 0, "delta": {}}, "x"]}\n\n', "the upstream sent a chunk with malformed choices"),
     (chunk(5), "the upstream sent a non-string delta content"),
     (chunk(["a"]), "the upstream sent a non-string delta content"),
     (b"data: {not json\n\n", "the upstream sent an event that is not JSON: '{not json'"),
@@ -151,3 +152,20 @@ def test_a_refused_stream_reads_at_most_4096_bytes_of_the_upstreams_body():
     shown = r.json()["error"]
     assert "answered 500" in shown["message"]
     assert r.text.count("E") - shown["message"].count("E") <= 2000 + 5  # the body shown is cut at 2000 characters
+
+
+@pytest.mark.parametrize("message", ["a string", ["a", "list"], {"content": [{"type": "text", "text": "Secret."}]}])
+def test_a_messages_start_that_is_no_empty_message_ends_the_stream_before_any_text(message):
+    """message_start must carry a message object with no content (text there would reach the client unchecked):
+    a string, a list or a message with content ends the stream with an error, and nothing else is sent."""
+    evs = [{"type": "message_start", "message": message},
+           {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+           {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Secret words."}},
+           {"type": "content_block_stop", "index": 0}, {"type": "message_stop"}]
+    body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": True} | PASS
+    with FakeAPIs(lambda b: Turn([], raw=_sse(evs))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
+        r = httpx.post(f"{url}/v1/messages", json=body, timeout=30)
+    out = sse_data(r)
+    assert [e["type"] for e in out] == ["error"]
+    assert "message_start carries content" in out[0]["error"]["message"] and "Secret" not in r.text

@@ -130,3 +130,21 @@ def test_without_block_a_sentence_citing_nothing_goes_out_as_soon_as_it_is_compl
     first = next(k for k, e in enumerate(events) if e.get("type") == "content_block_delta" and e["delta"].get("text"))
     third = [k for k, e in enumerate(events) if e.get("type") == "content_block_start"][2]
     assert events[first]["delta"]["text"].startswith("Unicorns sing opera.") and first < third
+
+
+def test_a_streamed_citation_that_is_no_object_quotes_nothing_and_its_report_event_is_unnamed():
+    """A citations_delta whose citation is a string: the citation quotes nothing, so it is checked as unverified
+    (never skipped, never a crash): 1 citation, 1 unverified. The report goes out as a data line with no ``event:``
+    name (the anthropic SDK skips an event it has no name for)."""
+    blocks = [(f"{STATINS} ", [], ["oops"])]
+    whole = anthropic_message([{"type": "text", "text": t} for t, _, _ in blocks])
+    with FakeAPIs(lambda b: Turn([""], whole=whole, raw=_sse(stream_of(blocks)))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": True,
+                "citebound": {"passages": [STATINS]}}
+        r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
+    lines = r.text.splitlines()
+    (at,) = [k for k, x in enumerate(lines) if x.startswith('data: {"type": "citebound.report"')]
+    assert not lines[at - 1].startswith("event:")
+    rep = json.loads(lines[at][6:])["report"]
+    assert (rep["n_citations"], rep["unverified"], rep["audit"][0]["marker"]) == (1, 1, "content[0].citations[0] (citation)")

@@ -113,6 +113,11 @@ def test_block_waits_for_a_runs_citations_before_sending_a_sentence_that_cites_n
     assert rep["uncited"] == (1 if not blocks[0][2] else 0)
     if blocked:
         assert all(a["claim"] is None for a in rep["audit"])  # the withheld text is not in the report either
+    # every block the client saw start is stopped, in order, before the message ends (refused when blocked)
+    assert [(e["type"], e["index"]) for e in events if e["type"] in ("content_block_start", "content_block_stop")] == [
+        (kind, i) for i in range(len(blocks)) for kind in ("content_block_start", "content_block_stop")]
+    assert [e["delta"]["stop_reason"] for e in events if e["type"] == "message_delta"] == [
+        "refusal" if blocked else "end_turn"]
 
 
 def test_without_block_a_sentence_citing_nothing_goes_out_as_soon_as_it_is_complete():

@@ -118,6 +118,9 @@ def test_block_waits_for_a_runs_citations_before_sending_a_sentence_that_cites_n
         (kind, i) for i in range(len(blocks)) for kind in ("content_block_start", "content_block_stop")]
     assert [e["delta"]["stop_reason"] for e in events if e["type"] == "message_delta"] == [
         "refusal" if blocked else "end_turn"]
+    lines = r.text.splitlines()  # the report is a data line with no event: name, blocked or not (the SDK skips it)
+    (at,) = [k for k, x in enumerate(lines) if x.startswith('data: {"type": "citebound.report"')]
+    assert not lines[at - 1].startswith("event:")
 
 
 def test_without_block_a_sentence_citing_nothing_goes_out_as_soon_as_it_is_complete():
@@ -153,3 +156,24 @@ def test_a_streamed_citation_that_is_no_object_quotes_nothing_and_its_report_eve
     assert not lines[at - 1].startswith("event:")
     rep = json.loads(lines[at][6:])["report"]
     assert (rep["n_citations"], rep["unverified"], rep["audit"][0]["marker"]) == (1, 1, "content[0].citations[0] (citation)")
+
+
+def test_a_block_mid_run_stops_the_open_text_block_and_sends_nothing_of_the_failed_sentence():
+    """--action block above 0.4; one text block: "Unicorns sing opera loudly [1]." (flagged: none of its terms is
+    in the statin passage) then the statin sentence [1]. Once the second sentence starts, the first is complete:
+    1 of 1 citations failed, budget 1: the stream stops there. The open block is stopped, then the refusal."""
+    blocks = [(f"Unicorns sing opera loudly [1]. {STATINS[:-1]} [1]. ", [], [])]
+    whole = anthropic_message([{"type": "text", "text": blocks[0][0]}])
+    with FakeAPIs(lambda b: Turn([""], whole=whole, raw=_sse(stream_of(blocks)))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None, action="block",
+                                block_above=0.4)) as url:
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": True,
+                "citebound": {"passages": [STATINS]}}
+        r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
+    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    assert [(e["type"], e.get("index")) for e in events if e["type"] != "content_block_delta"] == [
+        ("message_start", None), ("content_block_start", 0), ("content_block_stop", 0), ("message_delta", None),
+        ("citebound.report", None), ("message_stop", None)]
+    assert "Unicorns" not in r.text
+    (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
+    assert (rep["blocked"], rep["flagged"], rep["n_citations"]) == (True, 1, 1)

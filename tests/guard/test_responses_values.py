@@ -274,3 +274,14 @@ def test_block_waits_for_a_parts_annotations_before_sending_a_sentence_that_cite
         assert rep["block_reason"] == ("review budget 0.5 is past --block-above 0.4: 1 of 2 citations failed or could "
                                        "not be checked")
         assert "Unicorns" not in r.text.split("citebound.report")[0]  # nothing of the withheld text went out
+
+
+def test_search_results_are_read_from_file_search_items_only_and_a_file_joins_its_results():
+    """Output items: a string (no item), a file search with f1's two results, a blank result, a result that is no
+    object and f2's one, then a message: passages A, B, C in order; f1's text "A\\nB", f2's "C"."""
+    from citebound.serving.api_responses import search_texts
+
+    output = ["junk", {"type": "file_search_call", "results": [
+        {"file_id": "f1", "text": "A"}, {"file_id": "f1", "text": "B"}, {"file_id": "f3", "text": "  "}, "x",
+        {"file_id": "f2", "text": "C"}]}, {"type": "message", "content": []}]
+    assert search_texts(output) == (["A", "B", "C"], {"f1": "A\nB", "f2": "C"})

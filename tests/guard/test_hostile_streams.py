@@ -169,3 +169,14 @@ def test_a_messages_start_that_is_no_empty_message_ends_the_stream_before_any_te
     out = sse_data(r)
     assert [e["type"] for e in out] == ["error"]
     assert "message_start carries content" in out[0]["error"]["message"] and "Secret" not in r.text
+
+
+@pytest.mark.parametrize("raw", [FIRST + chunk(" More.") + b"data: [DONE]\n\n", b"data: [DONE]\n\n"])
+def test_a_chat_stream_gives_the_role_once_in_its_first_chunk(raw):
+    """The role chunk waits for the upstream's first event (it carries its id), and comes once: with two content
+    chunks, and with none at all (an upstream that sends only [DONE])."""
+    with FakeAPIs(lambda b: Turn([], raw=raw)) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
+        r = httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=30)
+    roles = [k for k, e in enumerate(sse_data(r)) if e.get("choices") and "role" in e["choices"][0]["delta"]]
+    assert roles == [0]

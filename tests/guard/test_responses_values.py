@@ -285,3 +285,20 @@ def test_search_results_are_read_from_file_search_items_only_and_a_file_joins_it
         {"file_id": "f1", "text": "A"}, {"file_id": "f1", "text": "B"}, {"file_id": "f3", "text": "  "}, "x",
         {"file_id": "f2", "text": "C"}]}, {"type": "message", "content": []}]
     assert search_texts(output) == (["A", "B", "C"], {"f1": "A\nB", "f2": "C"})
+
+
+def test_an_unstreamed_output_skips_what_is_no_message_or_no_text_part_and_guards_the_rest():
+    """Output: a string, a message whose content is no list, a message with a part that is a string, a refusal
+    part and the statin text [1]: only that text is guarded (1 citation, verified); the rest comes back as it was."""
+    msg = {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+           "content": ["junk", {"type": "refusal", "refusal": "no"}, {"type": "output_text", "text": f"{STATINS[:-1]} [1].",
+                                                                       "annotations": []}]}
+    output = ["junk", {"type": "message", "id": "msg_0", "content": "not a list"}, msg]
+    with FakeAPIs(lambda b: Turn([""], whole=_whole(output))) as up, \
+            running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None)) as url:
+        r = httpx.post(f"{url}/v1/responses", timeout=60, json={"model": "m", "input": "q",
+                                                                "citebound": {"passages": [STATINS]}})
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert got["output"][:2] == output[:2] and got["output"][2]["content"][:2] == msg["content"][:2]
+    assert (got["citebound"]["report"]["n_citations"], got["citebound"]["report"]["verified"]) == (1, 1)

@@ -75,6 +75,16 @@ def test_a_refused_body_is_counted_under_its_route_never_under_the_url_sent(serv
     assert "made-up" not in metrics and "/anything" not in metrics
 
 
+def test_a_probe_with_a_body_past_the_limit_is_answered_not_refused(served):
+    """GET, HEAD and OPTIONS never read a body, so the body limit does not apply to them: a probe a load balancer
+    sends with a stray body past the limit gets its answer (the POST beside it is refused)."""
+    url, state = served
+    big = b"x" * (state.cfg.limits.max_request_bytes + 1)
+    assert httpx.request("GET", url + "/healthz", content=big, timeout=30).status_code == 200
+    assert httpx.request("OPTIONS", url + "/healthz", content=big, timeout=30).status_code != 413
+    assert httpx.post(url + "/v1/guard", content=big, timeout=30).status_code == 413
+
+
 def _descendants(pid: int) -> list[int]:
     parent = {}
     for d in Path("/proc").iterdir():

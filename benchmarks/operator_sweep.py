@@ -1,6 +1,7 @@
 """Mutants by operator, to find comparisons, off-by-ones and conditions that no test pins, on the lines of the named
 modules that the fast tier runs, each mutant run against the fast tests that ran its line (a context coverage, as
-``semantic_mutants.py --by-coverage`` uses). Prints each verdict and the survivors.
+``semantic_mutants.py --by-coverage`` uses): those in its module's own test files first, the rest only if they
+pass (the same verdict, a kill sooner). Prints each verdict and the survivors.
 
 ``--ops boundary`` (the default): every ``<``, ``<=``, ``>`` and ``>=`` flipped to its neighbour, and every ``+ 1``
 and ``- 1`` dropped. ``--ops logic``: ``and`` and ``or`` swapped, ``==`` and ``!=``, ``is`` and ``is not``, ``in``

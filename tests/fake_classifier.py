@@ -34,7 +34,7 @@ class FakeClassifier:
         self.model, self.root = model, root
         self.behaviour = "ok"  # ok, delay, slow, trickle, huge, notjson, nan, classes, redirect, busy, bad, count, reversed,
         # binary, logits, nodata, othermodel, notobject, badindex, boolindex, strindex, dupindex, above, below
-        self.models = "ok"  # GET /v1/models: ok, down (503), odd (no list), hang (no answer for 20 s)
+        self.models = "ok"  # GET /v1/models: ok, down (503), odd (no list), hang (no answer for 4 s)
         self.busy_first = 0  # with "busy": answer 503 this many times, then as "ok"
         self.requests: list[dict[str, Any]] = []
         self.in_flight = self.max_in_flight = 0
@@ -57,8 +57,9 @@ class FakeClassifier:
                     return self._send(404, {"detail": "Not Found"})
                 if outer.models == "down":
                     return self._send(503, {"error": {"message": "loading"}})
-                if outer.models == "hang":  # takes the request and says nothing for 20 s
-                    time.sleep(20)
+                if outer.models == "hang":  # takes the request, says nothing for 4 s, then closes the connection
+                    time.sleep(4)
+                    self.close_connection = True  # read no next request from a socket the client has left
                     return
                 if outer.models == "odd":
                     return self._send(200, {"object": "list", "data": "fake-nli"})

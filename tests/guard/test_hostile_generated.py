@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import httpx
@@ -79,8 +80,22 @@ READERS = {
 }
 
 
+class _OwnThread(io.StringIO):
+    """What the calling thread writes; another thread's writes (a server thread an earlier test left behind,
+    reporting a client that went away) go to the real stderr, not into this CLI run's output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.owner = threading.get_ident()
+
+    def write(self, s: str) -> int:
+        if threading.get_ident() != self.owner:
+            return sys.__stderr__.write(s)
+        return super().write(s)
+
+
 def _run_cli(argv: list[str]) -> tuple[int, str]:
-    err, out = io.StringIO(), io.StringIO()
+    err, out = _OwnThread(), io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         try:
             rc = main(argv)

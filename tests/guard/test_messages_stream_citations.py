@@ -38,17 +38,26 @@ def stream_of(blocks: list[tuple[str, list[dict], list[dict]]]) -> list[dict]:
                   "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
 
 
-def guarded_stream(blocks) -> dict:
-    """The citebound report of the stream of ``blocks`` through the proxy (passages: the statin text)."""
+def post_stream(blocks, **cfg) -> httpx.Response:
+    """The proxy's answer to a streamed request whose upstream streams ``blocks`` (passages: the statin text;
+    ``cfg``: the service's settings)."""
     whole = anthropic_message([{"type": "text", "text": t} for t, _, _ in blocks])
     with FakeAPIs(lambda b: Turn([""], whole=whole, raw=_sse(stream_of(blocks)))) as up, \
-            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None, **cfg)) as url:
         body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": True,
                 "citebound": {"passages": [STATINS]}}
-        r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
+        return httpx.post(f"{url}/v1/messages", json=body, timeout=60)
+
+
+def events_of(r: httpx.Response) -> list[dict]:
+    return [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+
+
+def guarded_stream(blocks) -> dict:
+    """The citebound report of the stream of ``blocks`` through the proxy."""
+    r = post_stream(blocks)
     assert r.status_code == 200, r.text
-    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
-    (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
+    (rep,) = [e["report"] for e in events_of(r) if e.get("type") == "citebound.report"]
     return rep
 
 
@@ -97,15 +106,9 @@ def test_block_waits_for_a_runs_citations_before_sending_a_sentence_that_cites_n
     its text is held until its run's citations are in, and the decision counts them. Decided on the text alone,
     every sentence cited only as data would count as citing nothing (budget 1), and every such answer would be
     withheld, its verified citations notwithstanding."""
-    whole = anthropic_message([{"type": "text", "text": t, "citations": a + b} for t, a, b in blocks])
-    with FakeAPIs(lambda b: Turn([""], whole=whole, raw=_sse(stream_of(blocks)))) as up, \
-            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None, action="block",
-                                block_above=0.4)) as url:
-        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": True,
-                "citebound": {"passages": [STATINS]}}
-        r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
+    r = post_stream(blocks, action="block", block_above=0.4)
     assert r.status_code == 200, r.text
-    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    events = events_of(r)
     text = "".join(e["delta"].get("text", "") for e in events if e.get("type") == "content_block_delta")
     (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
     assert text == ("" if blocked else "".join(t for t, _, _ in blocks))
@@ -128,13 +131,8 @@ def test_without_block_a_sentence_citing_nothing_goes_out_as_soon_as_it_is_compl
     anything: "Unicorns sing opera." is complete once the second block's text starts, and goes out then, before
     the third block starts (not held to the run's end)."""
     blocks = [("Unicorns sing opera. ", [], []), ("Dolphins sleep. ", [], []), ("Statins work. ", [], [])]
-    whole = anthropic_message([{"type": "text", "text": t} for t, _, _ in blocks])
-    with FakeAPIs(lambda b: Turn([""], whole=whole, raw=_sse(stream_of(blocks)))) as up, \
-            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
-        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": True,
-                "citebound": {"passages": [STATINS]}}
-        r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
-    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    r = post_stream(blocks)
+    events = events_of(r)
     first = next(k for k, e in enumerate(events) if e.get("type") == "content_block_delta" and e["delta"].get("text"))
     third = [k for k, e in enumerate(events) if e.get("type") == "content_block_start"][2]
     assert events[first]["delta"]["text"].startswith("Unicorns sing opera.") and first < third
@@ -145,12 +143,7 @@ def test_a_streamed_citation_that_is_no_object_quotes_nothing_and_its_report_eve
     (never skipped, never a crash): 1 citation, 1 unverified. The report goes out as a data line with no ``event:``
     name (the anthropic SDK skips an event it has no name for)."""
     blocks = [(f"{STATINS} ", [], ["oops"])]
-    whole = anthropic_message([{"type": "text", "text": t} for t, _, _ in blocks])
-    with FakeAPIs(lambda b: Turn([""], whole=whole, raw=_sse(stream_of(blocks)))) as up, \
-            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
-        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": True,
-                "citebound": {"passages": [STATINS]}}
-        r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
+    r = post_stream(blocks)
     lines = r.text.splitlines()
     (at,) = [k for k, x in enumerate(lines) if x.startswith('data: {"type": "citebound.report"')]
     assert not lines[at - 1].startswith("event:")
@@ -163,14 +156,8 @@ def test_a_block_mid_run_stops_the_open_text_block_and_sends_nothing_of_the_fail
     in the statin passage) then the statin sentence [1]. Once the second sentence starts, the first is complete:
     1 of 1 citations failed, budget 1: the stream stops there. The open block is stopped, then the refusal."""
     blocks = [(f"Unicorns sing opera loudly [1]. {STATINS[:-1]} [1]. ", [], [])]
-    whole = anthropic_message([{"type": "text", "text": blocks[0][0]}])
-    with FakeAPIs(lambda b: Turn([""], whole=whole, raw=_sse(stream_of(blocks)))) as up, \
-            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None, action="block",
-                                block_above=0.4)) as url:
-        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": True,
-                "citebound": {"passages": [STATINS]}}
-        r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
-    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    r = post_stream(blocks, action="block", block_above=0.4)
+    events = events_of(r)
     assert [(e["type"], e.get("index")) for e in events if e["type"] != "content_block_delta"] == [
         ("message_start", None), ("content_block_start", 0), ("content_block_stop", 0), ("message_delta", None),
         ("citebound.report", None), ("message_stop", None)]

@@ -325,9 +325,9 @@ class MessagesStream:
                 raise StreamFailure("the upstream's stream ended without message_stop (cut short?)")
         except Exception as e:  # noqa: BLE001 - a limit, bad input, or a transport failure mid-stream: an error event
             f = failure(e)
-            held = self.held.held_chars if self.held is not None else 0
+            held, waiting = (self.held.held_chars, self.held.waiting_chars) if self.held is not None else (0, 0)
             yield _event({"type": "error", "error": {"type": "api_error", "code": f.code,
-                                                     "message": failure_message(f, self.shown, held)},
+                                                     "message": failure_message(f, self.shown, held, waiting)},
                           "citebound": self._extra(self.report())})
 
 

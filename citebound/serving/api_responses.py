@@ -300,7 +300,7 @@ class ResponsesStream:
         except Exception as e:  # noqa: BLE001 - a limit, bad input, or a transport failure mid-stream: an error event
             f = failure(e)
             held = sum(h.held_chars for h in self.held.values())
-            message = failure_message(f, self.shown, held)
+            message = failure_message(f, self.shown, held, sum(h.waiting_chars for h in self.held.values()))
             yield self._out({"type": "error", "code": f.code, "message": message, "param": None,
                              "error": {"type": "citebound_stream_error", "code": f.code, "message": message},
                              "citebound": self._extra(self.report())})

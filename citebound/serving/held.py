@@ -180,6 +180,11 @@ class HeldAnswer:
     def held_chars(self) -> int:
         return len(self.asm.hold.held)
 
+    @property
+    def waiting_chars(self) -> int:
+        """Characters of complete sentences waiting for their part's citations as data (see :meth:`release`)."""
+        return sum(map(len, self.deferred))
+
     def text(self) -> str:
         return "".join(self.original)
 
@@ -197,10 +202,12 @@ def failure(e: BaseException) -> StreamFailure:
     return StreamFailure(redact_url(f"the upstream's stream failed: {type(e).__name__}: {e}"))
 
 
-def failure_message(e: StreamFailure, shown: str, held: int) -> str:
+def failure_message(e: StreamFailure, shown: str, held: int, waiting: int = 0) -> str:
     msg = redact_url(f"upstream {shown}: {e}" if e.code == "upstream_error" else str(e))
     if held:
         msg += f"; {held} characters of an unfinished sentence were not sent (they cannot be checked)"
+    if waiting:
+        msg += f"; {waiting} characters of sentences waiting for their citations as data were not sent"
     return msg
 
 

@@ -164,3 +164,24 @@ def test_a_block_mid_run_stops_the_open_text_block_and_sends_nothing_of_the_fail
     assert "Unicorns" not in r.text
     (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
     assert (rep["blocked"], rep["flagged"], rep["n_citations"]) == (True, 1, 1)
+
+
+def test_a_stream_that_fails_while_sentences_wait_for_their_citations_says_so_and_sends_none_of_them():
+    """--action block above 0.4: "Statins lower LDL cholesterol in adults. " cites nothing in its text, so it waits
+    for the run's citations; then "More words" (10 characters, an unfinished sentence) is held, and the upstream
+    sends an error. The error names both: 10 characters of an unfinished sentence, 40 waiting (the statin
+    sentence; the space between them goes with neither); none of the text was sent."""
+    ev = stream_of([(f"{STATINS} More words", [], [])])
+    ev = ev[:3] + [{"type": "error", "error": {"type": "overloaded_error", "message": "overloaded"}}]
+    whole = anthropic_message([{"type": "text", "text": f"{STATINS} More words"}])
+    with FakeAPIs(lambda b: Turn([""], whole=whole, raw=_sse(ev))) as up, \
+            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None, action="block",
+                                block_above=0.4)) as url:
+        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
+                                                   "messages": [{"role": "user", "content": "q"}],
+                                                   "citebound": {"passages": [STATINS]}}, timeout=60)
+    events = events_of(r)
+    assert not [e for e in events if e["type"] == "content_block_delta" and e["delta"].get("text")]
+    msg = events[-1]["error"]["message"]
+    assert msg.endswith("overloaded; 10 characters of an unfinished sentence were not sent (they cannot be checked); "
+                        "40 characters of sentences waiting for their citations as data were not sent"), msg

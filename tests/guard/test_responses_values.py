@@ -302,3 +302,16 @@ def test_an_unstreamed_output_skips_what_is_no_message_or_no_text_part_and_guard
     got = r.json()
     assert got["output"][:2] == output[:2] and got["output"][2]["content"][:2] == msg["content"][:2]
     assert (got["citebound"]["report"]["n_citations"], got["citebound"]["report"]["verified"]) == (1, 1)
+
+
+def test_a_stream_that_fails_while_sentences_wait_for_their_annotations_says_so_and_sends_none_of_them():
+    """--action block above 0.4: the statin sentence (40 characters) cites nothing in its text, so it waits for the
+    part's annotations; "Mitochondria produce" (20) is held; then the upstream's error. Neither is sent, and the
+    error names both."""
+    output = [_message(_part(f"{STATINS} Mitochondria produce"))]
+    r = _post(output, [STATINS], True, error="overloaded", action="block", block_above=0.4)
+    sent = _sent(r)
+    assert not any(e["type"] == "response.output_text.delta" and e["delta"] for e in sent)
+    assert sent[-1]["message"].endswith(
+        "overloaded; 20 characters of an unfinished sentence were not sent (they cannot be checked); 40 characters "
+        "of sentences waiting for their citations as data were not sent"), sent[-1]["message"]

@@ -622,7 +622,7 @@ MUTANTS = [
            "a blocked Responses stream says it ran out of tokens"),
     Mutant("responses", AR, '"report": report_body(report, self.show or self.blocked is None)', '"report": report_body(report, True)',
            "a blocked Responses stream's report carries the withheld claims"),
-    Mutant("responses", AR, "            held.sent.append(rest)\n", "",
+    Mutant("responses", AR, "        held.sent.append(text)\n", "",
            "the part's last guarded segment is missing from output_text.done's text"),
     Mutant("responses", AR, 'ev = ev | {"sequence_number": self.seq}', 'ev = {"sequence_number": self.seq} | ev',
            "the upstream's sequence numbers are kept (gaps where held text was merged)"),

@@ -185,9 +185,7 @@ class ResponsesStream:
             self.blocked = held.block_report
             return
         if rest:
-            held.sent.append(rest)
-            yield self._out({"type": "response.output_text.delta", "item_id": ev.get("item_id"), "output_index": key[0],
-                             "content_index": key[1], "delta": rest, "logprobs": []})
+            yield self._tail(held, ev, key, rest)
         rep, text, notes = held.report(), held.text(), self.notes.pop(key, [])
         cites = attached(notes, self.files, len(text))
         if cites:
@@ -200,14 +198,18 @@ class ResponsesStream:
             self.blocked = whole  # the report blocks() marked, with its reason
             return
         if late := held.release():  # sentences that waited for the part's citations
-            held.sent.append(late)
-            yield self._out({"type": "response.output_text.delta", "item_id": ev.get("item_id"), "output_index": key[0],
-                             "content_index": key[1], "delta": late, "logprobs": []})
+            yield self._tail(held, ev, key, late)
         for k, a in enumerate(notes):
             yield self._out({"type": "response.output_text.annotation.added", "item_id": ev.get("item_id"),
                              "output_index": key[0], "content_index": key[1], "annotation_index": k, "annotation": a})
         self.texts[key] = (guarded, notes)
         yield self._out(ev | {"text": guarded})
+
+    def _tail(self, held: HeldAnswer, ev: dict[str, Any], key: tuple[int, int], text: str) -> bytes:
+        """A delta of the part at ``key`` sent at its end (``ev``: its done event), recorded as sent."""
+        held.sent.append(text)
+        return self._out({"type": "response.output_text.delta", "item_id": ev.get("item_id"), "output_index": key[0],
+                          "content_index": key[1], "delta": text, "logprobs": []})
 
     def _held(self, key: tuple[int, int]) -> HeldAnswer:
         """The held answer of one output_text part, made when its first event comes (not once per delta)."""

@@ -112,10 +112,12 @@ def mutants(path: str, covered: set[int], ops: str = "boundary") -> list[sm.Muta
 
 def own(module: str, test: str) -> bool:
     """Whether ``test`` (a node id) is in one of ``module``'s own test files: its file's name holds the module's
-    name, less a plural's ``s`` (``test_citations.py`` for ``citations.py``, ``test_visible_tree.py`` for
-    ``visible.py``)."""
-    name = Path(module).stem.rstrip("s")
-    return name in Path(test.split("::")[0]).stem
+    name, or a word of it other than ``api``, less a plural's ``s`` (``test_citations.py`` for ``citations.py``,
+    ``test_visible_tree.py`` for ``visible.py``, ``test_mcp.py`` for ``mcp_server.py``, ``test_responses_values.py``
+    for ``api_responses.py``)."""
+    stem = Path(module).stem
+    names = {stem.rstrip("s")} | {w.rstrip("s") for w in stem.split("_") if len(w) >= 3 and w != "api"}
+    return any(n in Path(test.split("::")[0]).stem for n in names)
 
 
 def main() -> int:

@@ -91,15 +91,23 @@ def runs(content: list[Any]) -> list[list[int]]:
     return out
 
 
+def block_cites(citations: list[Any], at: int, index: int) -> list[Attached]:
+    """One text block's citations, each attached at ``at`` (its text's end in the run) with the text it quotes (none
+    where ``cited_text`` is missing or no string) and where it came from (``content[index].citations[i]``)."""
+    out = []
+    for ci, c in enumerate(citations):
+        quoted = c.get("cited_text") if isinstance(c, dict) and isinstance(c.get("cited_text"), str) else None
+        kind = c.get("type", "citation") if isinstance(c, dict) else "citation"
+        out.append(Attached(at, quoted, f"content[{index}].citations[{ci}] ({kind})"))
+    return out
+
+
 def attached(blocks: list[dict[str, Any]], indices: list[int]) -> list[Attached]:
     """The run's citations, each attached at the end of its block's text (trailing whitespace left out)."""
     out, pos = [], 0
     for bi, b in zip(indices, blocks):
         text = b.get("text") or ""
-        for ci, c in enumerate(b.get("citations") or []):
-            quoted = c.get("cited_text") if isinstance(c, dict) and isinstance(c.get("cited_text"), str) else None
-            kind = c.get("type", "citation") if isinstance(c, dict) else "citation"
-            out.append(Attached(pos + len(text.rstrip()), quoted, f"content[{bi}].citations[{ci}] ({kind})"))
+        out += block_cites(b.get("citations") or [], pos + len(text.rstrip()), bi)
         pos += len(text)
     return out
 
@@ -270,11 +278,7 @@ class MessagesStream:
     def _stopped(self, ev: dict[str, Any]) -> None:
         if self.held is not None and ev.get("index") == self.index:
             text = self.held.text()[self.block_start:]
-            for ci, c in enumerate(self.block_citations):
-                quoted = c.get("cited_text") if isinstance(c, dict) and isinstance(c.get("cited_text"), str) else None
-                kind = c.get("type", "citation") if isinstance(c, dict) else "citation"
-                self.cites.append(Attached(self.block_start + len(text.rstrip()), quoted,
-                                           f"content[{self.index}].citations[{ci}] ({kind})"))
+            self.cites += block_cites(self.block_citations, self.block_start + len(text.rstrip()), self.index)
             self.block_citations, self.pending_stop = [], self.index
 
     async def events(self, resp: Any) -> AsyncIterator[bytes]:

@@ -43,6 +43,25 @@ def anthropic_message(content: list[Any], model: str = "m", mid: str = "msg_1") 
             "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
 
 
+def content_events(msg: dict, pieces: dict[int, list[str]] | None = None) -> list[dict]:
+    """A message's stream: each text block's text in the given pieces (one delta by default), citations as
+    citations_delta events after the text."""
+    out = [{"type": "message_start", "message": msg | {"content": [], "stop_reason": None}}]
+    for i, b in enumerate(msg["content"]):
+        if b["type"] != "text":
+            out += [{"type": "content_block_start", "index": i, "content_block": b},
+                    {"type": "content_block_stop", "index": i}]
+            continue
+        out.append({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})
+        for piece in (pieces or {}).get(i, [b["text"]]):
+            out.append({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": piece}})
+        for c in b.get("citations") or []:
+            out.append({"type": "content_block_delta", "index": i, "delta": {"type": "citations_delta", "citation": c}})
+        out.append({"type": "content_block_stop", "index": i})
+    return out + [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                   "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
+
+
 def message(t: Turn, model: str) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "text", "text": "".join(t.pieces)}
     if t.citations:

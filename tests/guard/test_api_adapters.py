@@ -15,7 +15,7 @@ openai = pytest.importorskip("openai")
 anthropic = pytest.importorskip("anthropic")
 from fake_apis import FakeAPIs, Turn, _sse, anthropic_message, message_events, response_events  # noqa: E402
 from fake_openai import FakeOpenAI  # noqa: E402
-from service_helpers import running  # noqa: E402
+from service_helpers import running, sse_data  # noqa: E402
 
 from citebound import Guard  # noqa: E402
 from citebound.serving.state import ServeConfig  # noqa: E402
@@ -171,7 +171,7 @@ def test_anthropic_cited_text_supports_fails_or_is_reattributed(stream):
             if stream:
                 body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": name}], "stream": True} | extra
                 r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
-                rep = stream_report([json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")])
+                rep = stream_report(sse_data(r))
             else:
                 m = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0).messages.create(
                     model="m", max_tokens=5, messages=[{"role": "user", "content": name}], extra_body=extra)
@@ -385,7 +385,7 @@ def test_text_outside_the_streamed_deltas_never_reaches_the_client(api, raw):
                 {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}]})
         r = httpx.post(f"{url}/v1/{api}", json=body | {"stream": True, "citebound": {"passages": P}}, timeout=60)
     assert "SECRET" not in r.text, r.text[:500]
-    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    events = sse_data(r)
     assert events[-1]["type"] == ("error" if api == "messages" else "citebound.report")  # refused, or blanked
 
 
@@ -475,7 +475,7 @@ def test_a_block_citation_after_its_blocks_whitespace_cites_that_block_and_only_
             running(ServeConfig(verifier="lexical", upstream=up.base_url)) as url:
         body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": stream} | extra
         r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
-    rep = (stream_report([json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]) if stream
+    rep = (stream_report(sse_data(r)) if stream
            else r.json()["citebound"]["report"])
     assert [a["action"] for a in rep["audit"]] == ["flagged", "verified"]
     assert [a["sentence_index"] for a in rep["audit"]] == [0, 2]
@@ -569,7 +569,7 @@ def test_text_runs_split_by_tool_blocks_stay_in_place_and_block_decides_on_the_w
         r = httpx.post(f"{url}/v1/messages", json=body, timeout=60)
     assert r.status_code == 200
     if stream:
-        got = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+        got = sse_data(r)
         rep, calls = stream_report(got), [e for e in got if e.get("type") == "citebound.report"][0]["unchecked_tool_calls"]
         types = [e["content_block"]["type"] for e in got if e.get("type") == "content_block_start"]
         texts = "".join(e["delta"]["text"] for e in got if e.get("type") == "content_block_delta"

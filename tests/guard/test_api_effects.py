@@ -3,14 +3,12 @@ request carries in its own API's form and their numbering, where citations carri
 tool calls counted, the withheld text absent from a blocked stream, a stream cut short refused, the headers the
 upstream gets. Each expected value is worked out by hand in the test (the lexical verifier: the share of a claim's
 content terms found in the passage)."""
-import json
-
 import httpx
 import pytest
 
 pytest.importorskip("fastapi")
-from fake_apis import FakeAPIs, Turn, _sse, anthropic_message  # noqa: E402
-from service_helpers import running  # noqa: E402
+from fake_apis import FakeAPIs, Turn, _sse, anthropic_message, content_events  # noqa: E402
+from service_helpers import running, sse_data  # noqa: E402
 
 from citebound.serving.state import ServeConfig  # noqa: E402
 
@@ -21,29 +19,6 @@ ATP = "Mitochondria produce ATP in cells."
 
 def _messages_body(content: list, stream: bool, **extra) -> dict:
     return {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": content}], "stream": stream} | extra
-
-
-def _events(msg: dict, pieces: dict[int, list[str]] | None = None) -> list[dict]:
-    """A message's stream: each text block's text in the given pieces (one delta by default), citations as
-    citations_delta events after the text."""
-    out = [{"type": "message_start", "message": msg | {"content": [], "stop_reason": None}}]
-    for i, b in enumerate(msg["content"]):
-        if b["type"] != "text":
-            out += [{"type": "content_block_start", "index": i, "content_block": b},
-                    {"type": "content_block_stop", "index": i}]
-            continue
-        out.append({"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}})
-        for piece in (pieces or {}).get(i, [b["text"]]):
-            out.append({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": piece}})
-        for c in b.get("citations") or []:
-            out.append({"type": "content_block_delta", "index": i, "delta": {"type": "citations_delta", "citation": c}})
-        out.append({"type": "content_block_stop", "index": i})
-    return out + [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                   "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
-
-
-def _sent(r: httpx.Response) -> list[dict]:
-    return [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
 
 
 def _report(events: list[dict]) -> dict:
@@ -61,12 +36,12 @@ def test_search_result_and_document_blocks_are_passages_numbered_in_order(stream
               "content": [{"type": "text", "text": ATP}]}
     doc = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": STATINS}, "title": "d"}
     msg = anthropic_message([{"type": "text", "text": answer}])
-    with FakeAPIs(lambda b: Turn([""], whole=msg, raw=_sse(_events(msg)))) as up, \
+    with FakeAPIs(lambda b: Turn([""], whole=msg, raw=_sse(content_events(msg)))) as up, \
             running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
         r = httpx.post(f"{url}/v1/messages", json=_messages_body([search, doc, {"type": "text", "text": "q"}], stream),
                        timeout=60)
     assert r.status_code == 200, r.text
-    rep = _report(_sent(r)) if stream else r.json()["citebound"]["report"]
+    rep = _report(sse_data(r)) if stream else r.json()["citebound"]["report"]
     assert (rep["n_citations"], rep["verified"], rep["invalid"], rep["flagged"]) == (2, 2, 0, 0)
     assert [(a["cited"], a["action"]) for a in rep["audit"]] == [(1, "verified"), (2, "verified")]
 
@@ -87,12 +62,12 @@ def test_a_later_blocks_citation_attaches_at_that_blocks_end_past_every_earlier_
     cited = {"type": "text", "text": "Statins lower LDL.", "citations": [_cite(STATINS)]}
     assert sum(len(b["text"]) for b in items) + len(cited["text"]) == 328
     msg = anthropic_message(items + [cited])
-    with FakeAPIs(lambda b: Turn([""], whole=msg, raw=_sse(_events(msg)))) as up, \
+    with FakeAPIs(lambda b: Turn([""], whole=msg, raw=_sse(content_events(msg)))) as up, \
             running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None)) as url:
         r = httpx.post(f"{url}/v1/messages", json=_messages_body("q", stream, citebound={"passages": [STATINS]}),
                        timeout=60)
     assert r.status_code == 200, r.text
-    rep = _report(_sent(r)) if stream else r.json()["citebound"]["report"]
+    rep = _report(sse_data(r)) if stream else r.json()["citebound"]["report"]
     (a,) = rep["audit"]
     assert (a["claim"], a["action"], a["sentence_index"]) == ("Statins lower LDL.", "verified", 10)
     assert (rep["n_citations"], rep["uncited"], rep["n_sentences"]) == (1, 10, 11)
@@ -141,7 +116,7 @@ def test_a_file_citation_is_checked_against_all_of_its_files_search_results(stre
         r = httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "q", "stream": stream,
                                                     "citebound": {"passages": []}}, timeout=60)
     assert r.status_code == 200, r.text
-    rep = _report(_sent(r)) if stream else r.json()["citebound"]["report"]
+    rep = _report(sse_data(r)) if stream else r.json()["citebound"]["report"]
     # each audit names the passage it was checked against: the marker [3] and f2's quote (the ATP result, passage
     # 3); f1's quote is its two results joined, which no passage is: it comes after the three, as 4
     assert sorted((a["claim"], a["cited"], a["action"]) for a in rep["audit"]) == [
@@ -149,7 +124,7 @@ def test_a_file_citation_is_checked_against_all_of_its_files_search_results(stre
         ("Statins lower LDL cholesterol in adults.", 4, "verified")]
     assert (rep["n_citations"], rep["verified"], rep["unverified"], rep["invalid"], rep["uncited"]) == (3, 3, 0, 0, 0)
     if stream:
-        sent = _sent(r)
+        sent = sse_data(r)
         assert [e for e in sent if e.get("type") == "citebound.report"][0]["unchecked_tool_calls"] == 0
         # every event the client gets is numbered anew, 0, 1, 2, ... (held text merges deltas: no gaps, no repeats)
         assert [e["sequence_number"] for e in sent] == list(range(len(sent)))
@@ -179,7 +154,7 @@ def test_a_blocked_streams_report_counts_the_whole_answer_and_withholds_its_clai
                 else _messages_body("q", True)) | extra
         r = httpx.post(f"{url}/v1/{api}", json=body, timeout=60)
     assert r.status_code == 200, r.text
-    sent = _sent(r)
+    sent = sse_data(r)
     rep = _report(sent)
     assert rep["blocked"] is True
     assert (rep["n_citations"], rep["verified"], rep["flagged"]) == (2, 1, 1)
@@ -244,7 +219,7 @@ def test_a_part_whose_citations_as_data_fail_blocks_the_answer_at_its_end(stream
         assert r.status_code == 403 and r.json()["error"]["code"] == "blocked"
         rep = r.json()["citebound"]["report"]
     else:
-        sent = _sent(r)
+        sent = sse_data(r)
         types = [e.get("type") for e in sent]
         assert "response.output_text.done" not in types and "response.completed" not in types
         assert types[-2:] == ["response.incomplete", "citebound.report"]

@@ -173,7 +173,7 @@ def api_face(cal, config, cases, api: str, stream: bool):
     import httpx
     import openai
     from fake_apis import FakeAPIs, Turn
-    from service_helpers import running
+    from service_helpers import running, sse_data
 
     turns = {f"q{i}": Turn([w + " " for w in c.answer.split(" ")[:-1]] + c.answer.split(" ")[-1:]) for i, c in enumerate(cases)}
     out = []
@@ -187,7 +187,7 @@ def api_face(cal, config, cases, api: str, stream: bool):
                 kw = {"model": "fake", "max_tokens": 9, "messages": [{"role": "user", "content": f"q{i}"}]}
             if stream:
                 r = httpx.post(f"{url}/v1/{api}", json=kw | extra | {"stream": True}, timeout=60)
-                events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+                events = sse_data(r)
                 text = "".join(e["delta"] if api == "responses" else e["delta"]["text"] for e in events
                                if e.get("type") in ("response.output_text.delta", "content_block_delta"))
                 (report,) = [e["report"] for e in events if e.get("type") == "citebound.report"]

@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("fastapi")
 from failing_scorer import Failing  # noqa: E402
-from fake_apis import FakeAPIs, Turn, _sse, anthropic_message  # noqa: E402
-from service_helpers import running  # noqa: E402
+from fake_apis import FakeAPIs, Turn, _sse, anthropic_message, content_events  # noqa: E402
+from service_helpers import running, sse_data  # noqa: E402
 
 from citebound.serving.state import ServeConfig  # noqa: E402
 
@@ -73,8 +73,6 @@ def test_the_messages_merged_budget_fails_open_as_the_service_is_told(on_error, 
 
 @pytest.mark.parametrize("status,kind", [(502, "api_error"), (504, "timeout_error"), (403, "permission_error")])
 def test_a_messages_error_never_echoes_a_urls_credentials(status, kind):
-    import json
-
     from citebound.serving.api_messages import anthropic_error
 
     r = anthropic_error(status, "upstream http://me:s3cret@127.0.0.1:9/v1?api_key=K2 failed", "upstream_error")
@@ -89,8 +87,6 @@ def test_a_messages_error_never_echoes_a_urls_credentials(status, kind):
 def test_a_chat_error_is_the_clients_below_500_and_the_upstreams_from_500(status, kind):
     """The chat-completions face's errors in OpenAI's shape: a 4xx is the request's fault (invalid_request_error),
     a 5xx, 500 itself included, is not (upstream_error); credentials in the message are redacted there too."""
-    import json
-
     from citebound.serving.proxy import proxy_error
 
     r = proxy_error(status, "upstream http://me:s3cret@127.0.0.1:9/v1 failed", "upstream_error")
@@ -104,21 +100,15 @@ def test_a_streamed_messages_block_decides_on_the_whole_answer_failing_open_as_t
     the verifier fail (unverified). Block decides on the whole answer so far (run 1's report and run 2's): failing
     open the unverified citation is not for review, 0 of 2 (0 <= 0.3: the stream ends as the upstream's, run 2's
     text sent); failing closed it is, 1 of 2 (0.5 > 0.3: run 2 is withheld and the stream ends with a refusal)."""
-    import json
-
-    from fake_apis import _sse
-
-    from tests.guard.test_api_effects import _events
-
     msg = anthropic_message([{"type": "text", "text": RUN1}, TOOL, {"type": "text", "text": "The boom claim [1]."}])
     policy = {"on_error": on_error, "action": "block", "block_above": 0.3}
-    with FakeAPIs(lambda b: Turn([""], whole=msg, raw=_sse(_events(msg)))) as up, \
+    with FakeAPIs(lambda b: Turn([""], whole=msg, raw=_sse(content_events(msg)))) as up, \
             running(ServeConfig(upstream=up.base_url, reattributor=None, verifier="lexical", **policy), Failing("boom")) as url:
         r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
                                                    "citebound": {"passages": [STATINS]},
                                                    "messages": [{"role": "user", "content": "q"}]}, timeout=60)
     assert r.status_code == 200, r.text
-    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    events = sse_data(r)
     sent = "".join(e["delta"]["text"] for e in events if e.get("type") == "content_block_delta"
                    and e["delta"].get("type") == "text_delta")
     stop = [e["delta"]["stop_reason"] for e in events if e.get("type") == "message_delta"]
@@ -151,22 +141,15 @@ def test_the_blocks_the_guard_does_not_check_are_named_unstreamed_and_streamed()
     got = _ask([{"type": "text", "text": RUN1}, THINKING, TOOL, SEARCH], {"verifier": "lexical"})
     assert (got["citebound"]["unchecked_fields"], got["citebound"]["unchecked_tool_calls"]) == (
         ["server_tool_use", "thinking"], 2)
-    start = {"type": "message_start", "message": anthropic_message([]) | {"stop_reason": None}}
-    ev = [start]
-    for i, b in enumerate([{"type": "text", "text": ""}, {"type": "thinking", "thinking": "", "signature": ""},
-                           TOOL | {"input": {}}, SEARCH | {"input": {}}]):
-        ev.append({"type": "content_block_start", "index": i, "content_block": b})
-        if i == 0:
-            ev.append({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": RUN1}})
-        ev.append({"type": "content_block_stop", "index": i})
-    ev += [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-            "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
+    ev = content_events(anthropic_message([{"type": "text", "text": RUN1}, {"type": "thinking", "thinking": "",
+                                                                            "signature": ""},
+                                           TOOL | {"input": {}}, SEARCH | {"input": {}}]))
     with FakeAPIs(lambda b: Turn([""], raw=_sse(ev))) as up, \
             running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None)) as url:
         r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
                                                    "citebound": {"passages": [STATINS]},
                                                    "messages": [{"role": "user", "content": "q"}]}, timeout=60)
-    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    events = sse_data(r)
     (rep,) = [e for e in events if e.get("type") == "citebound.report"]
     assert (rep["unchecked_fields"], rep["unchecked_tool_calls"], rep["report"]["verified"]) == (
         ["server_tool_use", "thinking"], 2, 1)
@@ -193,21 +176,14 @@ def test_a_streamed_messages_blocks_each_start_and_stop_in_order(cfg):
     """Two text blocks (one run), a tool call, a text block: the client gets each block's start, then its stop,
     before the next one starts (a text block's stop waits for the next block, as held text may still go into it,
     but it always comes, at a run's end too). Every sentence verifies, so block withholds nothing."""
-    ev = [{"type": "message_start", "message": anthropic_message([]) | {"stop_reason": None}}]
-    for i, b in enumerate([{"type": "text", "text": ""}, {"type": "text", "text": ""}, TOOL | {"input": {}},
-                           {"type": "text", "text": ""}]):
-        ev.append({"type": "content_block_start", "index": i, "content_block": b})
-        if b["type"] == "text":
-            ev.append({"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": RUN1}})
-        ev.append({"type": "content_block_stop", "index": i})
-    ev += [{"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-            "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
+    text = {"type": "text", "text": RUN1}
+    ev = content_events(anthropic_message([text, text, TOOL | {"input": {}}, text]))
     with FakeAPIs(lambda b: Turn([""], raw=_sse(ev))) as up, \
             running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None, **cfg)) as url:
         r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
                                                    "citebound": {"passages": [STATINS]},
                                                    "messages": [{"role": "user", "content": "q"}]}, timeout=60)
-    events = [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
+    events = sse_data(r)
     assert [(e["type"], e["index"]) for e in events if e["type"] in ("content_block_start", "content_block_stop")] == [
         (kind, i) for i in range(4) for kind in ("content_block_start", "content_block_stop")]
     (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]

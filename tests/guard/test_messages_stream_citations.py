@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 from fake_apis import FakeAPIs, Turn, _sse, anthropic_message  # noqa: E402
-from service_helpers import running  # noqa: E402
+from service_helpers import running, sse_data  # noqa: E402
 
 from citebound.serving.state import ServeConfig  # noqa: E402
 
@@ -38,26 +38,23 @@ def stream_of(blocks: list[tuple[str, list[dict], list[dict]]]) -> list[dict]:
                   "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
 
 
-def post_stream(blocks, **cfg) -> httpx.Response:
-    """The proxy's answer to a streamed request whose upstream streams ``blocks`` (passages: the statin text;
-    ``cfg``: the service's settings)."""
+def post_stream(blocks, events=None, **cfg) -> httpx.Response:
+    """The proxy's answer to a streamed request whose upstream streams ``blocks`` (or ``events``, where given: a
+    stream written out; passages: the statin text; ``cfg``: the service's settings)."""
     whole = anthropic_message([{"type": "text", "text": t} for t, _, _ in blocks])
-    with FakeAPIs(lambda b: Turn([""], whole=whole, raw=_sse(stream_of(blocks)))) as up, \
+    raw = _sse(stream_of(blocks) if events is None else events)
+    with FakeAPIs(lambda b: Turn([""], whole=whole, raw=raw)) as up, \
             running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None, **cfg)) as url:
         body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}], "stream": True,
                 "citebound": {"passages": [STATINS]}}
         return httpx.post(f"{url}/v1/messages", json=body, timeout=60)
 
 
-def events_of(r: httpx.Response) -> list[dict]:
-    return [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
-
-
 def guarded_stream(blocks) -> dict:
     """The citebound report of the stream of ``blocks`` through the proxy."""
     r = post_stream(blocks)
     assert r.status_code == 200, r.text
-    (rep,) = [e["report"] for e in events_of(r) if e.get("type") == "citebound.report"]
+    (rep,) = [e["report"] for e in sse_data(r) if e.get("type") == "citebound.report"]
     return rep
 
 
@@ -108,7 +105,7 @@ def test_block_waits_for_a_runs_citations_before_sending_a_sentence_that_cites_n
     withheld, its verified citations notwithstanding."""
     r = post_stream(blocks, action="block", block_above=0.4)
     assert r.status_code == 200, r.text
-    events = events_of(r)
+    events = sse_data(r)
     text = "".join(e["delta"].get("text", "") for e in events if e.get("type") == "content_block_delta")
     (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
     assert text == ("" if blocked else "".join(t for t, _, _ in blocks))
@@ -132,7 +129,7 @@ def test_without_block_a_sentence_citing_nothing_goes_out_as_soon_as_it_is_compl
     the third block starts (not held to the run's end)."""
     blocks = [("Unicorns sing opera. ", [], []), ("Dolphins sleep. ", [], []), ("Statins work. ", [], [])]
     r = post_stream(blocks)
-    events = events_of(r)
+    events = sse_data(r)
     first = next(k for k, e in enumerate(events) if e.get("type") == "content_block_delta" and e["delta"].get("text"))
     third = [k for k, e in enumerate(events) if e.get("type") == "content_block_start"][2]
     assert events[first]["delta"]["text"].startswith("Unicorns sing opera.") and first < third
@@ -157,7 +154,7 @@ def test_a_block_mid_run_stops_the_open_text_block_and_sends_nothing_of_the_fail
     1 of 1 citations failed, budget 1: the stream stops there. The open block is stopped, then the refusal."""
     blocks = [(f"Unicorns sing opera loudly [1]. {STATINS[:-1]} [1]. ", [], [])]
     r = post_stream(blocks, action="block", block_above=0.4)
-    events = events_of(r)
+    events = sse_data(r)
     assert [(e["type"], e.get("index")) for e in events if e["type"] != "content_block_delta"] == [
         ("message_start", None), ("content_block_start", 0), ("content_block_stop", 0), ("message_delta", None),
         ("citebound.report", None), ("message_stop", None)]
@@ -171,16 +168,10 @@ def test_a_stream_that_fails_while_sentences_wait_for_their_citations_says_so_an
     for the run's citations; then "More words" (10 characters, an unfinished sentence) is held, and the upstream
     sends an error. The error names both: 10 characters of an unfinished sentence, 40 waiting (the statin
     sentence; the space between them goes with neither); none of the text was sent."""
-    ev = stream_of([(f"{STATINS} More words", [], [])])
-    ev = ev[:3] + [{"type": "error", "error": {"type": "overloaded_error", "message": "overloaded"}}]
-    whole = anthropic_message([{"type": "text", "text": f"{STATINS} More words"}])
-    with FakeAPIs(lambda b: Turn([""], whole=whole, raw=_sse(ev))) as up, \
-            running(ServeConfig(verifier="lexical", upstream=up.base_url, reattributor=None, action="block",
-                                block_above=0.4)) as url:
-        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
-                                                   "messages": [{"role": "user", "content": "q"}],
-                                                   "citebound": {"passages": [STATINS]}}, timeout=60)
-    events = events_of(r)
+    blocks = [(f"{STATINS} More words", [], [])]
+    ev = stream_of(blocks)[:3] + [{"type": "error", "error": {"type": "overloaded_error", "message": "overloaded"}}]
+    r = post_stream(blocks, ev, action="block", block_above=0.4)
+    events = sse_data(r)
     assert not [e for e in events if e["type"] == "content_block_delta" and e["delta"].get("text")]
     msg = events[-1]["error"]["message"]
     assert msg.endswith("overloaded; 10 characters of an unfinished sentence were not sent (they cannot be checked); "

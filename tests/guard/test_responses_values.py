@@ -5,14 +5,12 @@ streamed, a failed or blocked stream's last events. The lexical verifier: a clai
 content terms found in the passage, so a claim copied from a passage scores 1 (verified) and "Unicorns sing opera
 loudly" scores 0 against every passage here (flagged). A flagged marker is written ``[N UNVERIFIED]`` (no
 re-attribution)."""
-import json
-
 import httpx
 import pytest
 
 pytest.importorskip("fastapi")
 from fake_apis import FakeAPIs, Turn, _sse, response  # noqa: E402
-from service_helpers import running  # noqa: E402
+from service_helpers import running, sse_data  # noqa: E402
 
 from citebound.serving.state import ServeConfig  # noqa: E402
 
@@ -87,14 +85,10 @@ def _post(output: list[dict], passages: list[str], stream: bool, error: str | No
             "citebound": {"passages": passages, "return_original": True}})
 
 
-def _sent(r: httpx.Response) -> list[dict]:
-    return [json.loads(x[6:]) for x in r.text.splitlines() if x.startswith("data: ")]
-
-
 def _report(r: httpx.Response, stream: bool) -> dict:
     if not stream:
         return r.json()["citebound"]["report"]
-    (rep,) = [e["report"] for e in _sent(r) if e.get("type") == "citebound.report"]
+    (rep,) = [e["report"] for e in sse_data(r) if e.get("type") == "citebound.report"]
     return rep
 
 
@@ -180,7 +174,7 @@ def test_a_streamed_message_of_two_parts_after_two_searches_comes_back_whole_and
               _message(_part(t0, [note], pieces=[t0[:20], t0[20:]]), _part(t1, pieces=[t1[:9], t1[9:]]))]
     r = _post(output, [], True)
     assert r.status_code == 200, r.text
-    sent = _sent(r)
+    sent = sse_data(r)
     g0, g1 = f"{UNICORNS} [1 UNVERIFIED]. {STATINS}", t1
     assert [e["text"] for e in sent if e["type"] == "response.output_text.done"] == [g0, g1]
     assert [e["part"]["text"] for e in sent if e["type"] == "response.content_part.done"] == [g0, g1]
@@ -203,7 +197,7 @@ def test_a_stream_that_fails_mid_part_says_what_it_withheld_bounds_the_message_a
     output = [_message(_part(text))]
     r = _post(output, [STATINS], True, error="x" * 5000)
     assert r.status_code == 200, r.text
-    sent = _sent(r)
+    sent = sse_data(r)
     assert "".join(e["delta"] for e in sent if e["type"] == "response.output_text.delta") == f"{STATINS[:-1]} [1]."
     err = sent[-1]
     assert err["type"] == "error"
@@ -221,7 +215,7 @@ def test_a_part_blocked_mid_stream_ends_the_stream_at_once_even_if_the_upstream_
     output = [_message(_part(text, pieces=[f"{UNICORNS} [1]. Statins", " lower"]))]
     r = _post(output, [ASPIRIN], True, error="scripted failure", action="block", block_above=0.3)
     assert r.status_code == 200, r.text
-    sent = _sent(r)
+    sent = sse_data(r)
     assert [e["type"] for e in sent[-2:]] == ["response.incomplete", "citebound.report"]
     assert sent[-2]["response"]["incomplete_details"] == {"reason": "content_filter"}
     assert sent[-1]["report"]["blocked"] is True
@@ -240,7 +234,7 @@ def test_the_block_decides_on_the_whole_answer_so_far_not_on_the_part_alone():
     output = [_message(_part(t0), _part(t1, pieces=[first, t1[len(first):]]))]
     r = _post(output, [STATINS, ATP, ASPIRIN], True, action="block", block_above=0.3)
     assert r.status_code == 200, r.text
-    sent = _sent(r)
+    sent = sse_data(r)
     assert not any(e["type"] == "response.incomplete" for e in sent)
     rep = _report(r, True)
     assert (rep["blocked"], rep["n_citations"], rep["flagged"], rep["verified"]) == (False, 5, 1, 4)
@@ -263,7 +257,7 @@ def test_block_waits_for_a_parts_annotations_before_sending_a_sentence_that_cite
     output = [_search("fs_1", ("f1", STATINS)), _message(_part(text, notes, pieces=[first + " ", STATINS]))]
     r = _post(output, [], True, action="block", block_above=0.4)
     assert r.status_code == 200, r.text
-    sent = _sent(r)
+    sent = sse_data(r)
     rep = _report(r, True)
     assert (rep["blocked"], rep["n_citations"], rep["verified"], rep["flagged"], rep["uncited"]) == (
         blocked, 2, 1 if blocked else 2, 1 if blocked else 0, 0)
@@ -310,7 +304,7 @@ def test_a_stream_that_fails_while_sentences_wait_for_their_annotations_says_so_
     error names both."""
     output = [_message(_part(f"{STATINS} Mitochondria produce"))]
     r = _post(output, [STATINS], True, error="overloaded", action="block", block_above=0.4)
-    sent = _sent(r)
+    sent = sse_data(r)
     assert not any(e["type"] == "response.output_text.delta" and e["delta"] for e in sent)
     assert sent[-1]["message"].endswith(
         "overloaded; 20 characters of an unfinished sentence were not sent (they cannot be checked); 40 characters "

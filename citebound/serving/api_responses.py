@@ -59,6 +59,32 @@ def search_texts(output: list[Any]) -> tuple[list[str], dict[str, str]]:
     return out, by_file
 
 
+def unchecked(item: Any) -> tuple[int, set[str]]:
+    """What of one output item the guard does not check: the tool calls it is (a call, but not a file search: its
+    results are passages) and the kinds of what else it carries, named as fields: an item that is no object
+    (``item``), a reasoning item (any item that is neither a message nor a call, by its type), a message whose
+    content is no list (``message.content``), a part that is no object (``part``), an ``output_text`` whose text is
+    no string (``output_text.text``), a refusal that says something (``refusal``), any other part (its type)."""
+    if not isinstance(item, dict):
+        return 0, {"item"}
+    kind = str(item.get("type", ""))
+    if kind.endswith("call"):
+        return int(kind != "file_search_call"), set()
+    if kind != "message":
+        return 0, {kind}
+    if not isinstance(item.get("content"), list):
+        return 0, {"message.content"}
+    fields = set()
+    for part in item["content"]:
+        if not isinstance(part, dict):
+            fields.add("part")
+        elif part.get("type") == "output_text":
+            fields |= set() if isinstance(part.get("text"), str) else {"output_text.text"}
+        elif part.get("type") != "refusal" or part.get("refusal"):
+            fields.add(str(part.get("type")))
+    return 0, fields
+
+
 def _position(v: Any) -> bool:
     """Whether an annotation's field is a position: an integer, and not true or false (no position)."""
     return isinstance(v, int) and not isinstance(v, bool)
@@ -139,9 +165,8 @@ def router(state: ServiceState) -> APIRouter:
         if report.blocked:
             return proxy_error(403, f"citebound blocked the answer: {report.block_reason}", "blocked",
                                report=report_body(report, show))
-        calls = sum(1 for i in output if isinstance(i, dict) and str(i.get("type", "")).endswith("call")
-                    and i.get("type") != "file_search_call")
-        fields = sorted({str(i.get("type")) for i in output if isinstance(i, dict) and i.get("type") in ("reasoning",)})
+        seen = [unchecked(i) for i in output]
+        calls, fields = sum(c for c, _ in seen), sorted(set().union(*(f for _, f in seen)))
         return guarded_json(state, got, report, calls, fields, {"original_output": original} if show else None)
 
     return r
@@ -162,6 +187,7 @@ class ResponsesStream:
         self.texts: dict[tuple[int, int], tuple[str, list[Any]]] = {}  # each finished part: guarded text, annotations
         self.parts: list[tuple[int, Any]] = []
         self.offset, self.seq, self.calls, self.blocked = 0, 0, 0, None
+        self.unchecked: set[str] = set()
 
     def _out(self, ev: dict[str, Any]) -> bytes:
         ev = ev | {"sequence_number": self.seq}
@@ -174,7 +200,8 @@ class ResponsesStream:
 
     def _extra(self, report: Any) -> dict[str, Any]:
         return {"type": "citebound.report", "report": report_body(report, self.show or self.blocked is None),
-                "verifier": self.state.scorer.name, "unchecked_tool_calls": self.calls}
+                "verifier": self.state.scorer.name, "unchecked_tool_calls": self.calls,
+                "unchecked_fields": sorted(self.unchecked)}
 
     async def _part_done(self, ev: dict[str, Any], key: tuple[int, int]) -> AsyncIterator[bytes]:
         held = self.held.pop(key)
@@ -257,7 +284,9 @@ class ResponsesStream:
                 found, files = search_texts([item])
                 self.passages += found
                 self.files |= files
-            self.calls += str(item.get("type", "")).endswith("call") and item.get("type") != "file_search_call"
+            calls, fields = unchecked(ev.get("item"))
+            self.calls += calls
+            self.unchecked |= fields
             yield self._out(ev | {"item": self._fill(item, key[0])})
         elif t == "response.completed":
             resp = ev.get("response") if isinstance(ev.get("response"), dict) else {}

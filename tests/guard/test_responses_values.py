@@ -296,6 +296,44 @@ def test_an_unstreamed_output_skips_what_is_no_message_or_no_text_part_and_guard
     got = r.json()
     assert got["output"][:2] == output[:2] and got["output"][2]["content"][:2] == msg["content"][:2]
     assert (got["citebound"]["report"]["n_citations"], got["citebound"]["report"]["verified"]) == (1, 1)
+    # what passed unchecked is named: the string item, the content that is no list, the string part, the refusal
+    assert got["citebound"]["unchecked_fields"] == ["item", "message.content", "part", "refusal"]
+    assert r.headers["X-Citebound-Unchecked-Fields"] == "item,message.content,part,refusal"
+
+
+@pytest.mark.parametrize("item,expected", [
+    ({"type": "reasoning", "summary": []}, (0, {"reasoning"})),
+    ({"type": "mcp_list_tools", "tools": []}, (0, {"mcp_list_tools"})),
+    ({"type": "function_call", "name": "f", "arguments": "{}"}, (1, set())),
+    ({"type": "web_search_call"}, (1, set())),
+    ({"type": "file_search_call", "results": []}, (0, set())),
+    ("junk", (0, {"item"})),
+    ({"type": "message", "content": None}, (0, {"message.content"})),
+    ({"type": "message", "content": [{"type": "refusal", "refusal": ""}]}, (0, set())),
+    ({"type": "message", "content": [{"type": "refusal", "refusal": "no"}]}, (0, {"refusal"})),
+    ({"type": "message", "content": [{"type": "output_text", "text": "A."}, {"type": "output_text", "text": None},
+                                     {"type": "audio"}, 7]}, (0, {"output_text.text", "audio", "part"})),
+])
+def test_what_of_an_output_item_the_guard_does_not_check(item, expected):
+    """Each item: the tool calls it is (a call other than a file search, whose results are passages) and what
+    else it carries unchecked, by hand: a refusal that says nothing carries nothing, an output_text with a string
+    text is checked."""
+    from citebound.serving.api_responses import unchecked
+
+    assert unchecked(item) == expected
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reasoning_item_and_a_tool_call_are_named_streamed_and_not(stream):
+    """A reasoning item, a web search call and the statin text [1]: the text checked (verified), the reasoning
+    named as an unchecked field, the call counted as an unchecked tool call, on both faces."""
+    output = [{"type": "reasoning", "id": "rs_1", "summary": []}, {"type": "web_search_call", "id": "ws_1",
+                                                                   "status": "completed"},
+              _message(_part(f"{STATINS[:-1]} [1]."))]
+    r = _post(output, [STATINS], stream)
+    assert r.status_code == 200, r.text
+    got = r.json()["citebound"] if not stream else [e for e in sse_data(r) if e.get("type") == "citebound.report"][0]
+    assert (got["unchecked_fields"], got["unchecked_tool_calls"], got["report"]["verified"]) == (["reasoning"], 1, 1)
 
 
 def test_a_stream_that_fails_while_sentences_wait_for_their_annotations_says_so_and_sends_none_of_them():

@@ -47,3 +47,25 @@ def test_a_non_finite_number_after_leading_whitespace_is_a_422_naming_its_field(
     assert r.status_code == 422
     assert _shape(path, r.json()) == want
     assert "temperature: a non-finite number" in r.text
+
+
+def test_a_declared_length_past_the_limit_is_refused_before_the_body_is_sent(url):
+    """A client declares 1,000,000 bytes (the limit is 1,000) and sends none of them: the answer, a 413 naming the
+    declared size, comes at once, without waiting for a body (a client is not made to upload what is refused)."""
+    import json
+    import socket
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    with socket.create_connection((u.hostname, u.port), timeout=10) as s:
+        s.sendall(b"POST /v1/guard HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 1000000\r\n\r\n")
+        got = b""
+        while b"\r\n\r\n" not in got or not got.rstrip().endswith(b"}"):
+            chunk = s.recv(65536)  # a server waiting for the body would time out here
+            if not chunk:
+                break
+            got += chunk
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413"), got
+    assert json.loads(body)["detail"].startswith("the request has 1000000 bytes"), body

@@ -347,3 +347,38 @@ def test_a_stream_that_fails_while_sentences_wait_for_their_annotations_says_so_
     assert sent[-1]["message"].endswith(
         "overloaded; 20 characters of an unfinished sentence were not sent (they cannot be checked); 40 characters "
         "of sentences waiting for their citations as data were not sent"), sent[-1]["message"]
+
+
+def test_the_upstream_gets_the_clients_responses_request_less_the_citebound_field():
+    """The client sent model, input, instructions and citebound: the upstream gets the first three as sent, nothing
+    added (no null for a field the client left out)."""
+    output = [_message(_part(f"{STATINS[:-1]} [1]."))]
+    with FakeAPIs(lambda b: Turn([""], whole=_whole([_clean(i) for i in output]))) as up, \
+            running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None)) as url:
+        r = httpx.post(f"{url}/v1/responses", timeout=60, json={"model": "m", "input": "q", "instructions": "be brief",
+                                                                "citebound": {"passages": [STATINS]}})
+    assert r.status_code == 200, r.text
+    assert [q["body"] for q in up.requests] == [{"model": "m", "input": "q", "instructions": "be brief"}]
+
+
+def test_a_streamed_message_whose_content_is_no_list_comes_through_as_sent_and_is_named():
+    """A streamed response whose one item is a message with content "not a list": nothing to guard in it, so
+    output_item.done and response.completed carry it as sent (not taken apart character by character), and the
+    report names it as unchecked."""
+    bad = {"type": "message", "id": "msg_0", "status": "completed", "role": "assistant", "content": "not a list"}
+    done = _whole([bad])
+    shell = done | {"status": "in_progress", "output": [], "usage": None}
+    ev = [{"type": "response.created", "response": shell},
+          {"type": "response.output_item.added", "output_index": 0, "item": bad},
+          {"type": "response.output_item.done", "output_index": 0, "item": bad},
+          {"type": "response.completed", "response": done}]
+    turn = Turn([""], whole=done, raw=_sse([e | {"sequence_number": s} for s, e in enumerate(ev)]))
+    with FakeAPIs(lambda b: turn) as up, \
+            running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None)) as url:
+        r = httpx.post(f"{url}/v1/responses", timeout=60, json={"model": "m", "input": "q", "stream": True,
+                                                                "citebound": {"passages": [STATINS]}})
+    sent = sse_data(r)
+    assert [e["item"] for e in sent if e["type"].startswith("response.output_item.")] == [bad, bad]
+    assert [e["response"]["output"] for e in sent if e["type"] == "response.completed"] == [[bad]]
+    (rep,) = [e for e in sent if e["type"] == "citebound.report"]
+    assert (rep["unchecked_fields"], rep["report"]["n_citations"]) == (["message.content"], 0)

@@ -361,11 +361,13 @@ def test_the_upstream_gets_the_clients_responses_request_less_the_citebound_fiel
     assert [q["body"] for q in up.requests] == [{"model": "m", "input": "q", "instructions": "be brief"}]
 
 
-def test_a_streamed_message_whose_content_is_no_list_comes_through_as_sent_and_is_named():
-    """A streamed response whose one item is a message with content "not a list": nothing to guard in it, so
-    output_item.done and response.completed carry it as sent (not taken apart character by character), and the
-    report names it as unchecked."""
-    bad = {"type": "message", "id": "msg_0", "status": "completed", "role": "assistant", "content": "not a list"}
+@pytest.mark.parametrize("content,named", [("not a list", ["message.content"]),
+                                           (["junk", {"type": "refusal", "refusal": "no"}], ["part", "refusal"])])
+def test_a_streamed_message_with_nothing_to_guard_comes_through_as_sent_and_is_named(content, named):
+    """A streamed response whose one item is a message with content "not a list", or with a part that is a string
+    and a refusal: nothing in it to guard, so output_item.done and response.completed carry it as sent (not taken
+    apart character by character, the refusal not given an empty text), and the report names what it holds."""
+    bad = {"type": "message", "id": "msg_0", "status": "completed", "role": "assistant", "content": content}
     done = _whole([bad])
     shell = done | {"status": "in_progress", "output": [], "usage": None}
     ev = [{"type": "response.created", "response": shell},
@@ -381,4 +383,4 @@ def test_a_streamed_message_whose_content_is_no_list_comes_through_as_sent_and_i
     assert [e["item"] for e in sent if e["type"].startswith("response.output_item.")] == [bad, bad]
     assert [e["response"]["output"] for e in sent if e["type"] == "response.completed"] == [[bad]]
     (rep,) = [e for e in sent if e["type"] == "citebound.report"]
-    assert (rep["unchecked_fields"], rep["report"]["n_citations"]) == (["message.content"], 0)
+    assert (rep["unchecked_fields"], rep["report"]["n_citations"]) == (named, 0)

@@ -30,6 +30,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "annotate": {},
     "remove": {"action": "remove"},
     "block": {"action": "block", "block_above": 0.3},
+    "block-0.6": {"action": "block", "block_above": 0.6},
     "ignore": {"uncited": "ignore"},
     "open": {"on_error": "open"},
     "open-remove": {"on_error": "open", "action": "remove"},
@@ -192,6 +193,11 @@ CASES = [
     Case("block-not-reached", "block", ALL_GOOD, ALL_GOOD, {"n_citations": 3, "verified": 3}, 0.0),
     Case("block-uncited", "block", "Aspirin cures cancer. The moon is cheese.", None,
          {"uncited": 2, "blocked": 1}, 1.0, stream_sent=""),
+    # the unicorn sentence alone would pass the bound (1 of 1 > 0.6); the answer does not (1 of 2 = 0.5), so
+    # nothing is withheld, streamed too: a stream decides on the answer so far, never on its last segment alone
+    Case("block-whole-under", "block-0.6", "Statins lower LDL cholesterol [1]. Unicorns sing opera loudly [2].",
+         "Statins lower LDL cholesterol [1]. Unicorns sing opera loudly [2 UNVERIFIED].",
+         {"n_citations": 2, "verified": 1, "flagged": 1}, 0.5),
 ]
 
 

@@ -18,7 +18,7 @@ from guard_cases import CASES, CONFIGS, COUNTS, Case, by_config, write_calibrati
 from citebound import Guard
 from citebound.cli.main import main
 
-FACES = ["library", "library-batch", "cli-jsonl", "cli-json", "service-batch", "service-concurrent",
+FACES = ["library", "library-batch", "library-stream", "cli-jsonl", "cli-json", "service-batch", "service-concurrent",
          "proxy", "proxy-stream", "responses", "responses-stream", "messages", "messages-stream", "mcp", "library-remote"]
 
 
@@ -60,6 +60,21 @@ def library_batch(cal, config, cases):
         done = g.guard_each([(cases[i].answer, cases[i].passages, cases[i].base) for i in idx], group=group)
         for i, (text, rep) in zip(idx, done):
             out[i] = (None if rep.blocked else text, rep.to_dict())
+    return out
+
+
+def library_stream(cal, config, cases):
+    """Each answer through ``Guard.stream`` in word pieces: the text it yields joined, then its report; a blocked
+    stream's text is what went out before the budget passed (the case's ``stream_sent``)."""
+    import re
+
+    g = Guard("lexical", calibration=str(cal), **CONFIGS[config])
+    out = []
+    for c in cases:
+        *texts, rep = g.stream(re.findall(r"\S+\s*", c.answer), c.passages, base=c.base, group=c.group)
+        if rep.blocked:
+            assert "".join(texts).strip() == c.stream_sent, (c.name, texts)
+        out.append((None if rep.blocked else "".join(texts), rep.to_dict()))
     return out
 
 
@@ -275,6 +290,8 @@ def run_face(face, cal, config, cases, tmp_path):
         return library(cal, config, cases)
     if face == "library-batch":
         return library_batch(cal, config, cases)
+    if face == "library-stream":
+        return library_stream(cal, config, cases)
     if face == "cli-jsonl":
         return cli_jsonl(cal, config, cases, tmp_path)
     if face == "cli-json":

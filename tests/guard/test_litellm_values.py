@@ -1,8 +1,10 @@
 """The LiteLLM guardrail's settings and edges (#56 round 64), its hooks driven with LiteLLM's own types in a
 subprocess (tests/litellm/drive_hooks.py): the Guard its settings build (no verifier named is embedding;
 ``citebound_block_above: 0`` is a bound of 0, not a missing one), passages that are not a list a 422, a tool-call
-answer's null content left null, a stream failing open or closed counted as each says, and a stream that ends
-while its only text is a held, unfinished sentence refused (502), never ended quietly with that text unchecked."""
+answer's null content left null, a stream failing open or closed counted as each says, a stream that ends
+while its only text is a held, unfinished sentence refused (502), never ended quietly with that text unchecked,
+and a stream blocked at its finish ending as a content filter, its claims withheld. The guardrail's name, event hook
+and default_on reach LiteLLM."""
 from __future__ import annotations
 
 import pytest
@@ -26,6 +28,10 @@ def got(tmp_path_factory):
         "open": {"settings": settings("open", cal), "data": data, "chunks": streamed(REMOVED_LAST), "failing": "Unicorns"},
         "closed": {"settings": settings("annotate", cal), "data": data, "chunks": streamed(REMOVED_LAST),
                    "failing": "Unicorns"},
+        # one chunk, text and finish together: the statin sentence verifies as the chunk is read, the unicorn one
+        # is flagged at the finish: 1 of 2 > 0.3, blocked there, the chunk's own text withheld with it
+        "block-at-finish": {"settings": settings("block", cal), "data": data,
+                            "chunks": [{"contents": [REMOVED_LAST], "finish": "stop"}]},
         "held-only": {"settings": settings("annotate", cal), "data": data,
                       "chunks": [{"contents": ["Statins lower"], "finish": None},
                                  {"contents": [" LDL cholesterol [1]"], "finish": None}]},
@@ -35,12 +41,12 @@ def got(tmp_path_factory):
 
 def test_no_verifier_named_is_the_documented_embedding_default(got):
     assert got["default"] == {"status": 200, "verifier": "embedding", "action": "annotate", "block_above": 1.0,
-                              "on_error": "closed"}
+                              "on_error": "closed", "litellm": ["citebound", "post_call", True]}
 
 
 def test_a_block_bound_of_zero_is_a_bound(got):
     assert got["block-0"] == {"status": 200, "verifier": "lexical", "action": "block", "block_above": 0.0,
-                              "on_error": "closed"}
+                              "on_error": "closed", "litellm": ["citebound", "post_call", True]}
     # one of the two citations fails: review budget 0.5 > 0, withheld
     r = got["block-0-answer"]
     assert r["status"] == 403 and r["detail"]["citebound"]["report"]["review_budget"] == 0.5
@@ -72,3 +78,13 @@ def test_a_stream_that_ends_inside_its_only_held_sentence_is_refused(got):
     r = got["held-only"]
     assert r["status"] == 502 and "without a finish_reason" in r["detail"], r
     assert r["text"] == "" and "characters of an unfinished sentence were not sent" in r["detail"]
+
+
+def test_a_stream_blocked_at_its_finish_ends_as_a_content_filter_with_every_claim_withheld(got):
+    """Blocked when the finishing chunk's held sentence is checked: the client's last chunk ends in
+    content_filter, carries none of the answer, and the report (1 verified, 1 flagged of 2: 0.5) has no claims."""
+    r = got["block-at-finish"]
+    assert (r["status"], r["finish"], r["text"]) == (200, "content_filter", ""), r
+    rep = r["report"]
+    assert (rep["blocked"], rep["verified"], rep["flagged"], rep["review_budget"]) == (True, 1, 1, 0.5)
+    assert [a["claim"] for a in rep["audit"]] == [None, None]

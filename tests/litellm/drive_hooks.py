@@ -7,7 +7,8 @@ A scenario: ``settings`` (the guardrail's litellm_params), ``data`` (the request
 one content per choice). A result: ``status`` (200, or the HTTPException's), ``detail``, and for an answer
 ``text`` (each choice's content, or the joined streamed text), ``report`` (the ``citebound`` report),
 ``finish`` (the last finish_reason seen), ``n_chunks`` (chunks the client got). ``inspect``: the result is the
-Guard the settings built (verifier, action, block_above, on_error) instead; ``failing``: the verifier raises on
+Guard the settings built (verifier, action, block_above, on_error) and what LiteLLM was given (the guardrail's
+name, event hook and default_on) instead; ``failing``: the verifier raises on
 a call whose claims hold that text (tests/failing_scorer.py)."""
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def main() -> int:
             return {"status": "load-failed", "detail": f"{type(e).__name__}: {e}"}
         if sc.get("inspect"):  # the Guard the settings built
             return {"status": 200, "verifier": g.guard.verifier_name, "action": g.guard.action,
-                    "block_above": g.guard.block_above, "on_error": g.guard.on_error}
+                    "block_above": g.guard.block_above, "on_error": g.guard.on_error,
+                    "litellm": [g.guardrail_name, str(g.event_hook), g.default_on]}
         if sc.get("failing"):  # the verifier raises on a call whose claims hold this text
             sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
             from failing_scorer import Failing

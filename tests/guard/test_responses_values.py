@@ -45,7 +45,12 @@ def _clean(item: dict) -> dict:
 
 
 def _events(output: list[dict], error: str | None = None) -> bytes:
-    """The stream of a response whose output is ``output``: each item added and done in order, each output_text
+    """The stream of a response whose output is ``output`` (:func:`_event_list`), as the upstream sends it."""
+    return _sse(_event_list(output, error))
+
+
+def _event_list(output: list[dict], error: str | None = None) -> list[dict]:
+    """The events of a response whose output is ``output``: each item added and done in order, each output_text
     part's pieces as deltas, its annotations after its text; ``error``: an error event (and nothing more) after
     the first part's deltas."""
     done = _whole([_clean(i) for i in output])
@@ -65,7 +70,7 @@ def _events(output: list[dict], error: str | None = None) -> bytes:
             ev += [{"type": "response.output_text.delta", **ref, "delta": p, "logprobs": []} for p in part["_pieces"]]
             if error is not None:
                 ev.append({"type": "error", "code": "server_error", "message": error, "param": None})
-                return _sse([e | {"sequence_number": s} for s, e in enumerate(ev)])
+                return [e | {"sequence_number": s} for s, e in enumerate(ev)]
             ev += [{"type": "response.output_text.annotation.added", **ref, "annotation_index": j, "annotation": a}
                    for j, a in enumerate(part["annotations"])]
             clean = {k2: v for k2, v in part.items() if k2 != "_pieces"}
@@ -73,11 +78,15 @@ def _events(output: list[dict], error: str | None = None) -> bytes:
                    {"type": "response.content_part.done", **ref, "part": clean}]
         ev.append({"type": "response.output_item.done", "output_index": n, "item": _clean(item)})
     ev.append({"type": "response.completed", "response": done})
-    return _sse([e | {"sequence_number": s} for s, e in enumerate(ev)])
+    return [e | {"sequence_number": s} for s, e in enumerate(ev)]
 
 
-def _post(output: list[dict], passages: list[str], stream: bool, error: str | None = None, **cfg) -> httpx.Response:
-    turn = Turn([""], whole=_whole([_clean(i) for i in output]), raw=_events(output, error))
+def _post(output: list[dict], passages: list[str], stream: bool, error: str | None = None,
+          events: list[dict] | None = None, **cfg) -> httpx.Response:
+    """The proxy's answer to a request whose upstream answers ``output`` (streamed: ``events`` where given, else
+    :func:`_event_list`'s)."""
+    raw = _sse(events) if events is not None else _events(output, error)
+    turn = Turn([""], whole=_whole([_clean(i) for i in output]), raw=raw)
     settings = {"verifier": "lexical", "reattributor": None} | cfg
     with FakeAPIs(lambda b: turn) as up, running(ServeConfig(upstream=up.base_url, **settings)) as url:
         return httpx.post(f"{url}/v1/responses", timeout=60, json={
@@ -384,3 +393,42 @@ def test_a_streamed_message_with_nothing_to_guard_comes_through_as_sent_and_is_n
     assert [e["response"]["output"] for e in sent if e["type"] == "response.completed"] == [[bad]]
     (rep,) = [e for e in sent if e["type"] == "citebound.report"]
     assert (rep["unchecked_fields"], rep["report"]["n_citations"]) == (named, 0)
+
+
+def test_every_event_that_carries_a_parts_text_carries_its_guarded_text():
+    """The unicorn sentence [1] against the statin text: flagged, so its guarded text is "... [1 UNVERIFIED].".
+    output_text.done, content_part.done (a whole output_text part), output_item.done and response.completed each
+    carry that text, none the upstream's."""
+    guarded = f"{UNICORNS} [1 UNVERIFIED]."
+    part = {"type": "output_text", "text": guarded, "annotations": []}
+    r = _post([_message(_part(f"{UNICORNS} [1]."))], [STATINS], True)
+    sent = sse_data(r)
+    assert [e["text"] for e in sent if e["type"] == "response.output_text.done"] == [guarded]
+    assert [e["part"] for e in sent if e["type"] == "response.content_part.done"] == [part]
+    assert [e["item"]["content"] for e in sent if e["type"] == "response.output_item.done"] == [[part]]
+    assert [e["response"]["output"][0]["content"] for e in sent if e["type"] == "response.completed"] == [[part]]
+
+
+def test_an_in_progress_response_carrying_output_keeps_its_items_with_their_text_blank():
+    """An upstream whose response.in_progress already carries a reasoning item and a message with text: the client
+    gets both items, the message's output_text blank (not yet guarded), the reasoning item as sent."""
+    output = [_message(_part(f"{STATINS[:-1]} [1]."))]
+    events = _event_list(output)
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+    (k,) = [i for i, e in enumerate(events) if e["type"] == "response.in_progress"]
+    events[k] = events[k] | {"response": events[k]["response"] | {"output": [reasoning, _clean(output[0])]}}
+    sent = sse_data(_post(output, [STATINS], True, events=events))
+    (got,) = [e["response"]["output"] for e in sent if e["type"] == "response.in_progress"]
+    assert got == [reasoning, _clean(output[0]) | {"content": [{"type": "output_text", "text": "", "annotations": []}]}]
+
+
+def test_a_blocked_streams_incomplete_response_is_the_created_one():
+    """--action block above 0.3, the unicorn sentence [1] flagged (1 of 1), and no response.in_progress event: the
+    response.incomplete the client gets is the response.created one (its id and model), now incomplete."""
+    output = [_message(_part(f"{UNICORNS} [1]. Statins lower"))]
+    events = [e for e in _event_list(output) if e["type"] != "response.in_progress"]
+    sent = sse_data(_post(output, [STATINS], True, events=events, action="block", block_above=0.3))
+    created = events[0]["response"]
+    (inc,) = [e["response"] for e in sent if e["type"] == "response.incomplete"]
+    assert (inc["id"], inc["model"], inc["status"], inc["incomplete_details"]) == (
+        created["id"], created["model"], "incomplete", {"reason": "content_filter"})

@@ -22,7 +22,7 @@ MAX_CLAIM_CHARS = 10_000
 
 
 def _field(name: str, value: Any, kind: type | tuple[type, ...], what: str) -> None:
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+    if not isinstance(value, kind):  # kind is str or list: true and false are neither
         raise GuardInputError(f"'{name}' must be {what}, got {type(value).__name__}")
 
 

@@ -47,6 +47,7 @@ def test_the_tools_over_stdio_with_the_sdk_client():
         ("no_passages", "guard_answer", {"answer": "x [1].", "passages": [{"title": "no text"}]}),
         ("blank", "guard_answer", {"answer": "Aspirin works [1].", "passages": ["  "]}),
         ("bad_base", "guard_answer", {"answer": "x [1].", "passages": passages, "citation_base": 2}),
+        ("bool_base", "guard_answer", {"answer": "x [1].", "passages": passages, "citation_base": True}),  # not 1
         ("empty_passage", "verify_citation", {"claim": "x", "passage": ""}),
         ("missing", "guard_answer", {"answer": "x [1]."}),
     ]
@@ -76,7 +77,8 @@ def test_the_tools_over_stdio_with_the_sdk_client():
     assert v["verdict"] == "passes" and 0 < v["score"] <= 1 and "contradicts" in v["score_scale"]
     ev = v["evidence"]
     assert passages[0][ev["start"]:ev["end"]] == ev["text"]
-    for key, field in (("no_passages", "passages"), ("bad_base", "citation_base"), ("empty_passage", "passage"),
+    for key, field in (("no_passages", "passages"), ("bad_base", "citation_base"), ("bool_base", "citation_base"),
+                       ("empty_passage", "passage"),
                        ("bad_detail", "detail"),
                        ("missing", "passages")):
         r = out[key]

@@ -83,6 +83,17 @@ def test_a_guard_with_no_monitor_says_off_not_ok():
     assert out["monitor"]["state"] == "off"
 
 
+def test_the_agent_is_told_the_calibration_in_force_and_the_monitors_state():
+    """The shipped lexical calibration deploys its PAC threshold; 9 of 10 unsupported citations passed voids the
+    guarantee (P(Bin(10, 0.1) >= 9) ~ 9e-9): the agent is told both, and what the state means, as the card says."""
+    g = Guard("lexical", reattributor=None)
+    assert g.keeper.labels(9, 10) == "void"
+    out = guard_answer(g, "Statins lower LDL [1].", ["Statins lower LDL."])
+    _, rep = g.guard("Statins lower LDL [1].", ["Statins lower LDL."])
+    assert (out["monitor"]["in_force"], out["monitor"]["state"]) == ("pac", "void")
+    assert out["monitor"]["meaning"] == rep.guarantee_card["monitor"]["meaning"] != ""
+
+
 def test_a_lone_surrogate_in_verify_citations_passage_is_refused_by_name():
     with pytest.raises(GuardInputError, match="'passage'"):
         verify_citation(Guard("lexical", reattributor=None), "Statins lower LDL.", "Statins \ud800 lower LDL.")

@@ -77,6 +77,11 @@ def _style() -> str:
     return f"<style>{_CSS}{colours}</style>"
 
 
+def _evidence(a: Mapping[str, Any]) -> Any:
+    """The evidence a citation's tip and row show: where it was moved to, for a re-attributed one."""
+    return a.get("new_evidence") if a["action"] == "reattributed" else a.get("evidence")
+
+
 def _tip(a: Mapping[str, Any]) -> str:
     score = "n/a" if a.get("score") is None else f"{a['score']:.3f}"
     lines = [f"<b>[{_label(a)}] {LABELS[a['action']]}</b> &middot; score {score}"]
@@ -84,7 +89,7 @@ def _tip(a: Mapping[str, Any]) -> str:
         lines.append(f"moved to [{a['new_pointer']}] (score {a['new_score']:.3f})")
     if a.get("reason"):
         lines.append(escape(a["reason"]))
-    ev = a.get("new_evidence") if a["action"] == "reattributed" else a.get("evidence")
+    ev = _evidence(a)
     if ev:
         text = snapped(ev)
         lines.append(f"passage [{ev['passage']}] chars {ev['start']}&ndash;{ev['end']}: "
@@ -155,7 +160,7 @@ def _answer_html(i: int, e: AuditEntry) -> str:
         out.append("</span>")
     rows = []
     for j, a in enumerate(audit):
-        ev = a.get("new_evidence") if a["action"] == "reattributed" else a.get("evidence")
+        ev = _evidence(a)
         where = f"[{ev['passage']}] {ev['start']}&ndash;{ev['end']}" if ev else "&mdash;"
         moved = f" &rarr; [{a['new_pointer']}]" if a["action"] == "reattributed" else ""
         score = "" if a.get("score") is None else f"{a['score']:.3f}"

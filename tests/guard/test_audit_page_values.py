@@ -104,3 +104,21 @@ def test_a_cut_last_word_goes_only_when_it_is_shorter_than_40_characters(last, c
     text = "w" * (599 - last) + " " + "z" * last
     assert len(text) == 600
     assert snapped({"text": text, "start": 0}) == ("w" * (599 - last) if cut else text) + "\u2026"
+
+
+def test_each_sentence_is_one_span_closed_where_the_next_opens_with_its_class_and_tip():
+    """"Statins lower LDL cholesterol [1]. Aspirin is very old. Unicorns sing [1]." against the statin passage,
+    threshold 0.5: the first verifies, the second cites nothing (uncited at 35, the length of the first sentence
+    and its space), the third is flagged. Each sentence is a span opened at its start and closed where the next
+    opens (the space between goes with the earlier one), the last at the text's end: classes sent, sent uncited
+    (with its tip), sent review. Chips are left out (their markup is checked above)."""
+    from citebound.guarding.audit_page import _answer_html
+
+    answer = "Statins lower LDL cholesterol [1]. Aspirin is very old. Unicorns sing [1]."
+    text, rep = Guard("lexical", threshold=0.5).guard(answer, P[:1])
+    assert rep.to_dict()["uncited_sentences"] == [[35, 55]]
+    html = _answer_html(0, AuditEntry("x", answer, text, rep.to_dict()))
+    shown = re.search(r'<div class="text">(.*?)</div>', re.sub(r'<a class="cite .*?</a>', "CHIP", html)).group(1)
+    assert shown == ('<span class="sent" data-sentence="0">Statins lower LDL cholesterol [CHIP]. </span>'
+                     '<span class="sent uncited" data-sentence="1" title="cites nothing: not checked">Aspirin is very '
+                     'old. </span><span class="sent review" data-sentence="2">Unicorns sing [CHIP].</span>')

@@ -134,3 +134,20 @@ def test_the_workers_secrets_file_is_this_users_alone_and_gone_when_the_service_
         srv.send_signal(signal.SIGTERM)
         srv.wait(60)
     assert not path.exists() and not path.parent.exists()
+
+
+@pytest.mark.parametrize("upstream", [None, "http://127.0.0.1:9"])
+def test_the_upstream_client_is_closed_at_shutdown_and_a_service_without_one_shuts_down_cleanly(upstream):
+    """With an upstream, the service's HTTP client to it is open while the service runs and closed when it stops;
+    without one there is no client, and stopping raises nothing."""
+    from starlette.testclient import TestClient
+
+    from citebound.serving.app import create_app
+    from citebound.serving.state import ServeConfig
+
+    app = create_app(ServeConfig(verifier="lexical", upstream=upstream))
+    with TestClient(app) as c:
+        assert c.get("/healthz").status_code == 200
+        http = app.state.citebound.http
+        assert (http is None) == (upstream is None) and (http is None or not http.is_closed)
+    assert http is None or http.is_closed

@@ -20,9 +20,10 @@ not written: this sweep is for finding, not for a kill rate.
     python benchmarks/operator_sweep.py --ops logic --tests tests/guard/test_litellm_guardrail.py -- - \
         citebound/integrations/litellm_guardrail.py   # every line, against these tests
 
-The coverage must be recorded on the code as it is (line numbers). A test whose code runs under ``asyncio.run``
-inside the test function may be missing from a line's contexts: confirm a survivor against its module's own test
-files before writing a test for it.
+The coverage must be recorded on the code as it is (line numbers). A test is missing from a line's contexts when
+the line runs under ``asyncio.run`` inside it, in a fixture (a module-scoped one runs before the test's context
+starts: the audit page's), or in a process it starts (the MCP server over stdio, the LiteLLM hooks: ``--tests``
+names those): confirm a survivor against its module's own test files before writing a test for it.
 """
 from __future__ import annotations
 

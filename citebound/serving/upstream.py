@@ -208,14 +208,17 @@ UNCHECKED_FIELDS = ("function_call", "reasoning_content", "reasoning", "refusal"
 
 
 def unchecked_fields(message: Any) -> list[str]:
-    """The fields of ``message`` (or a stream delta) that carry content the guard passes through unchecked.
+    """The fields of ``message`` (or a stream delta) that carry content the guard passes through unchecked: those
+    of :data:`UNCHECKED_FIELDS` that say something, and ``tool_calls`` when it is no list (not counted as calls).
 
-    >>> unchecked_fields({"content": "x", "refusal": "no", "reasoning_content": ""})
-    ['refusal']
+    >>> unchecked_fields({"content": "x", "refusal": "no", "reasoning_content": "", "tool_calls": "oops"})
+    ['refusal', 'tool_calls']
     """
     if not isinstance(message, dict):
         return []
-    return [k for k in UNCHECKED_FIELDS if message.get(k) not in (None, "", [], {})]
+    calls = message.get("tool_calls")
+    malformed = ["tool_calls"] if calls not in (None, "", [], {}) and not isinstance(calls, list) else []
+    return [k for k in UNCHECKED_FIELDS if message.get(k) not in (None, "", [], {})] + malformed
 
 
 def tool_calls(message: Any) -> int:

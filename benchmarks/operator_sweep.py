@@ -6,7 +6,9 @@ pass (the same verdict, a kill sooner). Prints each verdict and the survivors.
 ``--ops boundary`` (the default): every ``<``, ``<=``, ``>`` and ``>=`` flipped to its neighbour, and every ``+ 1``
 and ``- 1`` dropped. ``--ops logic``: ``and`` and ``or`` swapped, ``==`` and ``!=``, ``is`` and ``is not``, ``in``
 and ``not in`` (in a comparison, not a ``for``), a unary ``not`` dropped, ``min`` and ``max``, ``any`` and ``all``,
-``True`` and ``False``.
+``True`` and ``False``. ``--ops arith``: a binary ``+`` and ``-`` swapped, ``*`` and ``/``, ``//`` to ``/`` (a wrong
+denominator, a sign, a scale), and a call's first two arguments swapped where both are names or attributes (a
+swapped argument).
 
 A survivor is a candidate, not a finding: many flips are equivalent (a float that never equals its bound, a loop
 whose last step changes nothing, a result trimmed afterwards). Judge each, and write the ones that change what a
@@ -78,6 +80,40 @@ def logic(toks: list[tokenize.TokenInfo], i: int) -> list[tuple[tuple[int, int],
     return []
 
 
+ARITH = {"+": "-", "-": "+", "*": "/", "/": "*", "//": "/"}
+OPERAND_END = (tokenize.NAME, tokenize.NUMBER, tokenize.STRING)
+
+
+def arith(toks: list[tokenize.TokenInfo], i: int) -> list[tuple[tuple[int, int], tuple[int, int], str, str]]:
+    """The arithmetic mutants at token ``i``: a binary operator swapped, or a call's two first arguments."""
+    t = toks[i]
+    before = toks[i - 1] if i else None
+    if t.type == tokenize.OP and t.string in ARITH and before is not None and (
+            (before.type in OPERAND_END and not keyword.iskeyword(before.string)) or before.string in (")", "]")):
+        return [(t.start, t.end, ARITH[t.string], f"{t.string} -> {ARITH[t.string]}")]
+    if (t.string == "(" and before is not None and before.type == tokenize.NAME and not keyword.iskeyword(before.string)
+            and before.string not in ("min", "max")):  # their arguments' order does not matter
+        # f(a.b, c) -> f(c, a.b): the two first arguments, each a dotted name, on the call's line
+        k, args = i + 1, []
+        while len(args) < 2:
+            j = k
+            while j < len(toks) and (toks[j].type == tokenize.NAME or toks[j].string == ".") and toks[j].start[0] == t.start[0]:
+                j += 1
+            if j == k or j >= len(toks) or toks[j].string not in (",", ")") or keyword.iskeyword(toks[k].string):
+                return []
+            args.append((toks[k].start, toks[j - 1].end))
+            if toks[j].string == ")":
+                break
+            k = j + 1
+        if len(args) == 2:
+            (a0, a1), (b0, b1) = args
+            first, second = t.line[a0[1]:a1[1]], t.line[b0[1]:b1[1]]
+            types = ("int", "float", "str", "bool", "bytes")  # asarray(x, float): a swap that only fails to run
+            if first != second and second not in types and a0[0] == b1[0]:
+                return [(a0, b1, f"{second}, {first}", f"arguments swapped: {first}, {second}")]
+    return []
+
+
 def mutants(path: str, covered: set[int], ops: str = "boundary") -> list[sm.Mutant]:
     """The mutants of one module, on its covered lines; each one exact replacement of a line (with the lines before
     it, as many as make it occur once)."""
@@ -91,6 +127,8 @@ def mutants(path: str, covered: set[int], ops: str = "boundary") -> list[sm.Muta
         found = []
         if ops == "logic":
             found = logic(toks, i)
+        elif ops == "arith":
+            found = arith(toks, i)
         elif t.type == tokenize.OP and t.string in FLIP:
             found.append((t.start, t.end, FLIP[t.string], f"{t.string} -> {FLIP[t.string]}"))
         after = toks[i + 1] if i + 1 < len(toks) else None
@@ -130,7 +168,7 @@ def main() -> int:
     ap.add_argument("coverage", help="a coverage data file with test contexts (benchmarks/coverage_contexts.rc)")
     ap.add_argument("modules", nargs="+", help="module paths, relative to the repository root")
     ap.add_argument("--timeout", type=int, default=1500, help="seconds for one mutant's tests (and the baseline's)")
-    ap.add_argument("--ops", choices=["boundary", "logic"], default="boundary", help="which operators to mutate")
+    ap.add_argument("--ops", choices=["boundary", "logic", "arith"], default="boundary", help="which operators to mutate")
     ap.add_argument("--list", action="store_true", help="print the mutants on covered lines and run nothing")
     ap.add_argument("--tests", nargs="+", metavar="TEST",
                     help="mutate every line and run these tests against each mutant, instead of the coverage's (for "

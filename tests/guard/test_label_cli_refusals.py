@@ -93,3 +93,24 @@ def test_from_reports_samples_only_guarded_records_and_names_a_raw_one(tmp_path,
     err = capsys.readouterr().err
     assert f"skipped: {guarded}:2: no 'report': --from-reports reads citebound guard --echo-input output" in err
     assert "1 answers skipped (not sampled from)" in err and "labelling 1 sampled citations" in err
+
+
+def test_a_record_without_an_answer_and_its_passages_is_skipped_saying_what_is_expected(tmp_path, capsys):
+    """Lines 1-4: a list, an answer with no passages, passages with no answer, and a record with its passages as
+    'ctxs' (OpenScholar's field): the first three are skipped, each named by its line with what was expected; the
+    fourth is read."""
+    import json
+
+    from citebound.cli.label import read_answers
+
+    rows = [["Statins lower LDL [1]."], {"answer": "Statins lower LDL [1]."}, {"passages": ["Statins lower LDL."]},
+            {"answer": "Statins lower LDL [1].", "ctxs": [{"text": "Statins lower LDL."}]}]
+    f = tmp_path / "a.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    records, lines = read_answers(str(f))
+    assert (len(records), lines) == (1, [4])
+    err = capsys.readouterr().err
+    for n in (1, 2, 3):
+        assert (f"skipped: {f}:{n}: expected an answer with its passages (raw answers, or citebound guard "
+                "--echo-input output)") in err, err
+    assert "3 answers skipped (not sampled from)" in err

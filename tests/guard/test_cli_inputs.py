@@ -57,6 +57,9 @@ def test_a_guard_record_as_it_is_read(rec, want):
 
 @pytest.mark.parametrize("line,why", [
     ('{"claim": "c", "passage": 5, "label": 1}', ":1: expected 'claim' and 'passage' strings"),
+    ('{"passage": "p", "label": 1}', ":1: expected 'claim' and 'passage' strings"),
+    ('{"claim": 5, "passage": "p", "label": 1}', ":1: expected 'claim' and 'passage' strings"),
+    ('["c", "p", 1]', ":1: expected 'claim' and 'passage' strings"),
     ('{"claim": "c", "passage": "p", "label": 2}', ":1: expected 'label' 0 (unsupported) or 1 (supported), got 2"),
     ('{"claim": "c", "passage": "p", "label": true}', ":1: expected 'label' 0 (unsupported) or 1 (supported), got True"),
     ('{"claim": "c", "passage": "p", "label": 1.0}', ":1: expected 'label' 0 (unsupported) or 1 (supported), got 1.0"),

@@ -185,3 +185,19 @@ def test_example_chat_is_the_proxys_request(capsys):
     path = Path(capsys.readouterr().out.strip())
     body = json.loads(path.read_text())
     assert path.name == "chat.json" and body["messages"] and body["citebound"]["passages"]
+
+
+def test_help_shows_each_options_text_and_a_default_only_where_one_is_set(capsys):
+    """citebound guard --help: an option with no default (--html) and a flag (--remove) show their help text with no
+    "(default: ...)" after it; an option with one (--input) shows it."""
+    import re
+
+    from citebound.cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["guard", "--help"])
+    assert e.value.code == 0
+    out = re.sub(r"\s+", " ", capsys.readouterr().out)
+    assert "--html FILE also write a self-contained HTML audit page --calibration" in out
+    assert "--remove " in out and "(default: False)" not in out and "(default: None)" not in out
+    assert "'-' = stdin (default: -)" in out

@@ -129,3 +129,27 @@ def test_calibration_none_deploys_no_calibration(tmp_path):
     none = build_guard(parse(["guard", "--input", str(src), "--verifier", "lexical", "--calibration", "none"]))
     assert shipped.calibration is not None and shipped.tau is not None
     assert none.calibration is None and none.tau is None
+
+
+def test_a_store_that_is_no_database_is_refused_at_once_and_one_that_does_not_answer_is_waited_for(tmp_path):
+    """A SQLite file holding text is no database: waiting will not change that, so it is refused at once (not
+    after --state's 30 s). A Redis port nobody listens on may be Redis starting beside the service: it is asked
+    again each second until the wait (1.5 s here) is spent, then refused, naming the wait."""
+    import socket
+    import time
+
+    from citebound.cli.common import check_state
+
+    junk = tmp_path / "junk.db"
+    junk.write_text("this is not a database, it is text " * 200)
+    t0 = time.monotonic()
+    with pytest.raises(CLIError, match="not a database"):
+        check_state(f"sqlite:///{junk}", wait_s=30)
+    assert time.monotonic() - t0 < 5
+    with socket.socket() as s:  # a port nobody listens on (bound, then closed)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    with pytest.raises(CLIError, match=r"waited 1.5 s"):
+        check_state(f"redis://127.0.0.1:{port}/0", wait_s=1.5)
+    assert time.monotonic() - t0 >= 1.5

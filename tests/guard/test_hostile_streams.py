@@ -114,7 +114,9 @@ def test_a_refused_stream_reads_at_most_4096_bytes_of_the_upstreams_body():
     bytes, shown up to 2000). The upstream would send 64 MiB: the proxy stops reading, so its writes fail long
     before the end (socket buffers hold a few MiB at most)."""
     import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import BaseHTTPRequestHandler
+
+    from loopback_server import QuietServer
 
     written = []
 
@@ -136,7 +138,7 @@ def test_a_refused_stream_reads_at_most_4096_bytes_of_the_upstreams_body():
         def log_message(self, *a):
             pass
 
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    srv = QuietServer(("127.0.0.1", 0), H)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         with running(ServeConfig(verifier="lexical", upstream=f"http://127.0.0.1:{srv.server_address[1]}/v1")) as url:

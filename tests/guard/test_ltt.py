@@ -59,6 +59,13 @@ def test_the_hint_names_a_beta_the_same_method_certifies(method):
     b = r.best_beta_at_alpha
     assert ltt.calibrate_two_sided(s, y, 0.1, b, 0.1, method=method).certified
     assert not ltt.calibrate_two_sided(s, y, 0.1, round(b - 0.01, 2), 0.1, method=method).certified
+    # and the other way, asked at alpha 0.05 and beta 0.2 (alpha and beta unequal, each recorded as given): the
+    # smallest alpha these labels certify at beta 0.2, by the same definition
+    r = ltt.calibrate_two_sided(s, y, 0.05, 0.2, 0.1, method=method)
+    assert r.certified == [] and (r.to_dict()["alpha"], r.to_dict()["beta"]) == (0.05, 0.2)
+    a = r.best_alpha_at_beta
+    assert a is not None and ltt.calibrate_two_sided(s, y, a, 0.2, 0.1, method=method).certified
+    assert not ltt.calibrate_two_sided(s, y, round(a - 0.01, 2), 0.2, 0.1, method=method).certified
 
 
 def test_split_fixed_sequence_certifies_where_the_middle_start_could_not():

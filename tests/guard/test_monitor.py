@@ -102,3 +102,20 @@ def test_the_stored_state_keeps_the_last_50_resets_and_the_card_the_last_10():
         keeper.reset(f"r{i}")
     stored = store.get(keeper.key)["history"]
     assert len(stored) == 50 and (stored[0]["by"], stored[-1]["by"]) == ("r5", "r54")
+
+
+def test_the_label_test_reads_alpha_as_the_miss_rate_and_delta_as_the_level():
+    """alpha 0.05, delta 0.2 (unequal, so swapping them shows): 3 of 10 unsupported citations passed is far more
+    than 5% (the likelihood ratio of a 30% rate against 5% is (0.3/0.05)^3 (0.7/0.95)^7 ~ 25.5), and the
+    e-process passes 1/delta = 5: void. Read the other way (a 20% rate at level 0.05: 3 of 10 is what 20% gives,
+    and 1/0.05 = 20 is far off) it would stay ok."""
+    from citebound.calibration.eprocess import MissRateTest
+
+    m = DriftMonitor([0.2, 0.4], delta=0.2, alpha=0.05)
+    assert m.labels(3, 10) == "void"
+    want = MissRateTest(0.05, 0.2)
+    want.add(3, 10)
+    assert m.label_test.value == want.value >= 5
+    other = MissRateTest(0.2, 0.05)
+    other.add(3, 10)
+    assert not other.void

@@ -34,10 +34,14 @@ import bisect
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from citebound.calibration.binomial import binom_sf
+
+if TYPE_CHECKING:
+    from citebound.calibration.eprocess import MissRateTest
 
 STATES = ("ok", "suspect", "void")
 EPS_GRID = (np.arange(100) + 0.5) / 100  # midpoints of 100 equal bins of (0, 1)
@@ -89,14 +93,14 @@ class DriftMonitor:
         scores = [float(s) for s in self.calibration_scores if s is not None and math.isfinite(float(s))]
         if not scores:
             raise ValueError("the drift monitor needs the calibration's scores (none are finite)")
-        from citebound.calibration.eprocess import MissRateTest, ShiftRobustAlarm
+        from citebound.calibration.eprocess import ShiftRobustAlarm
 
         self._seen = sorted(scores)
         self._rng = np.random.default_rng(self.seed)
         self._log_parts = np.zeros(len(EPS_GRID))  # log of each power martingale
         self.robust = (ShiftRobustAlarm(self.by_class[0], self.by_class[1], self.delta, self.seed)
                        if self.by_class is not None and len(self.by_class[0]) and len(self.by_class[1]) else None)
-        self.label_test = MissRateTest(self.alpha, self.delta)
+        self.label_test = self._label_test()
 
     @property
     def value(self) -> float:
@@ -149,17 +153,21 @@ class DriftMonitor:
             out["mixture"] = [self.log_m, self._log_parts.round(12).tolist()]
         return out
 
-    def load(self, st: dict | None) -> DriftMonitor:
-        """Take the state :meth:`dump` gave (None: the state of a fresh monitor)."""
+    def _label_test(self, missed: int = 0, n: int = 0, void_after: int | None = None) -> MissRateTest:
+        """The label test of this monitor's miss rate (alpha) at its level (delta), with the counts so far."""
         from citebound.calibration.eprocess import MissRateTest
 
+        return MissRateTest(self.alpha, self.delta, missed=missed, n=n, void=void_after is not None,
+                            void_after=void_after)
+
+    def load(self, st: dict | None) -> DriftMonitor:
+        """Take the state :meth:`dump` gave (None: the state of a fresh monitor)."""
         if st is None:
             st = {"state": "ok", "n_seen": 0, "alarm_at": None, "labels": [0, 0, None], "history": []}
         self.state, self.n_seen, self.alarm_at = st["state"], int(st["n_seen"]), st["alarm_at"]
         self.history = list(st.get("history") or [])
         missed, n, void_after = st["labels"]
-        self.label_test = MissRateTest(self.alpha, self.delta, missed=int(missed), n=int(n),
-                                       void=void_after is not None, void_after=void_after)
+        self.label_test = self._label_test(int(missed), int(n), void_after)
         self.labels_seen = (int(missed), int(n))
         self.label_p = miss_rate_p(int(missed), int(n), self.alpha) if n else None
         if self.robust is not None:

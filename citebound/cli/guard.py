@@ -132,7 +132,7 @@ class _Run:
                 out[i] = r
         return out
 
-    def fail(self, message: str, rec: Any = None, lineno: int | None = None, printed: bool = False) -> None:
+    def fail(self, message: str, rec: Any, lineno: int | None, *, printed: bool) -> None:
         if not printed:
             print(f"error: {message}", file=sys.stderr)
         self.totals["failed_answers"] += 1

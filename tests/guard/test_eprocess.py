@@ -220,3 +220,18 @@ def test_the_alarm_skips_a_deployed_score_that_is_not_a_number_and_its_draw():
     b.update([0.25, 0.05], [0.1, 0.9])
     assert a.n_seen == b.n_seen == 2
     assert a.log_martingales().tolist() == b.log_martingales().tolist()
+
+
+def test_each_bet_is_read_where_it_pays_least_within_eps():
+    """p = 0.3, eps = 0.1. A decreasing bet e * q ** (e - 1) pays least at the top of [0.2, 0.4], q = 0.4; an
+    increasing one e * (1 - q) ** (e - 1) at the bottom, q = 0.2 (so 1 - q = 0.8); each tent is the smaller of its
+    values at 0.4 and 0.2. By hand, for each e of EPS and kappa of KAPPA."""
+    got = np.exp(log_bets(np.array(0.3), 0.1))
+
+    def tent(q, k):
+        return 0.5 + 0.5 * (k + 1) * max(1 - abs(2 * q - 1), 0.0) ** k
+
+    want = [e * 0.4 ** (e - 1) for e in EPS] + [e * 0.8 ** (e - 1) for e in EPS] + [
+        min(tent(0.4, k), tent(0.2, k)) for k in KAPPA]
+    assert got.shape == (2 * len(EPS) + len(KAPPA),)
+    assert got.tolist() == pytest.approx(want, rel=1e-12)

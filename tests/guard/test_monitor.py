@@ -119,3 +119,6 @@ def test_the_label_test_reads_alpha_as_the_miss_rate_and_delta_as_the_level():
     other = MissRateTest(0.2, 0.05)
     other.add(3, 10)
     assert not other.void
+    # the same after a round trip through the shared store's state (a replica that loads it)
+    again = DriftMonitor([0.2, 0.4], delta=0.2, alpha=0.05).load(m.dump())
+    assert (again.label_test.value, again.label_test.void, again.label_test.void_after) == (want.value, True, 10)

@@ -106,3 +106,14 @@ def test_a_sup_form_inside_hidden_markup_is_no_citation_a_reader_sees(answer, un
 ])
 def test_an_evidence_window_loses_only_the_words_it_cuts(ev, want):
     assert snapped(ev) == want
+
+
+def test_a_citation_that_had_a_reason_keeps_it_when_re_attribution_stops_at_the_budget():
+    """[9] of four passages is invalid, and says so; re-attribution under a budget of 2 units scores two proposals
+    and stops: its reason is the first, then "; ", then where re-attribution stopped (nothing of either lost)."""
+    g = Guard("lexical", reattributor="bm25", proposals=3, limits=Limits(max_units_per_answer=2))
+    _, rep = g.guard("Mitochondria produce ATP in cells [9].", [ASPIRIN, STATINS, ATP, "Cells divide."])
+    (a,) = rep.audit
+    assert a.candidates == 2
+    assert a.reason == ("citation [9] points at no passage (have 4, numbered from 1); re-attribution stopped at "
+                        "the answer's max_units_per_answer limit")

@@ -25,6 +25,13 @@ def test_a_trailing_lt_is_held_while_it_may_still_become_a_tag(tail, held):
     assert stable_end(text) == (9 if held else len(text))
 
 
+@pytest.mark.parametrize("text, end", [("A works.><b", 9), ("A works. <b>x", 13)])
+def test_only_a_gt_after_the_last_lt_closes_it(text, end):
+    """A '>' just before the last '<' closes nothing of it: "A works.><b" holds back from the '<' (9); "<b>" closed,
+    then text: nothing held."""
+    assert stable_end(text) == end
+
+
 def test_an_element_left_open_holds_its_text_even_when_a_later_lt_is_open_too():
     text = "A works. <span hidden>secret <b"
     assert (text.index("<span"), text.index("<b")) == (9, 29)

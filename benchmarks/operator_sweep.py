@@ -166,7 +166,9 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("coverage", help="a coverage data file with test contexts (benchmarks/coverage_contexts.rc)")
-    ap.add_argument("modules", nargs="+", help="module paths, relative to the repository root")
+    ap.add_argument("modules", nargs="+",
+                    help="module paths, relative to the repository root; PATH:N mutates PATH from its line N on (to "
+                         "carry on a sweep that was stopped)")
     ap.add_argument("--timeout", type=int, default=1500, help="seconds for one mutant's tests (and the baseline's)")
     ap.add_argument("--ops", choices=["boundary", "logic", "arith"], default="boundary", help="which operators to mutate")
     ap.add_argument("--list", action="store_true", help="print the mutants on covered lines and run nothing")
@@ -175,13 +177,17 @@ def main() -> int:
                          "code the fast tier runs in a subprocess, which coverage does not see: the LiteLLM "
                          "guardrail's hooks); the coverage argument is then not read")
     args = ap.parse_args()
+    start = {}
+    for i, p in enumerate(args.modules):
+        path, _, line = p.partition(":")
+        args.modules[i], start[path] = path, int(line or 1)
     if args.tests:
         every = {p: set(range(1, len((sm.ROOT / p).read_text().splitlines()) + 1)) for p in args.modules}
     else:
         data = CoverageData(args.coverage)
         data.read()
         every = {p: set(data.lines(str(sm.ROOT / p)) or []) for p in args.modules}
-    found = [m for p in args.modules for m in mutants(p, every[p], args.ops)]
+    found = [m for p in args.modules for m in mutants(p, {n for n in every[p] if n >= start[p]}, args.ops)]
     if args.list:
         for m in found:
             print(m.why)

@@ -4782,6 +4782,18 @@ MUTANTS = [
 # code here, with the same module and the same bug (keyed by the first words of its description).
 CORE = "citebound/guarding/core.py"
 MOVED = {
+    # the Messages adapter's blocks judged by one helper, whole and streamed (2026-12-07)
+    "a server_tool_use block is not counted as an unchecked tool call": (
+        AM, 'return int(kind in ("tool_use", "server_tool_use")), ', 'return int(kind == "tool_use"), '),
+    "an unstreamed message's server_tool_use blocks are not counted": (
+        AM, "calls, fields = sum(c for c, _ in seen), ", "calls, fields = sum(c for c, f in seen if not f), "),
+    "a streamed message's server_tool_use blocks are not counted": (
+        AM, "            self.calls += calls\n", "            self.calls += calls and not fields\n"),
+    "each unchanged block of a run gets the first block's citation verdicts": (
+        AM, '({"citations": gathered[k:k + n]} if isinstance(b.get("citations"), list) else {})',
+        '({"citations": gathered[:n]} if isinstance(b.get("citations"), list) else {})'),
+    "citations a streamed text block carries in its content_block_start": (
+        AM, "        self.block_citations = list(citations_of(b))", "        self.block_citations = []"),
     "review budget over cited sentences": ("citebound/guarding/report.py", "        total = self.n_citations + extra\n",
                                            "        total = self.n_cited_sentences + extra\n"),
     "the first passage's citations become invalid": (CORE, None, None),

@@ -48,7 +48,7 @@ def content_events(msg: dict, pieces: dict[int, list[str]] | None = None) -> lis
     citations_delta events after the text."""
     out = [{"type": "message_start", "message": msg | {"content": [], "stop_reason": None}}]
     for i, b in enumerate(msg["content"]):
-        if b["type"] != "text":
+        if not (isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)):  # as it is
             out += [{"type": "content_block_start", "index": i, "content_block": b},
                     {"type": "content_block_stop", "index": i}]
             continue

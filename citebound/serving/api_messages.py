@@ -79,11 +79,42 @@ def documents(messages: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def checked_text(block: Any) -> bool:
+    """Whether a block is text the guard checks: a text block whose text is a string (one whose text is not passes
+    through, named by :func:`unchecked`)."""
+    return isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+
+
+def unchecked(block: Any) -> tuple[int, set[str]]:
+    """What of one content block the guard does not check: the tool calls it is (``tool_use``, ``server_tool_use``)
+    and what else it is, named as fields: a block that is no object (``block``), one whose type is no string or is
+    empty (``block.type``), a text block whose text is no string (``text.text``) or whose citations are no list
+    (``text.citations``: checked as one citation that quotes nothing), any other block by its type (a
+    ``server_tool_use`` both counted and named: the guard reads none of its results)."""
+    if not isinstance(block, dict):
+        return 0, {"block"}
+    kind = block.get("type")
+    if not isinstance(kind, str) or not kind:
+        return 0, {"block.type"}
+    if kind == "text":
+        if not isinstance(block.get("text"), str):
+            return 0, {"text.text"}
+        return 0, set() if isinstance(block.get("citations") or [], list) else {"text.citations"}
+    return int(kind in ("tool_use", "server_tool_use")), set() if kind == "tool_use" else {kind}
+
+
+def citations_of(block: dict[str, Any]) -> list[Any]:
+    """A text block's citations: none for a missing or null field, the field itself as one citation (that quotes
+    nothing) when it is no list."""
+    c = block.get("citations") or []
+    return c if isinstance(c, list) else [c]
+
+
 def runs(content: list[Any]) -> list[list[int]]:
-    """The indices of each run of consecutive text blocks."""
+    """The indices of each run of consecutive text blocks the guard checks."""
     out: list[list[int]] = []
     for i, b in enumerate(content):
-        if isinstance(b, dict) and b.get("type") == "text":
+        if checked_text(b):
             if out and out[-1][-1] == i - 1:
                 out[-1].append(i)
             else:
@@ -106,8 +137,8 @@ def attached(blocks: list[dict[str, Any]], indices: list[int]) -> list[Attached]
     """The run's citations, each attached at the end of its block's text (trailing whitespace left out)."""
     out, pos = [], 0
     for bi, b in zip(indices, blocks):
-        text = b.get("text") or ""
-        out += block_cites(b.get("citations") or [], pos + len(text.rstrip()), bi)
+        text = b["text"]
+        out += block_cites(citations_of(b), pos + len(text.rstrip()), bi)
         pos += len(text)
     return out
 
@@ -118,20 +149,20 @@ async def guard_content(state: ServiceState, guard: Any, content: list[Any], pas
     out, parts, offset, last = [], [], 0, 0
     for run in runs(content):
         blocks = [content[i] for i in run]
-        text = "".join(b.get("text") or "" for b in blocks)
+        text = "".join(b["text"] for b in blocks)
         cites = attached(blocks, run)
         guarded, rep = await guard_structured(state, guard, text, cites, passages, base, group)
         found = rep.audit[len(rep.audit) - len(cites):] if cites else []
         gathered = []
         for b in blocks:
-            for c in b.get("citations") or []:
+            for c in citations_of(b):
                 gathered.append(c | {"citebound": structured.verdict(found[len(gathered)])} if isinstance(c, dict) else c)
         out += content[last:run[0]]
         if guarded == text:
             k = 0
             for b in blocks:
-                n = len(b.get("citations") or [])
-                out.append(b | ({"citations": gathered[k:k + n]} if b.get("citations") else {}))
+                n = len(citations_of(b))
+                out.append(b | ({"citations": gathered[k:k + n]} if isinstance(b.get("citations"), list) else {}))
                 k += n
         elif guarded:
             out.append({"type": "text", "text": guarded} | ({"citations": gathered} if gathered else {}))
@@ -174,8 +205,8 @@ def router(state: ServiceState) -> APIRouter:
                                    report=report_body(report, show))
         original = got["content"]
         got["content"] = content
-        calls = sum(1 for b in content if isinstance(b, dict) and b.get("type") in ("tool_use", "server_tool_use"))
-        fields = sorted({b.get("type") for b in content if isinstance(b, dict) and b.get("type") not in ("text", "tool_use")})
+        seen = [unchecked(b) for b in original]
+        calls, fields = sum(c for c, _ in seen), sorted(set().union(*(f for _, f in seen)))
         return guarded_json(state, got, report, calls, fields, {"original_content": original} if show else None)
 
     return r
@@ -235,17 +266,18 @@ class MessagesStream:
             self.pending_stop = None
 
     async def _block(self, ev: dict[str, Any]) -> AsyncIterator[bytes]:
-        b, i = ev.get("content_block") or {}, ev.get("index", 0)
-        if b.get("type") != "text":
+        b, i = ev.get("content_block"), ev.get("index", 0)
+        calls, fields = unchecked(b)
+        if not checked_text(b):  # its deltas, if any, are text outside a text block: refused in _delta
             async for out in self._end_run():
                 yield out
             if self.blocked:
                 return
-            self.calls += b.get("type") in ("tool_use", "server_tool_use")
-            if b.get("type") not in ("tool_use",):
-                self.unchecked.add(str(b.get("type")))
+            self.calls += calls
+            self.unchecked |= fields
             yield _event(ev)
             return
+        self.unchecked |= fields  # citations that are no list
         if self.held is None:
             self.held = HeldAnswer(self.state, self.guard, self.passages, self.base, self.group,
                                    lambda: self.parts, uncited_later=True)
@@ -258,7 +290,7 @@ class MessagesStream:
         yield _event(ev)
         if b.get("text") and (out := await self.held.feed(b["text"])):
             yield self._text(out)
-        self.block_citations = list(b.get("citations") or [])
+        self.block_citations = list(citations_of(b))
 
     async def _delta(self, ev: dict[str, Any]) -> AsyncIterator[bytes]:
         d = ev.get("delta") or {}

@@ -64,10 +64,13 @@ def unchecked(item: Any) -> tuple[int, set[str]]:
     results are passages) and the kinds of what else it carries, named as fields: an item that is no object
     (``item``), a reasoning item (any item that is neither a message nor a call, by its type), a message whose
     content is no list (``message.content``), a part that is no object (``part``), an ``output_text`` whose text is
-    no string (``output_text.text``), a refusal that says something (``refusal``), any other part (its type)."""
+    no string (``output_text.text``), an item or part whose type is no string or is empty (``item.type``,
+    ``part.type``), a refusal that says something (``refusal``), any other part (its type)."""
     if not isinstance(item, dict):
         return 0, {"item"}
-    kind = str(item.get("type", ""))
+    kind = item.get("type")
+    if not isinstance(kind, str) or not kind:
+        return 0, {"item.type"}
     if kind.endswith("call"):
         return int(kind != "file_search_call"), set()
     if kind != "message":
@@ -80,8 +83,10 @@ def unchecked(item: Any) -> tuple[int, set[str]]:
             fields.add("part")
         elif part.get("type") == "output_text":
             fields |= set() if isinstance(part.get("text"), str) else {"output_text.text"}
-        elif part.get("type") != "refusal" or part.get("refusal"):
-            fields.add(str(part.get("type")))
+        elif not isinstance(part.get("type"), str) or not part["type"]:
+            fields.add("part.type")
+        elif part["type"] != "refusal" or part.get("refusal"):
+            fields.add(part["type"])
     return 0, fields
 
 

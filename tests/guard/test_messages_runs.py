@@ -188,3 +188,71 @@ def test_a_streamed_messages_blocks_each_start_and_stop_in_order(cfg):
         (kind, i) for i in range(4) for kind in ("content_block_start", "content_block_stop")]
     (rep,) = [e["report"] for e in events if e.get("type") == "citebound.report"]
     assert (rep["blocked"], rep["verified"]) == (False, 3)
+
+
+@pytest.mark.parametrize("block,expected", [
+    ({"type": "text", "text": "A."}, (0, set())),
+    ({"type": "text", "text": "A.", "citations": None}, (0, set())),
+    ({"type": "text", "text": "A.", "citations": []}, (0, set())),
+    ({"type": "text", "text": "A.", "citations": "x"}, (0, {"text.citations"})),
+    ({"type": "text", "text": 5}, (0, {"text.text"})),
+    ({"type": "text"}, (0, {"text.text"})),
+    ({"type": "tool_use", "id": "t", "name": "f", "input": {}}, (1, set())),
+    ({"type": "server_tool_use", "id": "s", "name": "web_search", "input": {}}, (1, {"server_tool_use"})),
+    ({"type": "thinking", "thinking": "", "signature": ""}, (0, {"thinking"})),
+    ("junk", (0, {"block"})),
+    (None, (0, {"block"})),
+    ({"text": "A."}, (0, {"block.type"})),
+    ({"type": "", "text": "A."}, (0, {"block.type"})),
+    ({"type": 7}, (0, {"block.type"})),
+])
+def test_what_of_a_content_block_the_guard_does_not_check(block, expected):
+    """Each block: the tool calls it is and what of it passes unchecked, by hand. Checked: a text block whose text
+    is a string, its citations when they are a list (or none)."""
+    from citebound.serving.api_messages import unchecked
+
+    assert unchecked(block) == expected
+
+
+MALFORMED = ["junk", {"notype": 1}, {"type": "text", "text": 5}]
+
+
+def test_malformed_blocks_pass_through_named_and_the_text_beside_them_is_still_guarded():
+    """Block 0: the statin text [1] (verified) whose citations field is the string "x": checked as one citation
+    that quotes nothing (unverified), the field passed through as sent. Then a string, a block with no type and a
+    text block whose text is a number: passed through as sent, none of them in a run. Unstreamed and streamed the
+    report names the four fields (sorted) and counts 2 citations, 1 verified, 1 unverified, no tool call."""
+    names = ["block", "block.type", "text.citations", "text.text"]
+    first = {"type": "text", "text": RUN1, "citations": "x"}
+    got = _ask([first, *MALFORMED], {"verifier": "lexical"})
+    assert got["content"] == [first, *MALFORMED]
+    rep = got["citebound"]
+    assert (rep["unchecked_fields"], rep["unchecked_tool_calls"]) == (names, 0)
+    assert (rep["report"]["n_citations"], rep["report"]["verified"], rep["report"]["unverified"]) == (2, 1, 1)
+    ev = content_events(anthropic_message([{"type": "text", "text": RUN1}, *MALFORMED]))
+    ev[1]["content_block"]["citations"] = "x"
+    with FakeAPIs(lambda b: Turn([""], raw=_sse(ev))) as up, \
+            running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None)) as url:
+        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
+                                                   "citebound": {"passages": [STATINS]},
+                                                   "messages": [{"role": "user", "content": "q"}]}, timeout=60)
+    events = sse_data(r)
+    assert [e["content_block"] for e in events if e.get("type") == "content_block_start"][1:] == MALFORMED
+    (rep,) = [e for e in events if e.get("type") == "citebound.report"]
+    assert (rep["unchecked_fields"], rep["unchecked_tool_calls"]) == (names, 0)
+    assert (rep["report"]["n_citations"], rep["report"]["verified"], rep["report"]["unverified"]) == (2, 1, 1)
+
+
+def test_a_text_delta_into_a_text_block_whose_text_is_no_string_is_refused():
+    """A text block whose start holds a number is passed through as unchecked; a text delta into it would reach the
+    client unchecked, so the stream ends in an error event that says so."""
+    ev = content_events(anthropic_message([{"type": "text", "text": 5}]))
+    ev.insert(2, {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Unicorns [1]."}})
+    with FakeAPIs(lambda b: Turn([""], raw=_sse(ev))) as up, \
+            running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None)) as url:
+        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
+                                                   "citebound": {"passages": [STATINS]},
+                                                   "messages": [{"role": "user", "content": "q"}]}, timeout=60)
+    events = sse_data(r)
+    assert "Unicorns" not in r.text
+    assert events[-1]["type"] == "error" and "outside a text block" in events[-1]["error"]["message"]

@@ -4,6 +4,8 @@ training pairs."""
 from __future__ import annotations
 
 import json
+import re
+import time
 
 import pytest
 
@@ -59,6 +61,7 @@ def trained(tmp_path_factory):
     import io
 
     err = io.StringIO()
+    t0 = time.perf_counter()
     try:
         with contextlib.redirect_stderr(err):
             rc = main(["train", "--input", jsonl(tmp / "p.jsonl", recs), "--eval", f"gold={jsonl(tmp / 'g.jsonl', gold)}",
@@ -66,6 +69,7 @@ def trained(tmp_path_factory):
                        "--quiet"])
     finally:
         mp.undo()
+        calls["wall"] = time.perf_counter() - t0
     assert rc == 0, err.getvalue()
     return out, err.getvalue(), calls, gold
 
@@ -125,3 +129,14 @@ def test_an_out_that_is_a_file_is_refused_before_any_training(tmp_path, capsys, 
 def test_an_eval_without_a_name_or_a_file_is_refused(tmp_path, capsys, spec):
     rc = main(["train", "--input", jsonl(tmp_path / "p.jsonl", pairs()), "--eval", spec, "--out", str(tmp_path / "o")])
     assert rc == 2 and f"--eval {spec!r}: expected NAME=FILE" in capsys.readouterr().err
+
+
+def test_the_cards_costs_are_durations_within_the_runs_wall_time(trained):
+    """The card's "## Cost" lists the features' time, the head fits' and the total, each a duration (0 or more,
+    at most the whole call's wall time, as rounded to .1 s) and the total at least the other two together."""
+    out, _, calls, _ = trained
+    cost = (out / "MODEL_CARD.md").read_text().split("## Cost", 1)[1]
+    got = {k: float(v) for k, v in re.findall(r"^- (.+): ([0-9.]+) s$", cost, re.M)}
+    assert list(got) == ["features of 36 training pairs", "head fits", "total"]
+    assert all(0 <= v <= calls["wall"] + 0.05 for v in got.values()), (got, calls["wall"])
+    assert got["total"] >= got["features of 36 training pairs"] + got["head fits"] - 0.1

@@ -34,3 +34,31 @@ def test_claim_folds_follow_their_seed_and_keep_a_claims_copies_together():
     assert a != b  # another seed deals the claims to other folds
     first_seen = [f"fold{i % 5 + 1}" for i in range(30)]
     assert a[:30] != first_seen and b[:30] != first_seen  # a seeded order, not the order the claims came in
+
+
+def test_every_held_out_row_reports_its_pairs_embedding_auc_and_the_difference():
+    """Two sources of 20 pairs, labels alternating, a noisy feature for the head and a noisy baseline column. For
+    each left-out source and the in-distribution hold-out (the seeded draw ``holdout_mask`` makes, with both
+    labels): ``n`` is the row's pairs, ``embedding_auc`` scikit-learn's AUC of the baseline column on them, and
+    ``delta`` the head's AUC minus it."""
+    from sklearn.metrics import roc_auc_score
+
+    n, seed = 40, 2
+    rng = np.random.default_rng(11)
+    train = pd.DataFrame({"source": ["a"] * 20 + ["b"] * 20, "label": [1, 0] * 20})
+    y = train["label"].to_numpy()
+    x = np.zeros((n, len(FEATURES)))
+    x[:, FEATURES.index("term_recall")] = y + rng.normal(0, 1.0, n)
+    base = rng.uniform(0, 1, n)
+    x[:, FEATURES.index("cos_l6")] = base
+    gold = pd.DataFrame({"label": y, "cluster": [str(i) for i in range(n)]})
+    units = (x, np.arange(n))
+    table, _ = evaluate(train, units, {"gold": (gold, units)}, {"all": ["a", "b"]}, [1.0], n_boot=5, seed=seed)
+    held = holdout_mask(train["source"], ["a", "b"], np.random.default_rng(seed))
+    masks = {"loso:a": np.arange(n) < 20, "loso:b": np.arange(n) >= 20, "in_distribution": held}
+    assert 0 < y[held].sum() < held.sum()
+    for name, mask in masks.items():
+        (row,) = table[table["evaluation"] == name].to_dict("records")
+        emb = roc_auc_score(y[mask], base[mask])
+        assert row["n"] == mask.sum() and abs(row["embedding_auc"] - emb) < 1e-12, name
+        assert emb > 0.05 and abs(row["delta"] - (row["auc"] - emb)) < 1e-12, name

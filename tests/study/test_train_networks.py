@@ -261,3 +261,38 @@ def test_a_networks_unit_at_exactly_its_threshold_is_supported(tiny_bert):
     net.threshold = float(s[0])
     s2, v = net.judge(claims, windows)
     assert s2[0] == s[0] and bool(v[0]) and bool(v[1]) is bool(s[1] >= s[0])
+
+
+def test_the_best_window_holds_most_of_the_claims_terms_not_the_window_most_of_whose_terms_are_the_claims():
+    """Windows of 40 characters: the first holds only "aspirin" (1 of the claim's 5 terms, though every term of
+    the window is the claim's), the second all 5 among other words (5 of 5): the second is best."""
+    claim = "aspirin reduced heart attack risk"
+    first = ("aspirin " * 5)[:40]
+    second = "aspirin reduced heart attack risk coffee"
+    assert len(first) == len(second) == 40
+    assert best_window_text(claim, first + second, 40, 40) == second
+
+
+def test_the_cross_encoder_reads_the_claim_then_the_window_in_training_and_in_judging(tiny_bert):
+    """The pair goes in as (claim, window): ``judge`` gives the model's softmax on that order (not on the
+    window first), and the loss is the cross-entropy of that order's logits."""
+    import torch
+
+    net = Network("cross_encoder", tiny_bert, max_length=32, seed=0)
+    with torch.no_grad():
+        net.model.classifier.weight.mul_(300)  # a random head scores near 0.5: spread it so the orders differ
+    claims, windows = ["aspirin reduced risk", "statins lower ldl heart"], ["coffee men", "aspirin"]
+    s, _ = net.judge(claims, windows)
+
+    def prob(a, b):
+        with torch.inference_mode():
+            return torch.softmax(net.model(**net.tokenizer(a, b, return_tensors="pt")).logits, -1)[0, 1].item()
+
+    for k in range(2):
+        right, swapped = prob(claims[k], windows[k]), prob(windows[k], claims[k])
+        assert abs(right - swapped) > 1e-5 and abs(s[k] - right) < abs(right - swapped) / 20
+    batch = pd.DataFrame({"claim": claims, "window": windows, "label": [1, 0]})
+    with torch.inference_mode():
+        loss = float(net._loss(batch, None))
+    by_hand = -(np.log(prob(claims[0], windows[0])) + np.log(1 - prob(claims[1], windows[1]))) / 2
+    assert loss == pytest.approx(by_hand, rel=1e-4)

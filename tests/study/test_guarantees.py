@@ -384,3 +384,16 @@ def test_label_test_counts_match_the_library_class_and_scipy_post_by_post():
     power = t[t.true_miss_rate == 2 * alpha].iloc[0]
     assert 0 < (at > 0).sum() < draws  # some streams never void in 40 labels: the median must leave them out
     assert power.voids == (at > 0).sum() and power.median_labels_to_void == np.median(at[at > 0])
+
+
+def test_certified_betas_empirical_rates_are_the_populations_at_its_tau():
+    """Classes that overlap (unsupported scores uniform on 0..0.6, supported on 0.4..1, 300 each): at the row's
+    tau both rates are above 0, and each is the share counted here: unsupported above tau, supported at or under."""
+    rng = np.random.default_rng(4)
+    neg, pos = rng.uniform(0, 0.6, 300), rng.uniform(0.4, 1.0, 300)
+    s, y = np.r_[neg, pos], np.r_[np.zeros(300, int), np.ones(300, int)]
+    row = G.certified_beta({"v": frame(s, y)}, [0.1], 0.1).iloc[0]
+    assert row.tau is not None and (row.n_unsupported, row.n_supported) == (300, 300)
+    miss, flag = (neg > row.tau).mean(), (pos <= row.tau).mean()
+    assert 0 < miss <= 0.1 and flag > 0
+    assert (row.empirical_miss_at_tau, row.empirical_false_flag_at_tau) == (miss, flag)

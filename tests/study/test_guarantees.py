@@ -397,3 +397,30 @@ def test_certified_betas_empirical_rates_are_the_populations_at_its_tau():
     miss, flag = (neg > row.tau).mean(), (pos <= row.tau).mean()
     assert 0 < miss <= 0.1 and flag > 0
     assert (row.empirical_miss_at_tau, row.empirical_false_flag_at_tau) == (miss, flag)
+
+
+def test_the_alarm_rows_count_the_streams_that_alarmed_and_their_delays(monkeypatch):
+    """A monitor that alarms on the streams of odd seed b, at step b + 1: of 5 streams, 2 alarm (b = 1, 3) in each
+    setting, a rate of 2 / 5 with scipy's Clopper-Pearson interval; the transfer delays are 2 and 4 (median 3, 90th
+    percentile 2 + 0.9 * 2 = 3.8). 41 calibration scores: the exchangeable reference is 20 of them, the stream 21."""
+    class OddAlarms:
+        def __init__(self, reference, delta, seed):
+            self.alarm_at = seed + 1 if seed % 2 else None
+
+        def update(self, stream):
+            return "alarm" if self.alarm_at else "ok"
+
+    monkeypatch.setattr(G, "DriftMonitor", OddAlarms)
+    s = np.random.default_rng(3).random(41)
+    cal = frame(s, (np.arange(41) % 2).astype(int))
+    hard = frame([0.1, 0.5, 0.6, 0.7, 0.95], [0, 0, 0, 0, 1])
+    out = G.monitor_alarms({"v": cal}, {"v": hard}, 0.1, 0.1, 5, seed=3).set_index("setting")
+    lo, hi = beta_dist.ppf(0.025, 2, 4), beta_dist.ppf(0.975, 3, 3)
+    for setting in ("exchangeable", "transfer"):
+        row = out.loc[setting]
+        assert (row["alarms"], row["alarm_rate"]) == (2, 0.4), setting
+        assert row["ci_low"] == pytest.approx(lo, abs=1e-9) and row["ci_high"] == pytest.approx(hi, abs=1e-9)
+    ex, tr = out.loc["exchangeable"], out.loc["transfer"]
+    assert (ex["reference"], ex["stream_length"], tr["reference"], tr["stream_length"]) == (20, 21, 41, 5)
+    assert isinstance(ex["reference"], (int, np.integer)) and isinstance(ex["stream_length"], (int, np.integer))
+    assert (tr["median_delay"], tr["p90_delay"]) == (3.0, pytest.approx(3.8))

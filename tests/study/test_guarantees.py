@@ -424,3 +424,30 @@ def test_the_alarm_rows_count_the_streams_that_alarmed_and_their_delays(monkeypa
     assert (ex["reference"], ex["stream_length"], tr["reference"], tr["stream_length"]) == (20, 21, 41, 5)
     assert isinstance(ex["reference"], (int, np.integer)) and isinstance(ex["stream_length"], (int, np.integer))
     assert (tr["median_delay"], tr["p90_delay"]) == (3.0, pytest.approx(3.8))
+
+
+def test_the_precision_rows_rate_and_interval_are_over_every_draw(monkeypatch):
+    """A tau whose population FDR is above q is certified in every third draw (10 of 30) and nothing in the rest:
+    10 violations, a rate of 10 / 30, scipy's Clopper-Pearson interval for 10 of 30, a certified share of 1 / 3 and
+    the mean FDR at the deployed tau that tau's."""
+    s = np.array([0.1, 0.2, 0.3, 0.6, 0.9, 0.95] * 20)
+    y = np.array([0, 0, 1, 0, 1, 1] * 20)
+    grid = G.grid_for(s)
+    fdr = G.population_fdr(*G.population_risks(s, y, grid), 0.8)
+    high = int(np.flatnonzero(fdr > 0.1)[0])
+    calls = []
+
+    def every_third(cs, cy, g, delta, share_min):
+        calls.append(1)
+        out = np.ones(len(g))
+        if len(calls) % 3 == 0:
+            out[high] = 0.0
+        return out
+
+    monkeypatch.setattr(G, "fdr_bounds", every_third)
+    t = G.precision_guarantee({"v": pd.DataFrame({"score_v": s, "label": y})}, 0.1, 0.8, 0.1, 0.1, 30, 0.5, 0).iloc[0]
+    assert (t.draws, t.violations, t.certified_share) == (30, 10, pytest.approx(1 / 3))
+    assert t.violation_rate == pytest.approx(1 / 3)
+    assert t.ci_low == pytest.approx(beta_dist.ppf(0.025, 10, 21), abs=1e-9)
+    assert t.ci_high == pytest.approx(beta_dist.ppf(0.975, 11, 20), abs=1e-9)
+    assert t.mean_fdr_at_tau == pytest.approx(fdr[high]) and not t.within_delta

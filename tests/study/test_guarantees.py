@@ -131,6 +131,12 @@ def test_shift_alarm_ignores_a_changed_share_and_catches_hard_negatives():
     assert robust.within_delta.all() and (robust.alarms <= 5).all()
     old = t[t.alarm.str.startswith("mixture")].set_index("supported_share")
     assert old.loc[0.9, "alarm_rate"] > 0.5  # the older monitor fires on the share alone: the reason for the new one
+    shares = t[t.setting == "supported share"]
+    assert ((shares.alarms > 0) & (shares.alarms < 30)).any()  # a count where k of n and n of k differ
+    for r in shares.itertuples():  # each rate over the 30 streams, with scipy's Clopper-Pearson interval
+        lo = 0.0 if r.alarms == 0 else beta_dist.ppf(0.025, r.alarms, 30 - r.alarms + 1)
+        hi = 1.0 if r.alarms == 30 else beta_dist.ppf(0.975, r.alarms + 1, 30 - r.alarms)
+        assert r.alarm_rate == r.alarms / 30 and (r.ci_low, r.ci_high) == (pytest.approx(lo), pytest.approx(hi))
     transfer = t[(t.setting == "transfer") & (t.alarm == "label-shift robust")].iloc[0]
     assert transfer.alarm_rate > 0.8 and transfer.median_delay < 600 and transfer.calibration_share == pytest.approx(0.2)
     # the label test on the same streams: the hard negatives score ~0.98, above any tau of the beta(2, 8) ones, so

@@ -101,6 +101,15 @@ def test_label_test_table_e_process_within_delta_and_fixed_n_not():
     assert (naive.void_rate > 0.2).all() and not naive.within_delta.any()  # the shortcut the issue measured
     power = t[t.true_miss_rate == 0.2].iloc[0]
     assert power.void_rate > 0.95 and 10 < power.median_labels_to_void < 300
+    # each rate over the draws, with scipy's Clopper-Pearson interval; 40 labels give counts strictly between 0 and
+    # the draws, where k of n and n of k differ (the power row voids in every draw of 1,000 labels)
+    short = G.label_test(0.1, 0.1, [(40, 1)], 200, seed=2)
+    for table, draws in ((t, 600), (short, 200)):
+        for r in table.itertuples():
+            lo = 0.0 if r.voids == 0 else beta_dist.ppf(0.025, r.voids, draws - r.voids + 1)
+            hi = 1.0 if r.voids == draws else beta_dist.ppf(0.975, r.voids + 1, draws - r.voids)
+            assert r.void_rate == r.voids / draws and (r.ci_low, r.ci_high) == (pytest.approx(lo), pytest.approx(hi))
+    assert ((short.voids > 0) & (short.voids < 200)).all()
     # the e-process's void counts equal the library class on the same label sequences (one label per post)
     from citebound.calibration.eprocess import MissRateTest
 

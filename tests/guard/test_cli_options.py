@@ -201,3 +201,37 @@ def test_help_shows_each_options_text_and_a_default_only_where_one_is_set(capsys
     assert "--html FILE also write a self-contained HTML audit page --calibration" in out
     assert "--remove " in out and "(default: False)" not in out and "(default: None)" not in out
     assert "'-' = stdin (default: -)" in out
+
+
+REQUIRED = {  # by hand, from each command's docs: what it cannot run without, and a line without each
+    "monitor": (["--reports", "r.jsonl", "--verifier", "embedding"],
+                {"--reports": ["--verifier", "embedding"], "--calibration --verifier": ["--reports", "r.jsonl"]}),
+    "train": (["--input", "p.jsonl", "--out", "model"], {"--input": ["--out", "model"], "--out": ["--input", "p.jsonl"]}),
+    "convert": (["--format", "nora", "x.json"], {"--format": ["x.json"], "path": ["--format", "nora"]}),
+}
+
+
+def test_the_required_options_are_these_and_each_missing_one_is_named(capsys):
+    """Each command's required options (a required group as its options), as the parser declares them, are the
+    table's; each left out of an otherwise full command line stops it with status 2 naming what is missing."""
+    import argparse
+
+    from citebound.cli.main import build_parser
+
+    subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    declared = {}
+    for cmd, sp in subs.choices.items():
+        need = [a.option_strings[0] if a.option_strings else a.dest for a in sp._actions if a.required]
+        need += [" ".join(a.option_strings[0] for a in g._group_actions) for g in sp._mutually_exclusive_groups
+                 if g.required]
+        if need:
+            declared[cmd] = sorted(need)
+    assert declared == {cmd: sorted(without) for cmd, (_, without) in REQUIRED.items()}
+    for cmd, (argv, without) in REQUIRED.items():
+        assert parse([cmd, *argv]).command == cmd  # the full line parses
+        for opt, left in without.items():
+            capsys.readouterr()
+            with pytest.raises(SystemExit) as e:
+                parse([cmd, *left])
+            err = capsys.readouterr().err
+            assert e.value.code == 2 and "required" in err and opt.split()[0] in err, (cmd, opt, err)

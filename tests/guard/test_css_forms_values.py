@@ -108,3 +108,22 @@ def test_the_citation_forms_a_reader_sees(answer, found):
 
 def test_a_minus_sign_and_other_dashes_in_a_marker_are_read_as_its_hyphen():
     assert fold_markers("[1\u22123] [1\u20143] [1\u20113]") == "[1-3] [1-3] [1-3]"
+
+
+@pytest.mark.parametrize("rgb,luminance,on_black", [
+    # 10 / 255 = 0.03922 <= 0.03928: the linear segment, L = 0.03922 / 12.92 = 0.003035; ratio 1.061
+    ((10, 10, 10), 0.003035, True),
+    # 42 / 255 = 0.16471: ((0.16471 + 0.055) / 1.055) ** 2.4 = 0.023152; ratio (0.073152 / 0.05) = 1.463
+    ((42, 42, 42), 0.023152, True),
+    # 44 / 255 = 0.17255: ((0.17255 + 0.055) / 1.055) ** 2.4 = 0.025186; ratio 1.504, just readable
+    ((44, 44, 44), 0.025186, False),
+    ((0, 0, 255), 0.0722, False),  # the channel weights, each alone: ratio (0.0722 + 0.05) / 0.05 = 2.44
+    ((0, 255, 0), 0.7152, False),
+    ((255, 0, 0), 0.2126, False),
+    ((255, 255, 0), 0.9278, False),
+])
+def test_wcag_luminance_by_hand_and_its_contrast_on_black(rgb, luminance, on_black):
+    from citebound.text.css import _luminance
+
+    assert _luminance(rgb) == pytest.approx(luminance, abs=2e-6)
+    assert unreadable((*rgb, 1.0), BLACK) is on_black

@@ -169,7 +169,9 @@ def main() -> int:
     ap.add_argument("modules", nargs="+",
                     help="module paths, relative to the repository root; PATH:N mutates PATH from its line N on (to "
                          "carry on a sweep that was stopped)")
-    ap.add_argument("--timeout", type=int, default=1500, help="seconds for one mutant's tests (and the baseline's)")
+    ap.add_argument("--timeout", type=int, default=1500, help="seconds for one mutant's tests")
+    ap.add_argument("--baseline-timeout", type=int, default=None,
+                    help="seconds for the baseline (every selected test, unmutated; default: --timeout)")
     ap.add_argument("--ops", choices=["boundary", "logic", "arith"], default="boundary", help="which operators to mutate")
     ap.add_argument("--list", action="store_true", help="print the mutants on covered lines and run nothing")
     ap.add_argument("--tests", nargs="+", metavar="TEST",
@@ -199,7 +201,7 @@ def main() -> int:
     # the module's own test files first (test_visible_*.py for visible.py, test_citations.py for citations.py):
     # most mutants die there, without collecting every file that happens to run the line
     first = {m.why: [t for t in selected[m.why] if own(m.path, t)] for m in todo}
-    results = sm.run(todo, args.timeout, selected, first)
+    results = sm.run(todo, args.timeout, selected, first, args.baseline_timeout)
     for m, verdict, _ in results:
         if verdict == "survived":
             print("SURVIVOR", m.why)

@@ -5552,7 +5552,7 @@ def covering_tests(data_file: str, mutants: list[Mutant]) -> dict[str, list[str]
 
 
 def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | None = None,
-        first: dict[str, list[str]] | None = None) -> list[tuple[Mutant, str, float]]:
+        first: dict[str, list[str]] | None = None, baseline_timeout: int | None = None) -> list[tuple[Mutant, str, float]]:
     """Each mutant's verdict against its tests (its module's, or ``selected``'s by description). With ``first``, a
     mutant's tests named there run first, and the rest only if those pass: the verdict is the same, a kill sooner
     (collecting twenty test files costs more than most mutants' own tests)."""
@@ -5571,7 +5571,7 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
         def tests_pass(tests: list[str], show: bool = False) -> bool:
             r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow",
                                 "--no-header", *tests], cwd=tree, env=env, capture_output=True, text=True,
-                               timeout=timeout)
+                               timeout=(baseline_timeout or timeout) if show else timeout)
             if show and r.returncode not in (0, 5):
                 print(r.stdout[-3000:], r.stderr[-2000:])
             return r.returncode in (0, 5)  # 5: no fast test there (a module only the slow tier runs): nothing failed

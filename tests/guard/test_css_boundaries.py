@@ -24,3 +24,18 @@ from tests.guard.test_visible_edges import cls, faces
 def test_alpha_and_font_size_at_their_thresholds(frag, want):
     assert cls(frag) == want
     faces(frag, "x", want)
+
+
+def test_a_style_the_guard_cannot_read_keeps_what_its_parent_hid_and_how():
+    """A span whose style holds an escape (unreadable: obscured) inside a ``display:none`` parent stays hidden,
+    even where a child sets ``visibility:visible`` (nothing shows again out of display:none); inside a
+    ``visibility:hidden`` parent that child shows again, obscured by the unreadable style around it."""
+    from citebound.text.visible import blank_hidden, scan
+
+    inner = '<span style="color:\\31 23">x <b style="visibility:visible">{} [2].</b></span></div>'
+    gone = 'Seen [1]. <div style="display:none">' + inner.format("Gone")
+    assert scan(gone).spans[OBSCURED] == [] and blank_hidden(gone).strip() == "Seen [1]."
+    back = 'Seen [1]. <div style="visibility:hidden">' + inner.format("Back")
+    at = back.index("Back")
+    assert scan(back).spans[OBSCURED] == [(at, at + len("Back [2]."))]
+    assert blank_hidden(back).split() == ["Seen", "[1].", "Back", "[2]."]

@@ -39,3 +39,17 @@ def test_a_style_the_guard_cannot_read_keeps_what_its_parent_hid_and_how():
     at = back.index("Back")
     assert scan(back).spans[OBSCURED] == [(at, at + len("Back [2]."))]
     assert blank_hidden(back).split() == ["Seen", "[1].", "Back", "[2]."]
+
+
+def test_past_the_depth_limit_an_element_keeps_what_its_parent_hid_and_how():
+    """Past 256 open elements the guard cannot tell (obscured), and keeps what hid the element: inside
+    ``display:none`` nothing shows again; inside ``visibility:hidden`` a child set visible shows, obscured."""
+    from citebound.text.visible import MAX_DEPTH, blank_hidden, scan
+
+    deep = "<span>" * MAX_DEPTH + '<b style="visibility:visible">{} [2].</b>'
+    gone = 'Seen [1]. <div style="display:none">' + deep.format("Gone")
+    assert scan(gone).spans[OBSCURED] == [] and blank_hidden(gone).split() == ["Seen", "[1]."]
+    back = 'Seen [1]. <div style="visibility:hidden">' + deep.format("Back")
+    at = back.index("Back")
+    assert (at, at + len("Back [2].")) in scan(back).spans[OBSCURED]
+    assert blank_hidden(back).split() == ["Seen", "[1].", "Back", "[2]."]

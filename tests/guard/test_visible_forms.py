@@ -40,6 +40,7 @@ def test_a_word_in_an_attribute_hides_nothing(attrs):
     ('<div style="visibility:hidden">x<b style="visibility:visible">y</b></div>', "y"),
     ('<p style="display:none">x<div>y</div>', "y"),  # a <div> closes the hidden <p>
     ('<div hidden style="display:block">y</div>', "y"),  # an author display beats [hidden]
+    ("<?php x ?>y", "y"), ("<!x>y", "y"),  # a bogus comment, to its first ">" and not a character short
 ])
 def test_only_what_a_browser_does_not_render_is_left_out_of_an_answer(frag, kept):
     assert blank_hidden(frag).split() == [kept]
@@ -50,6 +51,9 @@ def test_only_what_a_browser_does_not_render_is_left_out_of_an_answer(frag, kept
     # (tests/guard/test_visibility_browser.py renders them). Before, the guard blanked each y as a comment.
     ("<!-->y [1].", ["y", "[1]."]), ("<!--->y [1].", ["y", "[1]."]), ("<!-- x --!>y [1].", ["y", "[1]."]),
     ("<!---->y", ["y"]), ("<!-- x -- >z -->y", ["y"]), ("<!--->y-->z", ["y-->z"]),
+    # a close is looked for after the opening "<!--" only: "--!>" overlapping it is no close (chromium hides z),
+    # nor is a "-->" just before it
+    ("<!--!> z -->y", ["y"]), ("x--><!--z-->y", ["x-->", "y"]),
 ])
 def test_a_comment_ends_where_a_browser_ends_it(frag, checked):
     assert blank_hidden(frag).split() == checked

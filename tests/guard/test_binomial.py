@@ -59,6 +59,7 @@ def test_binom_sf_is_scipy_even_in_a_tiny_tail():
     (1_000_000, 0.1, [0, 99_000, 100_000, 100_500, 105_000, 200_000, 999_999], 1e-8),
     (300_000, 0.9, [260_000, 269_000, 270_000, 270_500, 280_000], 1e-8),
     (200_000, 0.001, [0, 150, 200, 250, 400, 199_999], 1e-8),
+    (200_000, 1e-6, [0, 1, 2, 5, 30], 1e-8),  # a mean of 0.2, sd 0.45: the window is the 50 terms added to 40 sd
     (100_000_000, 0.1, [0, 9_990_000, 10_000_000, 10_010_000, 10_100_000], 1e-6),  # lgamma's own rounding at 1e9
 ])
 def test_tails_past_the_exact_table_against_scipy(n, p, ks, rtol):

@@ -208,3 +208,26 @@ def test_redis_replicas_lose_no_update_and_share_one_monitor(tmp_path):
     finally:
         p.terminate()
         p.wait(10)
+
+
+def test_each_retry_of_the_wal_switch_waits_5_to_25_ms(tmp_path, monkeypatch):
+    """A file that answers "locked" four times: the store retries after 5 ms plus up to 20 ms drawn (draws 0,
+    0.001, 0.5 and 0.999 give 5, 5.02, 15 and 24.98 ms), never longer, then switches."""
+    import citebound.calibration.state as state_mod
+
+    store = SqliteStore(str(tmp_path / "s.sqlite"))
+    slept, draws = [], iter([0.0, 0.001, 0.5, 0.999])
+    monkeypatch.setattr(state_mod.time, "sleep", slept.append)
+    monkeypatch.setattr(state_mod.random, "random", lambda: next(draws))
+
+    class LockedFourTimes:
+        tries = 0
+
+        def execute(self, sql):
+            self.tries += 1
+            if self.tries <= 4:
+                raise sqlite3.OperationalError("database is locked")
+
+    db = LockedFourTimes()
+    store._to_wal(db)
+    assert db.tries == 5 and slept == pytest.approx([0.005, 0.00502, 0.015, 0.02498])

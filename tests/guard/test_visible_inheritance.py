@@ -72,3 +72,19 @@ def test_a_raw_text_element_open_at_the_end_is_held_back_from_its_open_tag():
     t = "Seen [1]. <textarea>draft"
     assert scan(t).open_to_end == t.index("<textarea>")
     assert scan("Seen [1]. <script>x</script> after").open_to_end is None
+
+
+def test_a_tag_cut_by_the_end_is_held_back_when_it_may_still_end_within_a_tags_reach():
+    """A tag whose attribute the end of the text cuts: a stream may still complete it, so it is held back from its
+    '<', wherever it stands in a long text, as long as it could still end within MAX_TAG characters of it (one
+    character more cannot: it is text, never held)."""
+    from citebound.text.html_lex import MAX_TAG
+
+    head = "Seen [1]. " + "x" * (2 * MAX_TAG)
+    for tail in ('<b title="never closed', '<b title="' + "y" * (MAX_TAG - 11)):
+        t = head + tail
+        assert len(t) - t.index("<b") <= MAX_TAG and scan(t).open_to_end == t.index("<b")
+    t = head + '<b title="' + "y" * (MAX_TAG - 10)
+    assert len(t) - t.index("<b") == MAX_TAG and scan(t).open_to_end == t.index("<b")
+    t = head + '<b title="' + "y" * (MAX_TAG - 9)  # one character more: it can no longer end in reach
+    assert len(t) - t.index("<b") == MAX_TAG + 1 and scan(t).open_to_end is None

@@ -165,3 +165,22 @@ def test_token_counts_leave_out_padding_and_the_end_of_sequence(tiny_llama):
     b.model.generation_config.eos_token_id = new[j]
     got = b.chat([short, long])[0]
     assert got.completion_tokens == j and got.text == b.tok.decode(new[:j], skip_special_tokens=True).strip()
+
+
+def test_a_batch_is_one_backend_call_per_step_when_nothing_fails(tmp_path):
+    """Five items, batches of 2, the one-step bare pipeline: three calls of 2, 2 and 1 conversations (the batch
+    is generated together; it is retried item by item only when the batched call fails)."""
+    from citebound.scoring.llm_backends import Completion
+
+    class Recording:
+        name = "fake"
+        sizes: list = []
+
+        def chat(self, batch):
+            self.sizes.append(len(batch))
+            return [Completion("ok [1].", 5, 2) for _ in batch]
+
+    be = Recording()
+    tasks = [dict(TASKS[i % len(TASKS)], id=f"t{i}") for i in range(5)]
+    stats = generate_file(be, pipeline("bare"), tasks, tmp_path / "b.jsonl", {"model": "x"}, batch_size=2)
+    assert stats == {"skipped_done": 0, "generated": 5, "errors": 0} and be.sizes == [2, 2, 1]

@@ -177,3 +177,21 @@ def test_frozen_scores_skip_a_nan_and_are_never_capped(tmp_path):
     assert sorted(prep.pairs["frozen_score"].tolist()) == [0.1, 0.2, 0.3, 0.8, 0.9]
     assert prep.pairs["label"].tolist() == [1.0, 1.0, 0.0, 0.0, 0.0]
     assert dict(prep.stats.skipped) == {"invalid_record": 1} and prep.stats.n_sentences == 6
+
+
+def test_attribution_gold_skips_name_their_set_item_sentence_and_marker(tmp_path):
+    """Base 0, four passages, the third blank: sentence 2 cites [7] (out of range); sentences 0 and 1 each skip the
+    blank passage [2] as a candidate. Each skip names its set, its item, its sentence as item:index, its marker and
+    why; the stats name the set and its kind."""
+    rec = {"id": "q1", "output": "Cells make ATP [0]. Corona forms [1, 3]. Plain sentence [7].",
+           "ctxs": [{"text": "cells make atp"}, {"text": "corona"}, {"text": " "}, {"text": "other"}]}
+    p = tmp_path / "h.json"
+    p.write_text(json.dumps([rec]))
+    prep = prepare_set("gold/attr", "attribution_gold", {"answers": p}, {"citation_base": 0, "fit_fraction": 0.0})
+    row = {"set": "gold/attr", "item_id": "q1"}
+    assert prep.skips.to_dict("records") == [
+        row | {"sentence_id": "q1:2", "marker": "[7]", "reason": "out_of_range"},
+        row | {"sentence_id": "q1:0", "marker": "[2]", "reason": "empty_candidate"},
+        row | {"sentence_id": "q1:1", "marker": "[2]", "reason": "empty_candidate"}]
+    assert (prep.stats.set, prep.stats.kind) == ("gold/attr", "attribution_gold")
+    assert dict(prep.stats.skipped) == {"empty_candidate": 2, "out_of_range": 1}

@@ -247,6 +247,7 @@ def test_cross_domain_tau_and_flag_rates_by_hand():
     assert out["tau_authors"].tolist() == [0.88, 0.77]
     assert out["flag_rate"].tolist() == pytest.approx([2 / 3, 1 / 3])
     assert out["n_pairs"].tolist() == [3, 3]
+    assert out["guaranteed_catch"].tolist() == pytest.approx([0.9, 0.8])  # 1 - alpha
 
 
 def test_vs_authors_bands_are_inclusive_and_n_cited_exact():
@@ -309,3 +310,35 @@ def test_citation_prf_equals_a_reference_from_the_answers_spec(spec):
     assert got["citation_precision"] == pytest.approx(precision)
     assert got["citation_recall"] == pytest.approx(recall)
     assert got["citation_f1"] == pytest.approx(f1)
+
+
+def test_the_hub_tables_load_each_source_with_the_cache_dir(monkeypatch, tmp_path):
+    """With the hub reachable (a loader that records what it is asked), the QA rows and the corpus rows are each
+    loaded from their own source, with the cache folder given, and returned in that order."""
+    import logging
+
+    asked = []
+
+    def loader(source, cache_dir=None):
+        asked.append((source["config"], cache_dir))
+        return [{"from": source["config"]}]
+
+    monkeypatch.setattr(kit, "load_rows", loader)
+    hub = {"repo": "rag-datasets/rag-mini-bioasq", "split": "test", "revision": "main"}
+    qa, corpus = kit.hub_tables({**hub, "config": "qa"}, {**hub, "config": "corpus"}, "x.csv", tmp_path,
+                                logging.getLogger("t"))
+    assert (qa, corpus) == ([{"from": "qa"}], [{"from": "corpus"}])
+    assert asked == [("qa", tmp_path), ("corpus", tmp_path)]
+
+
+def test_each_stand_in_entry_carries_the_md5_of_its_own_record(qa_rows):
+    """The stand-in manifest's entries, each with the md5 of its record's JSON as the slice rebuilds it (entry i,
+    record i): worked out here from the rebuilt records."""
+    import hashlib
+    import json
+
+    qa, corpus, small = kit.stand_in_dataset(MANIFEST, qa_rows, 3)
+    records = kit.slice_records([dict(m) for m in MANIFEST["entries"][:3]], qa_rows,
+                                kit.passage_table(corpus.to_dict("records")))
+    want = [hashlib.md5(json.dumps(r, ensure_ascii=False).encode()).hexdigest() for r in records]
+    assert len(set(want)) == 3 and [m["record_md5"] for m in small["entries"]] == want

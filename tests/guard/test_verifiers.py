@@ -173,3 +173,32 @@ def test_each_config_of_a_verifier_name_has_its_own_score_cache(tmp_path):
     paths = [cache_for(c, tmp_path).path for c in (a, b, dict(a))]
     assert paths[0] == tmp_path / "scores" / f"lex-{verifier_hash(a)}.sqlite"
     assert paths[1] != paths[0] and paths[2] == paths[0] and verifier_hash(a) != verifier_hash(b)
+
+
+def test_a_locked_score_cache_retries_after_pauses_doubling_from_10_ms_to_half_a_second(tmp_path, monkeypatch):
+    """A cache file whose switch to WAL answers "locked" eight times (another score job creating it): the cache
+    waits 10, 20, 40, 80, 160, 320 ms, then 500 ms a try (the cap), and opens on the ninth try."""
+    import sqlite3
+
+    import citebound.verifiers.base as base
+
+    slept, real_connect = [], sqlite3.connect
+
+    class LockedEightTimes:
+        def __init__(self, *a, **kw):
+            self.db, self.locks = real_connect(*a, **kw), 8
+
+        def execute(self, sql, *args):
+            if sql.startswith("PRAGMA journal_mode") and self.locks:
+                self.locks -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return self.db.execute(sql, *args)
+
+        def commit(self):
+            self.db.commit()
+
+    monkeypatch.setattr(base.sqlite3, "connect", LockedEightTimes)
+    monkeypatch.setattr(base.time, "sleep", slept.append)
+    cache = ScoreCache(tmp_path / "c.sqlite")
+    assert cache.db.locks == 0
+    assert slept == pytest.approx([0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.5])

@@ -69,3 +69,14 @@ def test_the_pooled_table_keeps_two_sources_answers_apart():
     assert pooled["item_id"].tolist() == ["a|1", "a|2", "a|2", "b|1", "b|1"]
     assert pooled["item_id"].nunique() == 3 and pooled["x"].tolist() == [1, 2, 3, 4, 5]
     assert dict(sources_then_pooled([], lambda name: None)) == {}
+
+
+def test_a_supported_hard_score_at_exactly_the_tau_needed_is_flagged():
+    """As above, with the supported 0.9 moved to 0.95, exactly the tau needed on the hard set: flagged (score <=
+    tau), with the 0.2: 2 of 4; the hard catch rate at 0.8 is unchanged (0.35 and 0.5 of the unsupported)."""
+    cal = {"v": pd.DataFrame({"score_v": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], "label": [0] * 9})}
+    hard = {"v": pd.DataFrame({"score_v": [0.35, 0.85, 0.5, 0.95, 0.2, 0.95, 0.96, 0.99],
+                               "label": [0, 0, 0, 0, 1, 1, 1, 1]})}
+    r = transfer_table(cal, hard, [0.8]).iloc[0]
+    assert r["tau_needed_on_hard"] == 0.95 and r["flag_rate_supported_at_tau_needed"] == 0.5
+    assert r["hard_catch_rate"] == pytest.approx(2 / 4)

@@ -5,6 +5,7 @@ the right way. A head fitted without them ranks the held-out pairs exactly backw
 too would learn the large points and rank them right (AUC 1)."""
 import numpy as np
 import pandas as pd
+import pytest
 
 from citebound.training.evaluation import claim_folds, evaluate, holdout_mask
 from citebound.training.head import FEATURES
@@ -62,3 +63,19 @@ def test_every_held_out_row_reports_its_pairs_embedding_auc_and_the_difference()
         emb = roc_auc_score(y[mask], base[mask])
         assert row["n"] == mask.sum() and abs(row["embedding_auc"] - emb) < 1e-12, name
         assert emb > 0.05 and abs(row["delta"] - (row["auc"] - emb)) < 1e-12, name
+
+
+def test_an_auc_needs_both_labels_and_the_bootstrap_skips_resamples_of_one():
+    """AUC of one label only is nan (all 0s, all 1s), of both labels scikit-learn's. Two clusters, one of each
+    label: about half the cluster resamples hold one label only; they are skipped, so the interval is of the
+    resamples holding both (each the full data's difference) and finite."""
+    from sklearn.metrics import roc_auc_score
+
+    from citebound.training.evaluation import auc, paired_auc_difference
+
+    assert np.isnan(auc([0, 0, 0], [0.1, 0.5, 0.9])) and np.isnan(auc([1, 1], [0.2, 0.4]))
+    assert auc([0, 1, 1], [0.3, 0.2, 0.9]) == roc_auc_score([0, 1, 1], [0.3, 0.2, 0.9])
+    y, new, base = np.array([0, 0, 1, 1]), np.array([0.1, 0.2, 0.8, 0.9]), np.array([0.5, 0.1, 0.2, 0.9])
+    d, lo, hi = paired_auc_difference(y, new, base, np.array(["a", "a", "b", "b"]), n_boot=40, seed=0)
+    full = roc_auc_score(y, new) - roc_auc_score(y, base)
+    assert d == pytest.approx(full) and lo == pytest.approx(full) and hi == pytest.approx(full)

@@ -75,6 +75,7 @@ def test_citation_pr_pooled_counts_every_source():
     other = _cited([("C", "C0", 0, False, False)], ("v", "w"))
     t = citation_pr_table({"s": _pr_source(), "t": other}, ["v"], n_boot=50, seed=1).set_index("source")
     assert t.loc["t", "recall"] == 0 and t.loc["t", "precision"] == 0
+    assert t.loc["t", "f1"] == 0.0  # precision and recall 0: F1 is 0, not 0 / 0
     assert t.loc["pooled", "n_items"] == 3 and t.loc["pooled", "n_sentences"] == 5
     assert t.loc["pooled", "recall"] == pytest.approx(3 / 5)
     assert t.loc["pooled", "precision"] == pytest.approx(4 / 7)
@@ -230,3 +231,14 @@ def test_a_supported_citation_is_never_misattributed_though_its_sentence_has_an_
     c = classify(cited, props, "v")
     assert c["unsupported"].tolist() == [False, True]
     assert c["misattributed"].tolist() == [False, True] and c["ungrounded"].tolist() == [False, False]
+
+
+def test_a_sample_of_exactly_max_items_is_every_item_and_one_fewer_is_drawn():
+    """Three distinct items (one given twice): max_items 3 keeps all three, sorted, whatever the seed; 2 draws two
+    of them; None keeps all."""
+    from citebound.study.analysis.failure_kinds import sample_items
+
+    ids = ["c", "a", "b", "a"]
+    assert sample_items(ids, 3, seed=1) == sample_items(ids, None, seed=1) == ["a", "b", "c"]
+    assert [len(sample_items(ids, 2, seed=s)) for s in range(5)] == [2] * 5
+    assert {tuple(sample_items(ids, 2, seed=s)) for s in range(20)} != {("a", "b")}  # drawn, not the first two

@@ -466,3 +466,37 @@ def test_the_precision_rows_rate_and_interval_are_over_every_draw(monkeypatch):
     assert t.ci_low == pytest.approx(beta_dist.ppf(0.025, 10, 21), abs=1e-9)
     assert t.ci_high == pytest.approx(beta_dist.ppf(0.975, 11, 20), abs=1e-9)
     assert t.mean_fdr_at_tau == pytest.approx(fdr[high]) and not t.within_delta
+
+
+@pytest.mark.parametrize("alpha,beta,which", [(0.1, 0.9, "miss"), (0.9, 0.1, "flag")])
+def test_a_certified_tau_whose_rate_is_exactly_its_bound_keeps_the_promise(monkeypatch, alpha, beta, which):
+    """Ten unsupported citations (nine at 0.1, one at 0.8) and ten supported (one at 0.1, nine at 0.9): at tau
+    0.1 the population's miss rate is 1/10 (the 0.8) and its false-flag rate 1/10 (the supported 0.1). Certified in
+    every draw with that rate's bound at exactly 0.1, tau keeps the promise (a rate above the bound breaks it, not
+    one equal to it): no violation."""
+    from types import SimpleNamespace
+
+    s = np.array([0.1] * 9 + [0.8] + [0.1] + [0.9] * 9)
+    y = np.array([0] * 10 + [1] * 10)
+    grid = G.grid_for(s)
+    miss, flag = G.population_risks(s, y, grid)
+    (at,) = np.flatnonzero(np.isclose(grid, 0.1))
+    assert (miss[at], flag[at]) == (0.1, 0.1)
+    monkeypatch.setattr(G, "calibrate_two_sided",
+                        lambda *a, **kw: SimpleNamespace(certified=[float(grid[at])], tau=float(grid[at])))
+    t = G.ltt_violations({"v": pd.DataFrame({"score_v": s, "label": y})}, alpha, [beta], 0.1, 10, 0.5, 0).iloc[0]
+    assert (t.certified_share, t.violations) == (1.0, 0), which
+
+
+def test_an_unsupported_score_at_exactly_a_groups_tau_is_caught_not_missed(monkeypatch):
+    """Every calibration deploys tau = 0.5 (the pooled one and the group's own); every unsupported score is exactly
+    0.5 (flagged: score <= tau), every supported one 0.9: each half's miss rate is 0, pooled and per group, so no
+    split's miss is above alpha = 0 (a miss equal to alpha is not above it); nothing is falsely flagged."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(G, "calibrate_two_sided", lambda *a, **kw: SimpleNamespace(tau=0.5, certified=[0.5]))
+    big = frame([0.5] * 20 + [0.9] * 20, [0] * 20 + [1] * 20, "big")
+    out = G.group_vs_pooled({"v": big}, "group", 0.0, 0.2, 0.1, 6, seed=1, min_group=10).set_index("group")
+    row = out.loc["big"]
+    assert (row.pooled_miss, row.group_miss, row.pooled_false_flag, row.group_false_flag) == (0.0, 0.0, 0.0, 0.0)
+    assert (row.pooled_share_miss_above_alpha, row.group_share_miss_above_alpha) == (0.0, 0.0)

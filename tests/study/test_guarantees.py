@@ -500,3 +500,36 @@ def test_an_unsupported_score_at_exactly_a_groups_tau_is_caught_not_missed(monke
     row = out.loc["big"]
     assert (row.pooled_miss, row.group_miss, row.pooled_false_flag, row.group_false_flag) == (0.0, 0.0, 0.0, 0.0)
     assert (row.pooled_share_miss_above_alpha, row.group_share_miss_above_alpha) == (0.0, 0.0)
+
+
+def test_four_of_each_class_are_enough_and_a_hard_score_at_exactly_tau_is_never_a_miss():
+    """Four unsupported (0.1 to 0.4) and four supported calibration scores: enough (four of each) for the shift
+    alarm. At alpha 0.2 the deployed tau is the 4th of 4 (k = ceil(5 * 0.8) = 4): 0.4. Every hard unsupported score
+    is exactly 0.4, flagged (score <= tau): no labelled miss, so the label e-process never voids (0 of 6 streams),
+    and the realised miss is 0."""
+    cal = frame([0.1, 0.2, 0.3, 0.4, 0.8, 0.85, 0.9, 0.95], [0, 0, 0, 0, 1, 1, 1, 1])
+    hard = frame([0.4] * 30 + [0.9] * 5, [0] * 30 + [1] * 5)
+    t = G.shift_alarm({"v": cal}, {"v": hard}, 0.1, [0.5], streams=6, length=20, seed=0, mixture=False, alpha=0.2)
+    assert set(t.setting) == {"supported share", "transfer"}
+    labels = t[t.alarm.str.startswith("labels")].iloc[0]
+    assert (labels.alarms, labels.alarm_rate, labels.realised_miss) == (0, 0.0, 0.0)
+
+
+def test_a_certified_tau_whose_population_fdr_is_exactly_q_keeps_the_precision_promise(monkeypatch):
+    """q set to the population FDR of one tau (strictly between 0 and 1), that tau certified in every draw: an
+    FDR equal to q keeps the promise (above q breaks it), so no draw is a violation."""
+    s = np.array([0.1, 0.2, 0.3, 0.6, 0.9, 0.95] * 20)
+    y = np.array([0, 0, 1, 0, 1, 1] * 20)
+    grid = G.grid_for(s)
+    fdr = G.population_fdr(*G.population_risks(s, y, grid), 0.8)
+    t = int(np.flatnonzero((fdr > 0) & (fdr < 1))[0])
+
+    def only_t(cs, cy, g, delta, share_min):
+        out = np.ones(len(g))
+        out[t] = 0.0
+        return out
+
+    monkeypatch.setattr(G, "fdr_bounds", only_t)
+    row = G.precision_guarantee({"v": pd.DataFrame({"score_v": s, "label": y})}, float(fdr[t]), 0.8, 0.1, 0.1, 12,
+                                0.5, 0).iloc[0]
+    assert (row.certified_share, row.violations) == (1.0, 0)

@@ -213,6 +213,11 @@ def test_a_split_whose_coverage_is_exactly_the_target_is_not_below_it():
     assert summ.iloc[0]["n_test_unsupported"] == 10 and (c == 0.8).sum() > 0
     assert summ.iloc[0]["share_splits_below_target"] == pytest.approx(np.mean(c < 0.8))
     assert np.mean(c < 0.8) < np.mean(c <= 0.8)
+    # the PAC threshold's coverages, read the same way (60 negatives: 30 to calibrate, a finite PAC tau at 0.8)
+    summ, per = coverage_table({"v": _cal(list(np.linspace(0, 1, 60)), [0] * 60)}, [0.8], n_splits=300,
+                               fraction=0.5, delta=0.1, seed=0)
+    p = per["pac"].to_numpy()
+    assert (p == 0.8).sum() > 0 and summ.iloc[0]["pac_share_splits_below_target"] == pytest.approx(np.mean(p < 0.8))
 
 
 def test_pac_ranks_table_by_hand():

@@ -28,8 +28,9 @@ def test_begin_and_wice_label_0_pairs_are_unsupported_and_wice_evidence_joins_ev
                                              {"claim": "W part", "evidence": "['E2.']", "label": "partially_supported"}]))
     _write(r, f"{chunks}/test.jsonl", _jsonl([{"claim": "W test", "evidence": ["E3."], "label": "not_supported"}]))
     _write(r, "wice/data/non_supported_tokens/train.jsonl", _jsonl([
-        # supporting sentences in two groups (0 and 3, then 1): the evidence is sentences 0, 1 and 3, in order
-        {"claim": "W sub", "evidence": ["S0.", "S1.", "S2.", "S3."], "supporting_sentences": [[3, 0], [1]]},
+        # supporting sentences in two groups (0 and 3, then 1 and 4, one past the last): the evidence is sentences
+        # 0, 1 and 3, in order (an index past the evidence names no sentence)
+        {"claim": "W sub", "evidence": ["S0.", "S1.", "S2.", "S3."], "supporting_sentences": [[3, 0], [1, 4]]},
         {"claim": "W none", "evidence": ["T0."], "supporting_sentences": [[]]}]))
     ts = read_train_sets(r, ["begin", "wice"])
     p = ts.pairs.set_index("claim")

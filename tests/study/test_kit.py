@@ -143,6 +143,8 @@ def test_rouge_l_recall_by_hand():
     # LCS of "the cat sat on the mat" and "the cat is on the mat" is "the cat on the mat": 5 of 6
     assert kit.rouge_l_recall("The cat sat on the mat.", "the cat is on the mat") == pytest.approx(5 / 6)
     assert kit.rouge_l_recall("mat the", "the mat") == pytest.approx(1 / 2)
+    # a word the candidate repeats matches one reference word once: "the the the" against "the cat": 1 of 2
+    assert kit.rouge_l_recall("the the the", "the cat") == pytest.approx(1 / 2)
     assert kit.rouge_l_recall("anything", "") == 0.0
     # caps: the reference cut to its first 2 words, the candidate to its first 1
     assert kit.rouge_l_recall("the cat", "the cat is on", max_reference=2) == 1.0

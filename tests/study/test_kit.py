@@ -161,6 +161,9 @@ def test_citation_prf_by_hand():
     assert r["citation_f1"] == pytest.approx(2 / 3)
     none = kit.citation_prf("Nothing here matches the pattern at all.", 3, r"increas")
     assert none == {"citation_precision": 1.0, "citation_recall": 0.0, "citation_f1": 0.0}
+    # precision 0 (the only id, 9, past 2 passages) and recall 0 (the cued sentence has no marker): F1 0, not 0 / 0
+    both = kit.citation_prf("Levels increased a lot. Another sentence here [9].", 2, r"increas")
+    assert both == {"citation_precision": 0.0, "citation_recall": 0.0, "citation_f1": 0.0}
     # a 20-character sentence is too short to count; 21 counts
     assert kit.kit_sentences("x" * 19 + ". " + "y" * 20 + ".") == ["y" * 20 + "."]
 

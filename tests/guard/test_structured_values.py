@@ -97,6 +97,9 @@ def test_a_citation_attached_in_the_leading_whitespace_checks_the_first_sentence
     # trailing whitespace after the last kept sentence: the end maps to the guarded text's end (17 -> 25)
     ("A [9]. B is so.  ", "A [9 INVALID]. B is so.  ",
      [0, 1, 2, 3, 4, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 25, 25]),
+    # a marker that parts inside its number ('1' of [12] against '3' of [3]): its characters walk along the new
+    # marker together (3 -> 3, 4 -> 4) and stop at its ']' (5 -> 4), never going back
+    ("A [12]. B.", "A [3]. B.", [0, 1, 2, 3, 4, 4, 5, 6, 7, 8, 9]),
     # the last sentence removed: it and the end map to where the guarded text ends (14)
     ("A [9]. B [8].", "A [9 INVALID].", [0, 1, 2, 3, 4, 13, 14, 14, 14, 14, 14, 14, 14, 14]),
 ])

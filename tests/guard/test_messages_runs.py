@@ -21,6 +21,17 @@ RUN2 = "Unicorns sing opera loudly [1]."
 TOOL = {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"q": "ldl"}}
 
 
+def _stream(events):
+    """The guarded stream of these upstream Messages events (the lexical verifier, the statin passage): the
+    response and its events' data."""
+    with FakeAPIs(lambda b: Turn([""], raw=_sse(events))) as up, \
+            running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None)) as url:
+        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
+                                                   "citebound": {"passages": [STATINS]},
+                                                   "messages": [{"role": "user", "content": "q"}]}, timeout=60)
+    return r, sse_data(r)
+
+
 def _ask(content, cfg, scorer=None):
     msg = anthropic_message(content)
     with FakeAPIs(lambda b: Turn([""], whole=msg)) as up, \
@@ -144,12 +155,7 @@ def test_the_blocks_the_guard_does_not_check_are_named_unstreamed_and_streamed()
     ev = content_events(anthropic_message([{"type": "text", "text": RUN1}, {"type": "thinking", "thinking": "",
                                                                             "signature": ""},
                                            TOOL | {"input": {}}, SEARCH | {"input": {}}]))
-    with FakeAPIs(lambda b: Turn([""], raw=_sse(ev))) as up, \
-            running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None)) as url:
-        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
-                                                   "citebound": {"passages": [STATINS]},
-                                                   "messages": [{"role": "user", "content": "q"}]}, timeout=60)
-    events = sse_data(r)
+    r, events = _stream(ev)
     (rep,) = [e for e in events if e.get("type") == "citebound.report"]
     assert (rep["unchecked_fields"], rep["unchecked_tool_calls"], rep["report"]["verified"]) == (
         ["server_tool_use", "thinking"], 2, 1)
@@ -231,12 +237,7 @@ def test_malformed_blocks_pass_through_named_and_the_text_beside_them_is_still_g
     assert (rep["report"]["n_citations"], rep["report"]["verified"], rep["report"]["unverified"]) == (2, 1, 1)
     ev = content_events(anthropic_message([{"type": "text", "text": RUN1}, *MALFORMED]))
     ev[1]["content_block"]["citations"] = "x"
-    with FakeAPIs(lambda b: Turn([""], raw=_sse(ev))) as up, \
-            running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None)) as url:
-        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
-                                                   "citebound": {"passages": [STATINS]},
-                                                   "messages": [{"role": "user", "content": "q"}]}, timeout=60)
-    events = sse_data(r)
+    r, events = _stream(ev)
     assert [e["content_block"] for e in events if e.get("type") == "content_block_start"][1:] == MALFORMED
     (rep,) = [e for e in events if e.get("type") == "citebound.report"]
     assert (rep["unchecked_fields"], rep["unchecked_tool_calls"]) == (names, 0)
@@ -248,11 +249,6 @@ def test_a_text_delta_into_a_text_block_whose_text_is_no_string_is_refused():
     client unchecked, so the stream ends in an error event that says so."""
     ev = content_events(anthropic_message([{"type": "text", "text": 5}]))
     ev.insert(2, {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Unicorns [1]."}})
-    with FakeAPIs(lambda b: Turn([""], raw=_sse(ev))) as up, \
-            running(ServeConfig(upstream=up.base_url, verifier="lexical", reattributor=None)) as url:
-        r = httpx.post(f"{url}/v1/messages", json={"model": "m", "max_tokens": 5, "stream": True,
-                                                   "citebound": {"passages": [STATINS]},
-                                                   "messages": [{"role": "user", "content": "q"}]}, timeout=60)
-    events = sse_data(r)
+    r, events = _stream(ev)
     assert "Unicorns" not in r.text
     assert events[-1]["type"] == "error" and "outside a text block" in events[-1]["error"]["message"]

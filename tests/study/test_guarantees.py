@@ -8,6 +8,11 @@ from scipy.stats import beta as beta_dist
 from citebound.study.analysis import guarantees as G
 
 
+def scipy_cp(k, n):
+    """The two-sided 95% Clopper-Pearson interval for k events in n, from scipy's beta quantiles."""
+    return (0.0 if k == 0 else beta_dist.ppf(0.025, k, n - k + 1), 1.0 if k == n else beta_dist.ppf(0.975, k + 1, n - k))
+
+
 def frame(scores, labels, groups=None):
     d = pd.DataFrame({"score_v": scores, "label": labels})
     d["group"] = groups if groups is not None else "g"
@@ -25,8 +30,7 @@ def test_population_risks_by_hand():
 @pytest.mark.parametrize("k,n", [(0, 10), (1, 10), (5, 10), (10, 10), (1, 200), (3, 200)])
 def test_clopper_pearson_against_scipy(k, n):
     lo, hi = G.cp_interval(k, n)
-    want_lo = 0.0 if k == 0 else beta_dist.ppf(0.025, k, n - k + 1)
-    want_hi = 1.0 if k == n else beta_dist.ppf(0.975, k + 1, n - k)
+    want_lo, want_hi = scipy_cp(k, n)
     assert lo == pytest.approx(want_lo, abs=1e-9) and hi == pytest.approx(want_hi, abs=1e-9)
 
 
@@ -106,8 +110,7 @@ def test_label_test_table_e_process_within_delta_and_fixed_n_not():
     short = G.label_test(0.1, 0.1, [(40, 1)], 200, seed=2)
     for table, draws in ((t, 600), (short, 200)):
         for r in table.itertuples():
-            lo = 0.0 if r.voids == 0 else beta_dist.ppf(0.025, r.voids, draws - r.voids + 1)
-            hi = 1.0 if r.voids == draws else beta_dist.ppf(0.975, r.voids + 1, draws - r.voids)
+            lo, hi = scipy_cp(r.voids, draws)
             assert r.void_rate == r.voids / draws and (r.ci_low, r.ci_high) == (pytest.approx(lo), pytest.approx(hi))
     assert ((short.voids > 0) & (short.voids < 200)).all()
     # the e-process's void counts equal the library class on the same label sequences (one label per post)
@@ -143,8 +146,7 @@ def test_shift_alarm_ignores_a_changed_share_and_catches_hard_negatives():
     shares = t[t.setting == "supported share"]
     assert ((shares.alarms > 0) & (shares.alarms < 30)).any()  # a count where k of n and n of k differ
     for r in shares.itertuples():  # each rate over the 30 streams, with scipy's Clopper-Pearson interval
-        lo = 0.0 if r.alarms == 0 else beta_dist.ppf(0.025, r.alarms, 30 - r.alarms + 1)
-        hi = 1.0 if r.alarms == 30 else beta_dist.ppf(0.975, r.alarms + 1, 30 - r.alarms)
+        lo, hi = scipy_cp(r.alarms, 30)
         assert r.alarm_rate == r.alarms / 30 and (r.ci_low, r.ci_high) == (pytest.approx(lo), pytest.approx(hi))
     transfer = t[(t.setting == "transfer") & (t.alarm == "label-shift robust")].iloc[0]
     assert transfer.alarm_rate > 0.8 and transfer.median_delay < 600 and transfer.calibration_share == pytest.approx(0.2)

@@ -220,6 +220,23 @@ def test_a_split_whose_coverage_is_exactly_the_target_is_not_below_it():
     assert (p == 0.8).sum() > 0 and summ.iloc[0]["pac_share_splits_below_target"] == pytest.approx(np.mean(p < 0.8))
 
 
+def test_the_size_ablation_counts_a_split_exactly_at_the_target_as_not_below_it():
+    """20 negatives, 10 to calibrate: each split covers k / 10 of the other 10, so some splits land exactly on
+    0.8. The per-split coverages come from ``split_coverage`` with the ablation's seed; the share below the
+    target counts only those strictly under it, for both methods."""
+    from citebound.calibration.conformal import split_coverage
+
+    neg = np.linspace(0, 1, 20)
+    abl = calibration_size_ablation({"v": _cal(list(neg), [0] * 20)}, [10], [0.8], n_splits=200, seed=3)
+    cov = split_coverage(neg, np.array([]), 10, [0.2], 200, np.random.default_rng(3))
+    for method in ("conformal", "naive"):
+        c = cov[method][0]
+        assert (c == 0.8).sum() > 0 and np.mean(c < 0.8) < np.mean(c <= 0.8)
+        row = abl[abl["method"] == method].iloc[0]
+        assert row["share_splits_below_target"] == pytest.approx(np.mean(c < 0.8))
+        assert row["mean_coverage"] == pytest.approx(c.mean())
+
+
 def test_pac_ranks_table_by_hand():
     t = pac_ranks_table([9, 5], [0.9], 0.05).set_index("n_cal")
     assert t.loc[9, "k_marginal"] == 9 and t.loc[5, "k_marginal"] == 6  # ceil(10 * .9), ceil(6 * .9)

@@ -183,12 +183,19 @@ __all__ = ["Attached", "Plan", "plan", "audits", "add", "sentence_starts", "fail
            "guard_with", "position_map"]
 
 
+_FLAGGED_FORM = " [UNVERIFIED]"  # what the guard puts after a citation form with no ``]`` of its own (``²``, ``(2)``)
+
+
 def _align(a: str, b: str, out: list[int], a0: int, b0: int) -> None:
     """``out[a0 + i]`` for each position i of sentence ``a`` (guarded into ``b``): equal characters step together;
-    where they differ, both stand in a marker the guard rewrote, and each skips to its own ``]``. Linear; once the
-    two cannot be re-aligned, the rest of ``a`` maps to the end of ``b``."""
+    the flag the guard put after a form with no ``]`` is skipped in ``b``; where the two differ otherwise, both
+    stand in a marker the guard rewrote, and each skips to its own ``]``. Linear; once the two cannot be re-aligned,
+    the rest of ``a`` maps to the end of ``b``."""
     i = j = 0
     while i < len(a):
+        if b.startswith(_FLAGGED_FORM, j) and not a.startswith(_FLAGGED_FORM, i):
+            j += len(_FLAGGED_FORM)
+            continue
         if j < len(b) and a[i] == b[j]:
             out[a0 + i] = b0 + j
             i, j = i + 1, j + 1

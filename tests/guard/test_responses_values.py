@@ -152,6 +152,24 @@ def test_each_annotation_gets_its_own_verdict_at_its_own_sentence_and_its_positi
         (0, 1, "flagged"), (1, 2, "verified"), (2, 3, "verified"), (2, -1, "unverified"), (0, 2, "flagged")]
 
 
+def test_an_annotation_after_a_flagged_superscript_keeps_its_words_in_the_guarded_text():
+    """"Aspirin² irreversibly inhibits ... [1]. Statins ...": the '²' is a form the guard cannot read beside '[1]',
+    left unverified and written "² [UNVERIFIED]", 13 characters inserted inside the sentence. A url_citation on
+    "irreversibly inhibits" (after the '²', in the same sentence) must span the same words in the guarded text
+    (9 -> 22, 30 -> 43), not the sentence's end."""
+    text = f"Aspirin² {ASPIRIN[8:-1]} [1]. {STATINS}"
+    start, end = text.index("irreversibly"), text.index(" platelet")
+    notes = [{"type": "url_citation", "url": "https://example.org", "title": "t", "start_index": start,
+              "end_index": end}]
+    r = _post([_message(_part(text, notes))], [ASPIRIN, STATINS], False)
+    assert r.status_code == 200, r.text
+    (part,) = r.json()["output"][0]["content"]
+    assert part["text"] == f"Aspirin² [UNVERIFIED] {ASPIRIN[8:-1]} [1]. {STATINS}"
+    (got,) = part["annotations"]
+    assert (start, end) == (9, 30) and (got["start_index"], got["end_index"]) == (22, 43)
+    assert part["text"][22:43] == "irreversibly inhibits"
+
+
 def test_two_parts_marker_spans_count_the_earlier_parts_text_and_the_original_output_is_the_upstreams():
     """Part 0 "Unicorns sing opera loudly [1]." (31 characters; guarded 42, its marker flagged), part 1
     " Statins ... adults [2]." (its "[2]" at 41 within it). The whole report's spans are positions in the answer

@@ -102,6 +102,16 @@ def test_a_citation_attached_in_the_leading_whitespace_checks_the_first_sentence
     ("A [12]. B.", "A [3]. B.", [0, 1, 2, 3, 4, 4, 5, 6, 7, 8, 9]),
     # the last sentence removed: it and the end map to where the guarded text ends (14)
     ("A [9]. B [8].", "A [9 INVALID].", [0, 1, 2, 3, 4, 13, 14, 14, 14, 14, 14, 14, 14, 14]),
+    # a form with no ']' of its own ('²') flagged by the 13 characters " [UNVERIFIED]" put after it (guarded 2-14):
+    # what follows it in its sentence walks on past the flag (' ' 2 -> 15, 'b' -> 16, '.' -> 17), not to the end
+    ("A² b. C.", "A² [UNVERIFIED] b. C.", [0, 1, 15, 16, 17, 18, 19, 20, 21]),
+    # the same flag just before the sentence's '.': the '.' (4) goes to the guarded '.' (17), the end to 18
+    ("A b². C.", "A b² [UNVERIFIED]. C.", [0, 1, 2, 3, 17, 18, 19, 20, 21]),
+    # a flagged form, then a marker rewritten after it: ' [2' walk on past the flag (15-17), ']' parts inside
+    # the new marker (18), '.' goes to the one after '[2 INVALID]' (27)
+    ("A² [2]. C.", "A² [UNVERIFIED] [2 INVALID]. C.", [0, 1, 15, 16, 17, 18, 27, 28, 29, 30, 31]),
+    # the answer already holds the flag's text (guarded once before): it steps along its own copy, not skipped
+    ("A [UNVERIFIED] b [9]. C.", "A [UNVERIFIED] b [9 INVALID]. C.", [*range(20), 28, 29, 30, 31, 32]),
 ])
 def test_every_position_up_to_the_end_maps_into_the_guarded_text(original, guarded, expected):
     """Worked by hand: 'A [9]' and 'A [9 INVALID]' step together to position 4, where they part inside the marker

@@ -151,6 +151,39 @@ def test_agreement_against_scikit_learn_and_by_hand():
         assert r[k]["ci_low"] <= r[k]["estimate"] <= r[k]["ci_high"]
 
 
+def test_agreement_table_and_intervals_with_labellers_who_disagree_unevenly():
+    """a = 1 1 1 1 0 0 1 0, b = 1 0 0 1 0 1 1 0: both supported 3 (items 0, 3, 6), a alone 2 (1, 2), b alone 1 (5),
+    both unsupported 2 (4, 7). Each interval is the 2.5 and 97.5 percentiles over the same 400 item resamples
+    (rows of ``default_rng(5).integers(8, size=(400, 8))``), each statistic recomputed per resample: observed
+    agreement as the share of equal labels, kappa by scikit-learn, AC1 by its formula; a resample where a
+    statistic is undefined (kappa with both labellers constant) is left out."""
+    xa, xb = [1, 1, 1, 1, 0, 0, 1, 0], [1, 0, 0, 1, 0, 1, 1, 0]
+    a = [{"item_id": f"i{k}", "label": v} for k, v in enumerate(xa)]
+    b = [{"item_id": f"i{k}", "label": v} for k, v in enumerate(xb)]
+    r = agreement(a, b, n_boot=400, seed=5)
+    assert r["table"] == {"both_supported": 3, "a_supported_b_unsupported": 2, "a_unsupported_b_supported": 1,
+                          "both_unsupported": 2}
+    x, y = np.array(xa), np.array(xb)
+
+    def ac1(u, v):
+        pi = (u.mean() + v.mean()) / 2
+        pe = 2 * pi * (1 - pi)
+        return ((u == v).mean() - pe) / (1 - pe)
+
+    def kappa(u, v):
+        if len(set(u)) == len(set(v)) == 1 and u[0] == v[0]:
+            return math.nan
+        return cohen_kappa_score(u, v)
+
+    rows = np.random.default_rng(5).integers(8, size=(400, 8))
+    for name, f in (("observed_agreement", lambda u, v: (u == v).mean()), ("kappa", kappa), ("ac1", ac1)):
+        boot = np.array([f(x[i], y[i]) for i in rows], float)
+        boot = boot[np.isfinite(boot)]
+        assert r[name]["estimate"] == pytest.approx(f(x, y))
+        assert (r[name]["ci_low"], r[name]["ci_high"]) == pytest.approx(
+            (np.quantile(boot, 0.025), np.quantile(boot, 0.975))), name
+
+
 def test_calibrate_reads_a_label_file_and_records_the_sample(tmp_path, capsys):
     items, _ = population([json.loads(x) for x in answers_file(tmp_path / "a.jsonl").read_text().splitlines()])
     sample = uniform_sample(items, 30, 9)

@@ -180,6 +180,57 @@ def test_a_refused_connection_may_be_retried():
     assert e.value.retryable is True and f"cannot connect to 127.0.0.1:{port}" in str(e.value)
 
 
+def test_a_server_that_never_accepts_fails_the_connection_within_the_time_left():
+    """A listener whose backlog (0) is already full: the kernel drops the next handshake, so connecting waits. The
+    exchange's 0.5 s in all bound the connection too (not the 10 s a connection may take at most), and nothing
+    was sent: it may be retried."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(0)
+    port = s.getsockname()[1]
+    queued = []
+    for _ in range(8):  # fill the backlog; none is accepted
+        c = socket.socket()
+        c.setblocking(False)
+        c.connect_ex(("127.0.0.1", port))
+        queued.append(c)
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(HTTPFailure) as e:
+            exchange(f"http://127.0.0.1:{port}/x", timeout_s=0.5)
+        took = time.monotonic() - t0
+    finally:
+        for c in queued:
+            c.close()
+        s.close()
+    assert took < 3 and e.value.retryable is True
+    assert str(e.value) == f"cannot connect to 127.0.0.1:{port} (timed out)"
+
+
+def test_a_server_that_never_reads_the_request_fails_within_the_time_left():
+    """The server accepts, reads nothing for 3 s, then closes: a 16 MiB body fills the socket's buffers and
+    sending waits. The 0.5 s in all bound the sending too."""
+    srv = socket.create_server(("127.0.0.1", 0))
+
+    def accept_and_hold() -> None:
+        conn, _ = srv.accept()
+        time.sleep(3)
+        conn.close()
+
+    t = threading.Thread(target=accept_and_hold, daemon=True)
+    t.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(HTTPFailure) as e:
+            exchange(f"http://127.0.0.1:{srv.getsockname()[1]}/x", "POST", {"x": "a" * (16 << 20)}, timeout_s=0.5)
+        took = time.monotonic() - t0
+    finally:
+        t.join(10)
+        srv.close()
+    assert took < 3 and str(e.value) == "no complete answer within the time left (no bytes came)"
+
+
 def test_the_request_on_the_wire():
     """The request line keeps the path and query; the host, a JSON body in ASCII and its exact length; the
     caller's headers after ours."""

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 MAX_HEADER_BYTES = 64 * 1024
 READ_SLICE_S = 0.2  # how often a read wakes to ask the deadline and ``stop``
+CHUNK_FRAMING = 64 * 1024  # bytes a chunked answer may add to its body: chunk sizes and trailers
 
 
 class HTTPFailure(Exception):
@@ -164,12 +165,14 @@ def _read(sock: socket.socket, end: float, max_bytes: int, stop: Callable[[], No
                 if length > max_bytes:
                     raise HTTPFailure(f"the answer is {length} bytes, over the {max_bytes}-byte limit")
         got = len(buf) - body_at
-        if got > max_bytes + (64 * 1024 if chunked else 0):
+        if got > max_bytes + (CHUNK_FRAMING if chunked else 0):  # chunked: the body, then its framing and trailers
             raise HTTPFailure(f"the answer is over the {max_bytes}-byte limit")
         if length is not None and got >= length:
             return status, headers, bytes(buf[body_at:body_at + length])
         if chunked and buf.endswith(b"\r\n\r\n"):
             data, done = dechunk(bytes(buf[body_at:]))
+            if done and len(data) > max_bytes:
+                raise HTTPFailure(f"the answer is {len(data)} bytes, over the {max_bytes}-byte limit")
             if done:
                 return status, headers, data
         if not chunk:  # closed by the server

@@ -138,16 +138,35 @@ def test_headers_of_64_kib_still_coming_are_read_and_one_byte_more_is_not(size, 
 
 @pytest.mark.parametrize("how,max_bytes,ok", [
     ("length", 8, True), ("length", 7, False), ("close", 8, True), ("close", 7, False),
+    ("chunked", 8, True), ("chunked", 7, False),
 ])
 def test_the_byte_limit_admits_its_size_and_not_one_byte_more(how, max_bytes, ok):
-    raw = (head("Content-Length: 8") if how == "length" else head()) + OK
+    """The 8-byte body by its length, by the close, and in two chunks (3 and 5 bytes: 18 bytes with their framing,
+    so the limit is on the body the chunks carry)."""
+    raw = {"length": head("Content-Length: 8") + OK, "close": head() + OK,
+           "chunked": head("Transfer-Encoding: chunked") + b'3\r\n{"a\r\n5\r\n": 1}\r\n0\r\n\r\n'}[how]
     if ok:
         assert answer(raw, timeout_s=5, max_bytes=max_bytes) == {"a": 1}
         return
     with pytest.raises(HTTPFailure) as e:
         answer(raw, timeout_s=5, max_bytes=max_bytes)
-    want = "the answer is 8 bytes, over the 7-byte limit" if how == "length" else "the answer is over the 7-byte limit"
+    want = "the answer is over the 7-byte limit" if how == "close" else "the answer is 8 bytes, over the 7-byte limit"
     assert str(e.value) == want
+
+
+@pytest.mark.parametrize("pad,ok", [(65517, True), (65518, False)])
+def test_a_chunked_answers_framing_and_trailers_may_add_64_kib_to_the_limit_and_not_one_byte_more(pad, ok):
+    """'8' CRLF, the 8-byte body, CRLF, '0' CRLF (16 bytes), a trailer 'X-Pad: ' + ``pad`` letters + CRLF, the
+    blank line's CRLF: 16 + 7 + pad + 4 = 27 + pad bytes after the headers. With an 8-byte limit, 8 + 65,536 =
+    65,544 of them are read (pad 65,517); one more is refused while it comes."""
+    raw = head("Transfer-Encoding: chunked") + b"8\r\n" + OK + b"\r\n0\r\nX-Pad: " + b"a" * pad + b"\r\n\r\n"
+    assert len(raw) - len(head("Transfer-Encoding: chunked")) == 27 + pad
+    if ok:
+        assert answer(raw, timeout_s=5, max_bytes=8) == {"a": 1}
+        return
+    with pytest.raises(HTTPFailure) as e:
+        answer(raw, timeout_s=5, max_bytes=8)
+    assert str(e.value) == "the answer is over the 8-byte limit"
 
 
 @pytest.mark.parametrize("raw,came", [(b"", "no"), (head("Content-Length: 8") + b'{"a"', "some")])

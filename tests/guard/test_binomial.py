@@ -27,6 +27,7 @@ def test_upper_bound_is_scipy_clopper_pearson(k, n, level):
 
 def test_upper_bound_edges():
     assert upper_bound(10, 10, 0.05) == 1.0 and upper_bound(0, 0, 0.05) == 1.0
+    assert upper_bound(-1, 0, 0.05) == 1.0  # no draws bound nothing, whatever k says
     assert upper_bound(0, 10, 0.05) == pytest.approx(1 - 0.05 ** 0.1, abs=1e-13)  # by hand: (1 - r)^10 = 0.05
 
 
@@ -52,6 +53,12 @@ def test_binom_sf_is_scipy_even_in_a_tiny_tail():
     for k, n, p in ((8, 10, 0.1), (0, 5, 0.5), (40, 50, 0.1), (-1, 3, 0.2), (3, 3, 0.2)):
         assert binom_sf(k, n, p) == pytest.approx(stats.binom.sf(k, n, p), rel=1e-10, abs=1e-300)
     assert binom_sf(8, 10, 0.1) == pytest.approx(9.1e-9, rel=1e-12)  # by hand: 10 * 0.1**9 * 0.9 + 0.1**10
+
+
+def test_binom_sf_at_the_ends_of_p():
+    """P(X > k) with p = 1 (X = n surely): 0 at k = n, 1 below; with p = 0 (X = 0): 0 at every k >= 0."""
+    assert (binom_sf(4, 4, 1.0), binom_sf(3, 4, 1.0), binom_sf(0, 4, 0.0), binom_sf(-1, 4, 0.0)) == (0.0, 1.0, 0.0, 1.0)
+    assert binom_sf(200_000, 200_000, 1.0) == 0.0 and binom_sf(199_999, 200_000, 1.0) == 1.0
 
 
 @pytest.mark.parametrize("n,p,ks,rtol", [

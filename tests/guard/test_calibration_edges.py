@@ -102,6 +102,19 @@ def test_learn_then_test_refuses_what_it_cannot_certify_with(kw, why):
     assert why in str(e.value)
 
 
+@pytest.mark.parametrize("alpha,delta,why", [
+    (0.0, 0.1, "alpha must be in (0, 1), got 0.0"), (1.0, 0.1, "alpha must be in (0, 1), got 1.0"),
+    (0.1, 0.0, "delta must be in (0, 1), got 0.0"), (0.1, 1.0, "delta must be in (0, 1), got 1.0"),
+])
+def test_a_calibration_summary_refuses_alpha_or_delta_at_either_end(alpha, delta, why):
+    """The library's own check (the CLI refuses these before it): at 0 or 1 nothing is promised."""
+    from citebound.calibration.files import CalibrationError, calibration_summary
+
+    with pytest.raises(CalibrationError) as e:
+        calibration_summary([0.1, 0.2, 0.9], [0, 0, 1], alpha, delta, "lexical", "h")
+    assert str(e.value) == why
+
+
 def test_certify_needs_a_known_method_and_an_order_for_the_fixed_sequence():
     p = np.array([0.01, 0.5])
     with pytest.raises(ValueError, match="fixed_sequence needs its order"):

@@ -189,6 +189,17 @@ def test_citebound_train_refuses_settings_below_their_minimum(tmp_path, capsys, 
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("extra", [["--folds", "2"], ["--threads", "1"]])
+def test_citebound_train_takes_each_settings_minimum(tmp_path, capsys, extra):
+    """Two folds and one thread are allowed: the run goes on past those checks to the next one, an --out that is a
+    file."""
+    p = write_jsonl(tmp_path / "pairs.jsonl", labelled(n_per_source=4))
+    (tmp_path / "o").write_text("")
+    rc = main(["train", "--input", str(p), "--out", str(tmp_path / "o"), "--quiet", *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and "exists and is not a folder" in err and "must be" not in err
+
+
 def test_citebound_train_needs_both_labels(tmp_path, capsys):
     p = write_jsonl(tmp_path / "pairs.jsonl", [{"claim": f"c{i}", "passage": "p", "label": 1} for i in range(6)])
     rc = main(["train", "--input", str(p), "--out", str(tmp_path / "o"), "--quiet"])

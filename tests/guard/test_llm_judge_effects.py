@@ -80,10 +80,13 @@ def test_every_negation_cue_reads_as_a_negative_verdict(reply, verdict):
     assert parse_verdict(reply, "SUPPORTED", "UNSUPPORTED") is verdict
 
 
-def test_retries_double_their_pause_and_none_follows_the_last_attempt(tmp_path):
+def test_retries_double_their_pause_and_none_follows_the_last_attempt(tmp_path, caplog):
     """Three failing attempts with a 0.2 s backoff: they come at 0, 0.2 and 0.6 s (0.2 then 0.4 between), and the
-    error follows the third at once (no fourth pause)."""
+    error follows the third at once (no fourth pause). Each pause is logged with the retry it leads to: 1/2, 2/2."""
+    import logging
     import time
+
+    caplog.set_level(logging.WARNING, logger="citebound.verifiers.llm_judge")
 
     class Timed(list):  # the server's request log, with when each request came
         def append(self, body):
@@ -101,6 +104,8 @@ def test_retries_double_their_pause_and_none_follows_the_last_attempt(tmp_path):
     first, second = at[1] - at[0], at[2] - at[1]
     assert 0.18 <= first < 0.38 and 0.38 <= second < 0.7, (first, second)
     assert done - at[2] < 0.3
+    retries = [r.getMessage() for r in caplog.records if "retry" in r.getMessage()]
+    assert [m.split("; ")[1] for m in retries] == ["retry 1/2 in 0.2s", "retry 2/2 in 0.4s"]
 
 
 def test_an_empty_frozen_reply_is_replayed_not_asked_again(tmp_path):

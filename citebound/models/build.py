@@ -75,8 +75,11 @@ def read_safetensors(path: Path, names: set[str]) -> dict:
         n = int.from_bytes(head, "little")
         if n > 100_000_000:
             raise BuildError(f"{path}: a header length of {n} bytes; not a safetensors file")
+        raw = fh.read(n)
+        if len(raw) != n:
+            raise BuildError(f"{path}: its header is cut short ({len(raw)} of {n} bytes); not a safetensors file")
         try:
-            header = json.loads(fh.read(n))
+            header = json.loads(raw)
         except ValueError as e:
             raise BuildError(f"{path}: its header is not JSON ({e})") from None
         base = 8 + n

@@ -206,6 +206,22 @@ def test_assembly_refuses_a_changed_skeleton_map_or_weights(tmp_path, monkeypatc
         b.read_safetensors(w / "model.safetensors", {"x"})
 
 
+@pytest.mark.parametrize("n,why", [(100_000_000, "its header is cut short (2 of 100000000 bytes)"),
+                                   (100_000_001, "a header length of 100000001 bytes; not a safetensors file"),
+                                   (2, "no tensor 'x'"), (3, "its header is cut short (2 of 3 bytes)")])
+def test_a_safetensors_header_of_100_mb_is_read_and_one_byte_more_is_refused(tmp_path, n, why):
+    """A header length of exactly 100,000,000 bytes is read (here the file has only 2 bytes, '{}', after its
+    length: cut short); one byte more is refused before any read. A 2-byte header '{}' is whole (and names no
+    tensor); a 3-byte one is cut short."""
+    from citebound.models import build as b
+
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(n.to_bytes(8, "little") + b"{}")
+    with pytest.raises(b.BuildError) as e:
+        b.read_safetensors(path, {"x"})
+    assert why in str(e.value)
+
+
 def test_safetensors_reader_against_the_safetensors_library():
     """numpy's reading of the weights equals the safetensors library's (an independent reader)."""
     st = pytest.importorskip("safetensors.numpy")

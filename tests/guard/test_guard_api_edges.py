@@ -56,6 +56,36 @@ def test_guard_each_gives_a_bad_answer_its_own_error_at_its_index_and_guards_the
     assert g.guard_many([(good0[0], tuple(good0[1]))])[0][0] == alone0[0]  # a tuple of passages is a list of them
 
 
+BOOM = "Statins lower LDL boom [1]. Statins lower LDL cholesterol in adults [1]."
+
+
+@pytest.mark.parametrize("on_error,first,budget", [("closed", "[1 UNVERIFIED]", 0.5), ("open", "[1]", 0.0)])
+def test_guard_each_and_stream_follow_on_error_when_the_verifier_fails(on_error, first, budget):
+    """The verifier fails on the first sentence only ('boom'); the second copies the passage (verified). Closed:
+    the first marker is flagged UNVERIFIED, budget 1 of 2; open: it stays as written, budget 0. guard_each (a
+    batch of two answers) and stream (a sentence a piece, their reports merged) say the same as guard."""
+    from failing_scorer import Failing
+
+    g = Guard(Failing(), threshold=0.5, reattributor=None, on_error=on_error)
+    want = BOOM.replace("[1].", first + ".", 1)
+    (t0, r0), (t1, r1) = g.guard_each([(BOOM, [STATINS]), ("Statins lower LDL cholesterol in adults [1].", [STATINS])])
+    assert (t0, r0.unverified, r0.verified, r0.review_budget) == (want, 1, 1, budget)
+    assert (t1, r1.verified, r1.review_budget) == ("Statins lower LDL cholesterol in adults [1].", 1, 0.0)
+    *texts, rep = list(g.stream([BOOM[:27], BOOM[27:]], [STATINS]))
+    assert "".join(texts) == want and (rep.unverified, rep.verified, rep.review_budget) == (1, 1, budget)
+
+
+def test_unchecked_gives_the_text_with_every_citation_unverified_and_leaves_blocking_to_its_caller():
+    """No verifier runs: both citations unverified, budget 1; with action block past 0 the text is still given
+    (the stream or service that asked decides), the report not marked blocked. Bad input raises, as guard does."""
+    g = Guard("lexical", reattributor=None, action="block", block_above=0.0)
+    text, rep = g.unchecked("Aspirin works [1]. Statins work [2].", [ASPIRIN, STATINS], "ran past its time")
+    assert text == "Aspirin works [1 UNVERIFIED]. Statins work [2 UNVERIFIED]."
+    assert (rep.unverified, rep.review_budget, rep.blocked) == (2, 1.0, False)
+    with pytest.raises(GuardInputError, match="must be a list"):
+        g.unchecked("Aspirin works [1].", "not a list", "ran past its time")
+
+
 @pytest.mark.parametrize("max_units,candidates,stopped", [(3, 3, False), (2, 2, True), (1, 1, True)])
 def test_re_attribution_scores_proposals_up_to_the_unit_budget_and_says_where_it_stopped(max_units, candidates, stopped):
     """One flagged citation ([1] on the ATP claim points at the aspirin passage), four one-window passages: the

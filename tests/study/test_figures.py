@@ -190,6 +190,10 @@ def test_reattribution_bars_per_k_in_order():
     bm25, rnd = bars(ax, "bm25"), bars(ax, "random")
     assert [h for _, _, h in bm25[0]] == [0.6, 0.9] and [h for _, _, h in rnd[0]] == [0.2, 0.5]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["recall@1", "recall@3"]
+    # two rankers, bars 0.8 / 2 = 0.4 wide: bm25's centred at k's index, random's 0.4 on; each tick under the
+    # middle of its pair (index + 0.2)
+    assert [x for x, _, _ in bm25[0]] == approx([0, 1]) and [x for x, _, _ in rnd[0]] == approx([0.4, 1.4])
+    assert list(ax.get_xticks()) == approx([0.2, 1.2])
     (eb,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]  # random has no interval
     assert [(s[0][1], s[1][1]) for s in eb.lines[2][-1].get_segments()] == [approx((0.45, 0.7)), approx((0.85, 0.97))]
 
@@ -204,6 +208,9 @@ def test_kit_coverage_bars_and_intervals_by_column():
     got = {c.get_label(): [h for _, _, h in bs] for c, bs in
            zip([c for c in ax.containers if isinstance(c, BarContainer)], bars(ax))}
     assert got == {"answer as written": [0.5, 0.6], "guard": [0.4, 0.45], "random removal": [0.3, 0.2]}
+    # three bars 0.27 wide about each cell's tick: the guard's centred on it, the others 0.27 either side
+    assert [[x for x, _, _ in bs] for bs in bars(ax)] == [approx([-0.27, 0.73]), approx([0, 1]), approx([0.27, 1.27])]
+    assert list(ax.get_xticks()) == approx([0, 1])
     # each bar's interval from mid - 0.05 to mid + 0.1, in the order the bars are drawn
     assert [errorbar(ax, k=k)[2] for k in range(3)] == [[approx((0.45, 0.6)), approx((0.55, 0.7))],
                                                         [approx((0.35, 0.5)), approx((0.4, 0.55))],

@@ -63,6 +63,24 @@ def test_while_draining_the_liveness_probes_answer_and_the_routes_refuse(served)
     state.draining = False
 
 
+def test_each_request_is_timed_as_the_seconds_it_took(served):
+    """Two guard requests, timed by the client: the latency histogram counts 2 under /v1/guard, and its sum (the
+    service's own seconds) is positive and no more than what the client waited in all."""
+    url, _ = served
+    t0 = time.perf_counter()
+    for _ in range(2):
+        r = httpx.post(url + "/v1/guard", json={"answer": "Statins lower LDL [1].", "passages": ["Statins lower LDL."]},
+                       timeout=30)
+        assert r.status_code == 200
+    waited = time.perf_counter() - t0
+    got = {}
+    for line in httpx.get(url + "/metrics", timeout=10).text.splitlines():
+        for what in ("count", "sum"):
+            if line.startswith(f'citebound_request_seconds_{what}{{endpoint="/v1/guard"}}'):
+                got[what] = float(line.rsplit(" ", 1)[1])
+    assert got["count"] == 2.0 and 0 < got["sum"] <= waited
+
+
 def test_a_refused_body_is_counted_under_its_route_never_under_the_url_sent(served):
     url, state = served
     big = b"x" * (state.cfg.limits.max_request_bytes + 1)

@@ -56,6 +56,26 @@ def _cal(tmp_path, alpha):
     return json.loads(calibrate(tmp_path, recs, "--verifier-id", "fixed", "--alpha", str(alpha)).read_text())
 
 
+@pytest.mark.parametrize("on_void,tail", [("flag-all", "; with on_void flag-all every citation goes to review"),
+                                          ("annotate", "")])
+def test_a_card_whose_store_cannot_be_read_says_what_that_means_under_its_on_void(tmp_path, on_void, tail):
+    """A real Redis client on a port where nothing listens: the card's monitor is 'unavailable', and its meaning
+    says every citation goes to review only where on_void is flag-all."""
+    pytest.importorskip("redis", reason="the [redis] extra")
+    from citebound.calibration.state import RedisStore
+
+    k = GuaranteeKeeper(_cal(tmp_path, 0.1), store=RedisStore("redis://127.0.0.1:1/0", timeout_s=0.5), on_void=on_void)
+    m = k.card()["monitor"]
+    assert m["state"] == "unavailable" and m["reason"].startswith("the monitor's store cannot be read: ")
+    assert m["meaning"] == "the guarantee's drift monitor cannot say whether it still holds; verdicts go on" + tail
+
+
+def test_scores_given_to_a_keeper_whose_monitor_is_off_are_left_alone(tmp_path):
+    k = GuaranteeKeeper(_cal(tmp_path, 0.1), monitor=False)
+    k.observe_scores([0.2, 0.9])
+    assert (k.monitor, k.unobserved, k.card()["monitor"]["state"]) == (None, 0, "off")
+
+
 def test_the_label_test_runs_at_the_calibrations_alpha(tmp_path):
     k = GuaranteeKeeper(_cal(tmp_path, 0.05))
     k.labels(2, 10)

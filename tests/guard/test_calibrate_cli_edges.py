@@ -146,6 +146,16 @@ def test_a_label_other_than_the_integers_0_and_1_names_its_line(tmp_path, capsys
     assert f"{f}:2: expected 'label' 0 (unsupported) or 1 (supported)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("pair", ['"claim": "Statins lower LDL.", "passage": 5', '"claim": 5, "passage": "Statins."',
+                                  '"passage": "Statins."'])
+def test_a_labels_record_missing_its_claim_or_passage_text_names_its_line(tmp_path, capsys, pair):
+    """--labels: each record needs both texts; either one that is not a string (the other fine) names the line."""
+    f = tmp_path / "l.jsonl"
+    f.write_text('{"claim": "A.", "passage": "A.", "label": 0}\n{' + pair + ', "label": 1}\n')
+    assert main(["calibrate", "--labels", str(f), "--verifier", "lexical"]) == 2
+    assert f"{f}:2: expected 'claim' and 'passage' strings" in capsys.readouterr().err
+
+
 def test_a_sample_with_unlabelled_citations_and_no_cant_tell_ones_is_warned_of(tmp_path, capsys):
     """Sample of 8, 6 labelled, none can't-tell: 2 left out, and the warning says so."""
     meta = {"sample_seed": 3, "sample_size": 8, "verifier": "lexical", "labeller": "ann"}

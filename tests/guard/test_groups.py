@@ -81,7 +81,8 @@ def test_a_request_is_guarded_under_its_groups_threshold(cal_path):
     s = small.guarantee_card
     # the pooled PAC rank: the smallest k with P(Bin(43, 0.9) <= k - 1) >= 0.9 is 42 (scipy), so small's 20th, 0.50
     assert (s["group"], s["calibrated_on"], s["tau"]) == ("small", "pooled", pytest.approx(0.50))
-    assert "pooled" in s["fallback"] and "too few" in s["fallback"]
+    reason = json.loads(cal_path.read_text())["groups"]["small"]["reason"]
+    assert s["fallback"] == f"group 'small' uses the pooled calibration: {reason}" and "too few" in reason
     assert pooled.guarantee_card["group"] == "pooled" and "fallback" not in pooled.guarantee_card
     # one monitor per calibration: big's saw its 2 scores; the pooled one saw pooled's 2 and small's 2
     assert big.guarantee_card["monitor"]["deployed_scores"] == 2
@@ -93,6 +94,16 @@ def test_a_request_is_guarded_under_its_groups_threshold(cal_path):
         g.guard(ANSWER, passages, group="bgi")
     with pytest.raises(GuardInputError, match="no groups"):
         Guard(scorer, threshold=0.5).guard(ANSWER, passages, group="big")
+
+
+def test_a_fallback_group_written_without_a_reason_says_too_few(cal_path):
+    """A hand-edited file whose fallback entry lost its reason: the card says why in the words of the default."""
+    from citebound.guarding.card import Calibrations
+
+    cal = json.loads(cal_path.read_text())
+    del cal["groups"]["small"]["reason"]
+    _, why = Calibrations(cal).resolve("small")
+    assert why == "group 'small' uses the pooled calibration: too few labelled citations"
 
 
 def test_group_calibrations_reports_a_group_without_unsupported_citations():

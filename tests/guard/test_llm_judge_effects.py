@@ -59,6 +59,22 @@ def test_an_answer_frozen_for_one_model_is_not_replayed_for_another(tmp_path):
     assert ResponseStore.hash("m", "p") == hashlib.sha256(b"m\x1fp").hexdigest()
 
 
+def test_a_frozen_reply_is_filed_under_its_models_and_prompts_hash(tmp_path):
+    """The store's key is sha256(model, 0x1f, prompt), worked out here from each row's own model and prompt: a
+    store frozen by one version is found by the next (the order is the file format)."""
+    import sqlite3
+
+    with FakeOpenAI(lambda body: "SUPPORTED") as srv:
+        v = build_verifier(verifier_cfg("llm_judge", base_url=srv.base_url, api_key_env=KEY, model="model-a",
+                                        max_concurrency=1), tmp_path)
+        v.judge(["c1", "c2"], ["p1", "p2"])
+    (db,) = [f for f in tmp_path.rglob("*") if f.is_file() and f.read_bytes()[:15] == b"SQLite format 3"]
+    rows = sqlite3.connect(db).execute("SELECT prompt_hash, model, prompt FROM response").fetchall()
+    assert len(rows) == 2 and {m for _, m, _ in rows} == {"model-a"}
+    for h, m, prompt in rows:
+        assert h == hashlib.sha256(f"{m}\x1f{prompt}".encode()).hexdigest()
+
+
 def test_the_unparsed_count_adds_up_over_calls(tmp_path):
     answers = iter(["Maybe", "SUPPORTED", "no idea", "perhaps"])
     with FakeOpenAI(lambda body: next(answers)) as srv:

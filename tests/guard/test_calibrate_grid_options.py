@@ -40,3 +40,20 @@ def test_without_grid_precision_tests_the_default_grid_of_201(tmp_path):
     assert main(["calibrate", "--scores", str(src), "--verifier-id", "fixed", "--precision", "0.2",
                  "--supported-share-min", "0.5", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["precision"]["tau"] == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("q,certified", [("0.2", True), ("0.05", False)])
+def test_a_precision_that_no_tau_certifies_is_warned_of_and_one_that_is_is_not(tmp_path, capsys, q, certified):
+    """On the grid 0, 0.5, 1 the best bound is 0.07862 (at tau 0.5, worked out above): q 0.2 is certified, q 0.05
+    is not, and only then does calibrate warn that the guard keeps the catch-rate rule."""
+    src, out = tmp_path / "s.jsonl", tmp_path / "cal.json"
+    src.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    assert main(["calibrate", "--scores", str(src), "--verifier-id", "fixed", "--precision", q,
+                 "--supported-share-min", "0.5", "--grid", "0,1,3", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    warning = ("warning: none: no threshold certifies a false-discovery rate <= 0.05 at delta 0.1 with a supported share "
+               ">= 0.5 (label more citations, or loosen q); the guard keeps the catch-rate rule")
+    assert (json.loads(out.read_text())["precision"]["tau"] is not None) == certified
+    assert ("the guard keeps the catch-rate rule" in err) != certified
+    assert certified or warning in err
+

@@ -35,6 +35,8 @@ def test_the_pac_tau_is_the_score_at_the_pac_rank():
     k = next(k for k in range(1, 101) if binom.cdf(k - 1, 100, 0.9) >= 0.9)
     assert cal["pac"]["k"] == k and cal["pac"]["tau"] == pytest.approx(neg[k - 1])
     assert cal["k"] == math.ceil(101 * 0.9) and cal["tau"] == pytest.approx(neg[cal["k"] - 1])
+    # no supported citation among the labels: no rate on them (None, not the NaN of an empty mean)
+    assert cal["flag_rate_supported"] is None and cal["n_supported"] == 0
 
 
 def test_a_group_name_of_200_characters_is_the_longest():

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from citebound import definitions
 from citebound.scoring.loader import PairScorer, configured_hash
@@ -44,5 +45,5 @@ def test_a_stacked_verifier_scores_each_pair_with_its_bases_in_claim_passage_ord
                         definitions.windowing(), model_path=mp)
     ps = scorer.score(["Aspirin inhibits COX.", "Aspirin cures colds and flu."],
                       ["Aspirin inhibits COX in platelets.", "Aspirin inhibits COX."])
-    assert ps.score.tolist() == [1 / (1 + math.exp(-2.5)), 1 / (1 + math.exp(-1.0))]
+    assert ps.score.tolist() == pytest.approx([1 / (1 + math.exp(-2.5)), 1 / (1 + math.exp(-1.0))], rel=1e-12)
 

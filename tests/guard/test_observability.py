@@ -48,6 +48,47 @@ def test_an_access_record_is_one_json_line_with_its_fields():
     assert "\n" not in line and json.loads(line)["message"] == "two\nlines x"
 
 
+def test_only_uvicorns_access_records_of_five_arguments_are_read_as_access():
+    """A citebound record whose message has five arguments is its message; an access record with four (another
+    uvicorn's format) is its message too, never an error; every line is ASCII (U+2028 or an accent escaped),
+    so no log reader splits it."""
+    import logging
+
+    rec = logging.LogRecord("citebound", logging.INFO, __file__, 1, "%s %s %s %s %s", ("a", "b", "c", "d", 5), None)
+    out = json.loads(JsonFormatter().format(rec))
+    assert out["message"] == "a b c d 5" and "client" not in out and "status" not in out
+    rec = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s" %d',
+                            ("10.0.0.1:5", "GET", "/livez", 200), None)
+    out = json.loads(JsonFormatter().format(rec))
+    assert out["message"] == '10.0.0.1:5 - "GET /livez" 200' and "client" not in out
+    rec = logging.LogRecord("citebound", logging.INFO, __file__, 1, "caf\u00e9\u2028next", None, None)
+    line = JsonFormatter().format(rec)
+    assert line.isascii() and "\\u2028" in line and json.loads(line)["message"] == "caf\u00e9\u2028next"
+
+
+def test_tracing_not_asked_for_needs_no_exporter(monkeypatch):
+    """With no OpenTelemetry variable set, a missing exporter is no problem (nothing to export); asked for, it
+    is the one line that says what to install."""
+    import builtins
+
+    from citebound.serving.observability import check_tracing
+
+    real = builtins.__import__
+
+    def no_exporter(name, *a, **k):
+        if name.startswith("opentelemetry.exporter"):
+            raise ImportError(name)
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_exporter)
+    for var in ("OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+    assert check_tracing() is None
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
+    assert "pip install 'citebound[otlp]'" in check_tracing()
+
+
 class _Receiver(BaseHTTPRequestHandler):
     bodies: list = []
 

@@ -89,6 +89,27 @@ def test_tracing_not_asked_for_needs_no_exporter(monkeypatch):
     assert "pip install 'citebound[otlp]'" in check_tracing()
 
 
+def test_tracing_is_installed_only_when_asked_for_and_only_once(monkeypatch):
+    """No OpenTelemetry variable: nothing is installed (no exporter sending spans to a default address nobody
+    named). Asked for: one tracer provider, and a second call installs no other."""
+    pytest.importorskip("opentelemetry.sdk", reason="the [otlp] extra")
+    from opentelemetry import trace
+
+    from citebound.serving import observability
+
+    installed = []
+    monkeypatch.setattr(trace, "set_tracer_provider", installed.append)
+    monkeypatch.setattr(observability, "_INSTALLED", False)
+    for var in ("OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+    assert observability.setup_tracing() is False and installed == []
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    assert observability.setup_tracing() is True and observability.setup_tracing() is True
+    assert len(installed) == 1
+    installed[0].shutdown()
+
+
 class _Receiver(BaseHTTPRequestHandler):
     bodies: list = []
 

@@ -4782,6 +4782,9 @@ MUTANTS = [
 # code here, with the same module and the same bug (keyed by the first words of its description).
 CORE = "citebound/guarding/core.py"
 MOVED = {
+    # the chunked framing allowance named, and the body itself held to the limit (2026-12-07)
+    "a body read to the close may pass max_bytes by 64 KiB": (
+        BH, "        if got > max_bytes + (CHUNK_FRAMING if chunked else 0):", "        if got > max_bytes + CHUNK_FRAMING:"),
     # the Messages adapter's blocks judged by one helper, whole and streamed (2026-12-07)
     "a server_tool_use block is not counted as an unchecked tool call": (
         AM, 'return int(kind in ("tool_use", "server_tool_use")), ', 'return int(kind == "tool_use"), '),

@@ -1,6 +1,7 @@
 """The guard's own binomial tails against scipy.stats (an independent implementation)."""
 import numpy as np
 import pytest
+from hidden_imports import hide_imports
 from scipy import stats
 
 from citebound.calibration.binomial import binom_cdf, binom_sf, normal_isf, upper_bound
@@ -32,18 +33,9 @@ def test_upper_bound_edges():
 
 
 def test_normal_isf_is_scipy_and_the_stdlib_fallback_is_close(monkeypatch):
-    import builtins
-
     for q in (0.025, 0.05, 0.5, 0.9):
         assert normal_isf(q) == stats.norm.isf(q)
-    real = builtins.__import__
-
-    def no_scipy(name, *a, **k):
-        if name.startswith("scipy"):
-            raise ImportError(name)
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", no_scipy)
+    hide_imports(monkeypatch, "scipy")
     for q in (0.025, 0.05, 0.1):
         assert normal_isf(q) == pytest.approx(stats.norm.isf(q), abs=2e-15)
     assert normal_isf(0.025) == pytest.approx(1.959963984540054, abs=1e-15)

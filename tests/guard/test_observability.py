@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import httpx
 import pytest
+from hidden_imports import hide_imports
 
 from citebound.serving.observability import JsonFormatter, otlp_wanted
 from tests.service_helpers import free_port, wait_ready
@@ -66,24 +67,19 @@ def test_only_uvicorns_access_records_of_five_arguments_are_read_as_access():
     assert line.isascii() and "\\u2028" in line and json.loads(line)["message"] == "caf\u00e9\u2028next"
 
 
-def test_tracing_not_asked_for_needs_no_exporter(monkeypatch):
-    """With no OpenTelemetry variable set, a missing exporter is no problem (nothing to export); asked for, it
-    is the one line that says what to install."""
-    import builtins
-
-    from citebound.serving.observability import check_tracing
-
-    real = builtins.__import__
-
-    def no_exporter(name, *a, **k):
-        if name.startswith("opentelemetry.exporter"):
-            raise ImportError(name)
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", no_exporter)
+def _no_otel_variables(monkeypatch) -> None:
     for var in ("OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
                 "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
         monkeypatch.delenv(var, raising=False)
+
+
+def test_tracing_not_asked_for_needs_no_exporter(monkeypatch):
+    """With no OpenTelemetry variable set, a missing exporter is no problem (nothing to export); asked for, it
+    is the one line that says what to install."""
+    from citebound.serving.observability import check_tracing
+
+    hide_imports(monkeypatch, "opentelemetry.exporter")
+    _no_otel_variables(monkeypatch)
     assert check_tracing() is None
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
     assert "pip install 'citebound[otlp]'" in check_tracing()
@@ -100,9 +96,7 @@ def test_tracing_is_installed_only_when_asked_for_and_only_once(monkeypatch):
     installed = []
     monkeypatch.setattr(trace, "set_tracer_provider", installed.append)
     monkeypatch.setattr(observability, "_INSTALLED", False)
-    for var in ("OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
-                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
-        monkeypatch.delenv(var, raising=False)
+    _no_otel_variables(monkeypatch)
     assert observability.setup_tracing() is False and installed == []
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
     assert observability.setup_tracing() is True and observability.setup_tracing() is True

@@ -5567,9 +5567,24 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
             src = ROOT / name
             (shutil.copytree if src.is_dir() else shutil.copy2)(src, tree / name)
         # the scratch tree has no ../shared beside it: the tests that read the data mirror would skip (and a
-        # mutant only they catch would survive), so the mirror is named explicitly
-        mirror = os.environ.get("CITEBOUND_DATA_MIRROR") or str(ROOT.parent / "shared" / "data")
-        env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1", CITEBOUND_DATA_MIRROR=mirror)
+        # mutant only they catch would survive), so the mirror is named explicitly; a copy of it, since a mutant
+        # may write where it should read (a swapped copy truncated a file of the shared mirror once)
+        mirror = Path(tmp) / "data"
+        shutil.copytree(os.environ.get("CITEBOUND_DATA_MIRROR") or ROOT.parent / "shared" / "data", mirror)
+        env = dict(os.environ, PYTHONPATH=str(tree), PYTHONDONTWRITEBYTECODE="1", CITEBOUND_DATA_MIRROR=str(mirror))
+        pristine = Path(tmp) / "data.pristine"
+        shutil.copytree(mirror, pristine)
+
+        def mirror_kept(m: Mutant) -> None:
+            """Put back any file of the mirror's copy the mutant's tests changed, and say so."""
+            for f in pristine.rglob("*"):
+                copy = mirror / f.relative_to(pristine)
+                if f.is_file() and (not copy.is_file() or (copy.stat().st_size, copy.stat().st_mtime_ns)
+                                    != (f.stat().st_size, f.stat().st_mtime_ns)):
+                    print(f"  (the mutant's tests changed the data mirror's {f.relative_to(pristine)}: put back)",
+                          flush=True)
+                    copy.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(f, copy)
 
         def tests_pass(tests: list[str], show: bool = False) -> bool:
             r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "not slow",
@@ -5611,6 +5626,7 @@ def run(mutants: list[Mutant], timeout: int, selected: dict[str, list[str]] | No
                 verdict = "killed (timeout)"
             finally:
                 path.write_text(original)
+                mirror_kept(m)
             out.append((m, verdict, time.perf_counter() - t0))
             print(f"{verdict:9s} {m.module:15s} {time.perf_counter() - t0:5.1f}s  {m.why}", flush=True)
     return out

@@ -297,6 +297,9 @@ def _reattribute(plans: list[_Plan], scorer: Any, tau: float | None, reattribute
         a.action, a.new_pointer, a.new_score, a.new_evidence = "reattributed", ev.passage, sc, ev
 
 
+FLAGGED_FORM = " [UNVERIFIED]"  # written after a citation form with no ``]`` of its own (``²``, ``(2)``) that failed
+
+
 def _finish(plan: _Plan, remove: bool, mark_reattributed: bool = True, fail_open: bool = False,
             open_end: bool = False, uncited: str = "flag") -> tuple[str, GuardReport]:
     """Counts and review budget; 3. rewrite markers, flag or remove. ``open_end``: the answer goes on after
@@ -326,7 +329,7 @@ def _finish(plan: _Plan, remove: bool, mark_reattributed: bool = True, fail_open
             if plan.view[end - 1] == "]":
                 edits[start] = (end, plan.view[start:end - 1] + " UNVERIFIED]")
             else:
-                edits[start] = (end, plan.answer[start:end] + " [UNVERIFIED]")
+                edits[start] = (end, plan.answer[start:end] + FLAGGED_FORM)
     spans = [(s.start, s.end) for s in plan.sents if s.index in drop]
     if open_end:  # a sentinel stands for the text to come: a removed sentence takes the whitespace after it, as mid-answer
         return _apply(plan.answer + "\x00", edits, spans)[:-1], report

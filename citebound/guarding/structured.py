@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from citebound.guarding.core import FLAGGED_FORM as _FLAGGED_FORM
 from citebound.guarding.report import CitationAudit, GuardReport, failed  # noqa: F401 (failed: re-exported)
 from citebound.text.citations import sentences, strip_markers
 from citebound.text.limits import LimitExceeded, Limits
@@ -181,9 +182,6 @@ def guard_with(guard: Any, answer: str, cites: Sequence[Attached], passages: Seq
 
 __all__ = ["Attached", "Plan", "plan", "audits", "add", "sentence_starts", "failed", "verdict", "remove_sentences", "check",
            "guard_with", "position_map"]
-
-
-_FLAGGED_FORM = " [UNVERIFIED]"  # what the guard puts after a citation form with no ``]`` of its own (``²``, ``(2)``)
 
 
 def _align(a: str, b: str, out: list[int], a0: int, b0: int) -> None:

@@ -106,3 +106,32 @@ def test_a_held_answer_takes_nothing_more_once_blocked():
     assert asyncio.run(run()) == ("", "")
     assert held.text() == "Mars has two small moons [1]. As"
     assert held.report().blocked and held.report().flagged == 1 and held.report().n_citations == 1
+
+
+def test_work_that_fails_after_its_request_timed_out_is_not_logged_as_an_unretrieved_error():
+    """The late outcome of work the client no longer waits for is read by the task's done callback: asyncio would
+    otherwise report 'Task exception was never retrieved' for every late failure."""
+    import gc
+    import time
+
+    st = ServiceState(ServeConfig(verifier="lexical", request_timeout_s=0.05))
+    seen: list[dict] = []
+
+    def late_failure():
+        time.sleep(0.3)
+        raise ValueError("late")
+
+    async def main():
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: seen.append(ctx))
+        try:
+            await st.run_guarded(late_failure)
+        except TimeoutError:
+            pass
+        else:
+            raise AssertionError("the request should have timed out")
+        await asyncio.sleep(0.6)  # the worker thread ends, and its task with ValueError
+        gc.collect()
+        await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert [c.get("message") for c in seen] == []

@@ -179,6 +179,8 @@ def test_a_locked_score_cache_retries_after_pauses_doubling_from_10_ms_to_half_a
     """A cache file whose switch to WAL answers "locked" eight times (another score job creating it): the cache
     waits 10, 20, 40, 80, 160, 320 ms, then 500 ms a try (the cap), and opens on the ninth try."""
     import sqlite3
+    import time
+    from types import SimpleNamespace
 
     import citebound.verifiers.base as base
 
@@ -197,8 +199,10 @@ def test_a_locked_score_cache_retries_after_pauses_doubling_from_10_ms_to_half_a
         def commit(self):
             self.db.commit()
 
-    monkeypatch.setattr(base.sqlite3, "connect", LockedEightTimes)
-    monkeypatch.setattr(base.time, "sleep", slept.append)
+    # the module's own names only: sqlite3.connect and time.sleep patched for everyone would reach pytest's plugins
+    # (coverage's data file is sqlite)
+    monkeypatch.setattr(base, "sqlite3", SimpleNamespace(connect=LockedEightTimes, OperationalError=sqlite3.OperationalError))
+    monkeypatch.setattr(base, "time", SimpleNamespace(monotonic=time.monotonic, sleep=slept.append))
     cache = ScoreCache(tmp_path / "c.sqlite")
     assert cache.db.locks == 0
     assert slept == pytest.approx([0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.5, 0.5])

@@ -79,3 +79,18 @@ def test_the_schema_lists_the_served_routes_and_not_the_catch_all(upstream, prox
     if proxied:  # the 404's list: the proxy's routes, and the two of the service's own that answer a request
         served = {(path, method.lower()) for method, path in (s.split(" ") for s in SERVED.split(", "))}
         assert served == set(proxied) | {("/v1/guard", "post"), ("/v1/score", "post")}
+
+
+def test_the_admin_routes_document_a_required_json_body_with_their_fields():
+    """The admin routes read their body themselves (after the token check), so their schema is written out for
+    /docs: a body is required, with these fields (and which of them are required)."""
+    from citebound.serving.app import create_app
+
+    paths = create_app(ServeConfig(verifier="lexical")).openapi()["paths"]
+    for path, fields, required in (("/v1/monitor/labels", {"profile", "missed", "unsupported", "group"},
+                                    ["missed", "unsupported"]),
+                                   ("/v1/monitor/reset", {"profile", "group", "by"}, None)):
+        body = paths[path]["post"]["requestBody"]
+        assert body["required"] is True, path
+        schema = body["content"]["application/json"]["schema"]
+        assert set(schema["properties"]) == fields and schema.get("required") == required, path

@@ -55,3 +55,14 @@ def test_a_profile_without_a_finite_tau_is_refused_and_the_rest_is_standard_json
     assert list(d["profiles"]) == ["ok"] and "has no threshold (only 5 unsupported labels" in d["refused"]["strict"]
     assert isinstance(d["profiles"]["ok"]["tau"], float) and d["profiles"]["ok"]["n_unsupported"] == 20
     json.dumps(d, allow_nan=False)  # no Infinity, no NaN
+
+
+def test_an_unknown_profile_is_refused_naming_each_loaded_profile(tmp_path, lexical):
+    write(tmp_path / "b.json", "lexical", lexical.hash)
+    write(tmp_path / "a.json", "lexical", lexical.hash)
+    reg = CalibrationRegistry(str(tmp_path), Limits())
+    reg.load(lexical)
+    with pytest.raises(GuardInputError) as e:
+        reg.guard_for("c")
+    assert str(e.value) == "unknown calibration profile 'c'; profiles: ['a', 'b']"
+    assert reg.guard_for(None) is reg.guards[None] and reg.guard_for("a") is reg.guards["a"]

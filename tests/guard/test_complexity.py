@@ -97,6 +97,13 @@ def _visible(text: str) -> int:
     return len(hidden_spans(text)) + len(blank_hidden(text)) + len(fold_markers(text))
 
 
+def _forms(text: str) -> int:
+    from citebound.text.citations import sentences
+    from citebound.text.forms import other_forms, sentences_touching
+
+    return len(sentences_touching(sentences(text), other_forms(text, text)))
+
+
 def _json_checks(body: bytes) -> object:
     from citebound.serving.app import json_depth, json_problem
 
@@ -160,6 +167,10 @@ CASES = {
     "visible: formatting end tags under a div under deep spans": (
         _visible, lambda n: "<span>" * (n // 20) + "<div>" + "</b>" * (n // 8)),
     "visible: list items under deep spans": (_visible, lambda n: "<span>" * (n // 20) + "<li>x" * (n // 10)),
+    # forms the guard cannot read: each <sup> looks back three characters for an exponent's unit, and each form
+    # finds its sentence by bisection, never from the text's start
+    "forms: a superscript tag and a bracketed number in every sentence": (
+        _forms, lambda n: "Cells grow<sup>4</sup> (3). " * (n // 28)),
     "stream hold: no sentence end, 1-char pieces": (_hold, lambda n: ["w"] * (n // 4)),
     "stream hold: a cited sentence per piece": (_hold, lambda n: ["Aspirin works [1]. "] * (n // 76)),
     "stream hold: an open [ per piece": (_hold, lambda n: ["x [1"] * (n // 16)),

@@ -295,3 +295,20 @@ def test_a_status_line_needs_a_version_and_a_three_digit_code_and_no_reason(stat
         return
     with pytest.raises(HTTPFailure, match="the answer is not HTTP"):
         answer(raw, timeout_s=5)
+
+
+@pytest.mark.parametrize("line,status", [
+    (b"HTTP/1.1 200 OK", 200), (b"HTTP/1.0 503", 503), (b"HTTP/1.1 404 Not Found here", 404),
+    (b"SSH-2.0 200 OpenSSH", None),  # a second word of three digits, but not HTTP
+    (b"http/1.1 200 OK", None),  # the protocol name is upper case
+    (b"HTTP/1.1", None), (b"HTTP/1.1 20 OK", None), (b"HTTP/1.1 2000 OK", None), (b"HTTP/1.1 2x0 OK", None),
+    (b"", None),
+])
+def test_a_status_line_is_http_with_a_three_digit_code_or_the_answer_is_refused(line, status):
+    from citebound.scoring.bounded_http import parse_status_line
+
+    if status is None:
+        with pytest.raises(HTTPFailure, match="the answer is not HTTP"):
+            parse_status_line(line)
+    else:
+        assert parse_status_line(line) == status

@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -312,3 +313,30 @@ def test_a_status_line_is_http_with_a_three_digit_code_or_the_answer_is_refused(
             parse_status_line(line)
     else:
         assert parse_status_line(line) == status
+
+
+@pytest.mark.parametrize("timeout_s,connect_timeout", [(30.0, 10.0), (4.0, 4.0), (0.01, 0.05)])
+def test_connecting_waits_the_time_left_capped_at_10_s_and_floored_at_50_ms(monkeypatch, timeout_s, connect_timeout):
+    """A server 100 ms away must be reachable with 4 s left: the connect's own timeout is the time left, at most
+    10 s, at least 50 ms (recorded from what the client asks the socket layer for)."""
+    import citebound.scoring.bounded_http as bh
+
+    asked = []
+
+    def refuse(address, timeout):
+        asked.append((address, timeout))
+        raise ConnectionRefusedError("refused")
+
+    monkeypatch.setattr(bh, "socket", SimpleNamespace(create_connection=refuse))  # this module's name only
+    with pytest.raises(HTTPFailure, match="cannot connect to 10.9.8.7:8123") as e:
+        exchange("http://10.9.8.7:8123/v1/x", timeout_s=timeout_s)
+    assert e.value.retryable
+    assert [a for a, _ in asked] == [("10.9.8.7", 8123)] and asked[0][1] == pytest.approx(connect_timeout, abs=0.01)
+
+
+def test_a_body_that_is_not_standard_json_is_refused_before_connecting(monkeypatch):
+    import citebound.scoring.bounded_http as bh
+
+    monkeypatch.setattr(bh, "socket", SimpleNamespace(create_connection=lambda *a, **k: pytest.fail("connected")))
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        exchange("http://127.0.0.1:9/v1/x", "POST", {"score": float("nan")})

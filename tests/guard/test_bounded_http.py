@@ -342,31 +342,43 @@ def test_a_body_that_is_not_standard_json_is_refused_before_connecting(monkeypat
         exchange("http://127.0.0.1:9/v1/x", "POST", {"score": float("nan")})
 
 
+class Recorded:
+    """A connected socket that records what the client asks of it and answers ``answer``'s reads in turn."""
+
+    def __init__(self, *answer: bytes):
+        self.timeouts, self.sent, self.answer = [], b"", [*answer, b""]
+
+    def settimeout(self, t):
+        self.timeouts.append(t)
+
+    def sendall(self, data):
+        self.sent += data
+
+    def recv(self, n):
+        return self.answer.pop(0)
+
+    def close(self):
+        pass
+
+
 def test_sending_waits_the_time_left_then_each_read_wakes_every_200_ms(monkeypatch):
     """What the client asks of the socket, recorded: the request is sent under the time left (4 s here, not a
     fixed 50 ms a slow server's window would run out in), and each read waits at most 0.2 s."""
     import citebound.scoring.bounded_http as bh
 
-    class Recorded:
-        def __init__(self):
-            self.timeouts, self.sent = [], b""
-            self.answer = [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}", b""]
-
-        def settimeout(self, t):
-            self.timeouts.append(t)
-
-        def sendall(self, data):
-            self.sent += data
-
-        def recv(self, n):
-            return self.answer.pop(0)
-
-        def close(self):
-            pass
-
-    sock = Recorded()
+    sock = Recorded(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
     monkeypatch.setattr(bh, "socket", SimpleNamespace(create_connection=lambda address, timeout: sock))
     assert exchange("http://10.9.8.7:8123/v1/x", timeout_s=4.0)[0] == 200
     assert sock.sent.startswith(b"GET /v1/x HTTP/1.1\r\nHost: 10.9.8.7:8123\r\n")
     assert sock.timeouts[0] == pytest.approx(4.0, abs=0.05) and sock.timeouts[1:] == [0.2] * len(sock.timeouts[1:])
     assert len(sock.timeouts) >= 2
+
+
+def test_an_answer_read_to_its_close_is_not_taken_for_a_chunked_end(monkeypatch):
+    """No Content-Length and no chunking: the body is all the server sent before closing, even when it ends
+    like a chunked body's last chunk ("0" and a blank line), which only a chunked answer's framing may end."""
+    import citebound.scoring.bounded_http as bh
+
+    sock = Recorded(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n0\r\n\r\n", b"{}")
+    monkeypatch.setattr(bh, "socket", SimpleNamespace(create_connection=lambda address, timeout: sock))
+    assert exchange("http://10.9.8.7:8123/v1/x", timeout_s=4.0) == (200, {"connection": "close"}, b"0\r\n\r\n{}")

@@ -8,6 +8,7 @@ feature verifiers): its defaults are the definition's. The study builds the same
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -227,7 +228,6 @@ def hub_reachable(seconds: float = HUB_PROBE_S) -> bool:
     """Whether the hub's host (HF_ENDPOINT's, at its port, else huggingface.co) accepts a TCP connection
     within ``seconds``, name lookup included (a thread: getaddrinfo takes no timeout)."""
     import os
-    import socket
     import threading
     from urllib.parse import urlparse
 

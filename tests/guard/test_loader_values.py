@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -62,7 +63,7 @@ def test_the_hub_probe_is_bounded_while_the_name_lookup_hangs(monkeypatch):
         release.wait(10)
         raise OSError("no answer")
 
-    monkeypatch.setattr(socket, "create_connection", hang)
+    monkeypatch.setattr(loader, "socket", SimpleNamespace(create_connection=hang))  # the loader's name only
     t = time.perf_counter()
     try:
         assert loader.hub_reachable(0.3) is False
@@ -90,7 +91,7 @@ def test_the_hub_probe_asks_hf_endpoints_host_and_port(monkeypatch, endpoint, wh
         monkeypatch.delenv("HF_ENDPOINT", raising=False)
     else:
         monkeypatch.setenv("HF_ENDPOINT", endpoint)
-    monkeypatch.setattr(socket, "create_connection", connect)
+    monkeypatch.setattr(loader, "socket", SimpleNamespace(create_connection=connect))  # the loader's name only
     assert loader.hub_reachable(2.0) is True and seen == [where]
 
 
@@ -116,5 +117,5 @@ def test_an_endpoint_whose_port_is_not_a_number_is_probed_at_the_default_port(mo
         raise OSError("refused")
 
     monkeypatch.setenv("HF_ENDPOINT", "https://mirror.example:port")
-    monkeypatch.setattr(socket, "create_connection", connect)
+    monkeypatch.setattr(loader, "socket", SimpleNamespace(create_connection=connect))  # the loader's name only
     assert loader.hub_reachable(2.0) is False and seen == [("mirror.example", 443)]

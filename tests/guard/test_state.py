@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -217,8 +218,9 @@ def test_each_retry_of_the_wal_switch_waits_5_to_25_ms(tmp_path, monkeypatch):
 
     store = SqliteStore(str(tmp_path / "s.sqlite"))
     slept, draws = [], iter([0.0, 0.001, 0.5, 0.999])
-    monkeypatch.setattr(state_mod.time, "sleep", slept.append)
-    monkeypatch.setattr(state_mod.random, "random", lambda: next(draws))
+    # the store's own names only: a global patch would also change every other thread's time.sleep
+    monkeypatch.setattr(state_mod, "time", SimpleNamespace(sleep=slept.append, monotonic=time.monotonic))
+    monkeypatch.setattr(state_mod, "random", SimpleNamespace(random=lambda: next(draws)))
 
     class LockedFourTimes:
         tries = 0

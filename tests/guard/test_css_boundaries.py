@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from citebound.text.visible import OBSCURED, SHOWN
+from citebound.text.visible import HIDDEN, OBSCURED, SHOWN
 from tests.guard.test_visible_edges import cls, faces
 
 
@@ -53,3 +53,16 @@ def test_past_the_depth_limit_an_element_keeps_what_its_parent_hid_and_how():
     at = back.index("Back")
     assert (at, at + len("Back [2].")) in scan(back).spans[OBSCURED]
     assert blank_hidden(back).split() == ["Seen", "[1].", "Back", "[2]."]
+
+
+@pytest.mark.parametrize("frag,want", [
+    # IE's star hack after a quoted font: a ';' then a '*' starts a declaration (of no property), not a comment
+    ("<span style=\"font-family:'Arial';*zoom:1\">x</span>", SHOWN),
+    ("<span style=\"font-family:'Arial';*display:none\">x</span>", SHOWN),  # '*display' names no property
+    ("<span style=\"font-family:'Arial';display:none;*zoom:1\">x</span>", HIDDEN),
+    ("<span style=\"font-family:'Arial';color:red/*\">x</span>", OBSCURED),  # a comment never closed: unreadable
+    ("<span style=\"font-family:'Arial';color:red/* a */;display:none\">x</span>", HIDDEN),
+])
+def test_a_star_after_a_separator_is_a_declaration_and_only_slash_star_opens_a_comment(frag, want):
+    assert cls(frag) == want
+    faces(frag, "x", want)

@@ -242,3 +242,21 @@ def test_a_sample_of_exactly_max_items_is_every_item_and_one_fewer_is_drawn():
     assert sample_items(ids, 3, seed=1) == sample_items(ids, None, seed=1) == ["a", "b", "c"]
     assert [len(sample_items(ids, 2, seed=s)) for s in range(5)] == [2] * 5
     assert {tuple(sample_items(ids, 2, seed=s)) for s in range(20)} != {("a", "b")}  # drawn, not the first two
+
+
+def test_the_proposal_table_is_in_sentence_order_whatever_order_the_pairs_come_in():
+    """Two sentences of one answer, their pairs given last sentence first: the proposals come sentence by sentence
+    in id order (x:0's, then x:1's), the same table as from the pairs in order."""
+    def pair(sid, k, claim):
+        return {"set": "s", "pair_id": f"{sid}:{k}", "item_id": "x", "sentence_id": sid, "claim": claim,
+                "passage": f"P{k}", "passage_index": k, "label": np.nan, "group": "", "split": "", "marker": "[1]",
+                "frozen_score": np.nan}
+
+    pairs = pd.DataFrame([pair("x:1", 1, "ldl cholesterol falls"), pair("x:0", 0, "statins lower ldl")])
+    passages = {"x": ([0, 1, 2], ["statins lower ldl", "ldl cholesterol falls", "statins lower ldl cholesterol"])}
+    table, _ = proposal_pairs(pairs, passages, Reattributor("bm25", "bm25"), ["x"], "s/proposals")
+    ordered, _ = proposal_pairs(pairs.iloc[::-1].reset_index(drop=True), passages, Reattributor("bm25", "bm25"),
+                                ["x"], "s/proposals")
+    assert table["sentence_id"].tolist() == sorted(table["sentence_id"].tolist())
+    assert set(table["sentence_id"]) == {"x:0", "x:1"}
+    pd.testing.assert_frame_equal(table, ordered)

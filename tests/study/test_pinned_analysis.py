@@ -382,6 +382,7 @@ def test_coverage_table_every_column_against_split_coverage():
         assert r.naive_mean_coverage == pytest.approx(cov["naive"][i].mean())
     assert list(per.columns) == ["verifier", "target", "split", "conformal", "pac", "naive"]
     assert per["split"].tolist() == list(range(25)) * 2 and per["target"].tolist() == [0.8] * 25 + [0.9] * 25
+    assert per.index.tolist() == list(range(50))  # one row label each (not 0-24 twice)
     np.testing.assert_allclose(per["pac"], np.r_[cov["pac"][0], cov["pac"][1]])
     np.testing.assert_allclose(per["naive"], np.r_[cov["naive"][0], cov["naive"][1]])
     # coverage exactly at the target is not "below" it: every split of constant negatives covers 1.0

@@ -69,6 +69,8 @@ def test_the_agreement_sample_is_the_same_whatever_order_its_inputs_come_in():
     order = [("srcA", "a1"), ("srcA", "a2"), ("srcA", "a3"), ("srcB", "b1"), ("srcB", "b2")]
     take = np.sort(np.random.default_rng(4).choice(5, size=3, replace=False))
     assert [tuple(r) for r in one[["source", "pair_id"]].values] == [order[i] for i in take]
+    # the pairs' own columns and their source, nothing added (no old row number), labelled 0 to 2
+    assert list(one.columns) == ["pair_id", "v", "source"] and one.index.tolist() == [0, 1, 2]
 
 
 @pytest.mark.parametrize("n", [5, 6, 50])

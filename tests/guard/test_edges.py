@@ -31,6 +31,28 @@ def test_rank_hits_ties_and_order():
     assert h["n_candidates"].tolist() == [3, 2] and h["n_gold"].tolist() == [1, 1]
 
 
+def test_rank_hits_is_the_same_whatever_order_the_sentences_come_in():
+    """A constant ranker over three sentences of four candidates (one gold each): the seeded tie draws go to the
+    sentences in id order (four each), and the rows come in id order even when the pairs come last sentence first."""
+    import pandas as pd
+    df = pd.DataFrame({"sentence_id": [s for s in (0, 1, 2) for _ in range(4)], "score": [0.5] * 12,
+                       "label": [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1]})
+    want = rank_hits(df, "score", [1, 2], np.random.default_rng(7))
+    # by hand from the same draws: each sentence takes the next four, the smallest draw ranks first at a tie
+    rng = np.random.default_rng(7)
+    firsts = [int(np.argsort(rng.random(4), kind="stable")[0]) for _ in range(3)]
+    assert want["hit@1"].tolist() == [f == g for f, g in zip(firsts, (0, 1, 3))]
+    got = rank_hits(df.iloc[::-1].reset_index(drop=True), "score", [1, 2], np.random.default_rng(7))
+    assert got["sentence_id"].tolist() == [0, 1, 2]
+    # reversed, sentence 0 still takes the first four draws, on its candidates in reversed order (gold at 3)
+    assert got["hit@1"].tolist() == [f == g for f, g in zip(firsts, (3, 2, 0))]
+
+
+def test_unsupported_rates_of_no_source_is_an_empty_table():
+    from citebound.study.analysis import unsupported_rates
+    assert unsupported_rates({}, ["v"], n_boot=10, seed=0).empty
+
+
 @pytest.mark.parametrize("alpha", [0.0, 1.0, 1.5, -0.1])
 def test_alpha_outside_open_unit_interval_rejected(alpha):
     with pytest.raises(ValueError, match="alpha must be in"):

@@ -37,3 +37,16 @@ def test_a_sentences_stratum_is_its_best_gold_passages_overlap():
     assert quart["recall@1"].tolist() == [0.0, 1.0, 1.0, 0.0]
     rec = t["recall"].set_index("ranker")
     assert rec.loc["r", "recall"] == 0.5 and rec.loc["r", "n_sentences"] == 4
+
+
+def test_a_stratum_no_sentence_falls_in_is_left_out_not_reported_empty():
+    """Three sentences in quartiles: ranks 1, 2, 3 against quartile edges 1, 1.5, 2, 2.5, 3 fall in Q1, Q2 and Q4;
+    Q3 holds none and has no row (not a row of 0 sentences with a recall of nothing)."""
+    rows = [(0, SAME, SAME, 1, 0.9), (0, SAME, OTHER, 0, 0.5),
+            (1, SAME, OTHER, 1, 0.2), (1, SAME, OTHER, 0, 0.8),
+            (2, SAME, SAME, 1, 0.7), (2, SAME, OTHER, 0, 0.6)]
+    df = pd.DataFrame(rows, columns=["sentence_id", "claim", "passage", "label", "score"])
+    t = reattribution_tables(df, {"r": "score"}, [1], seed=0)
+    quart = t["strata"][t["strata"].scheme == "quartiles"]
+    assert quart["stratum"].astype(str).tolist() == ["Q1/4", "Q2/4", "Q4/4"]
+    assert quart["n_sentences"].tolist() == [1, 1, 1]

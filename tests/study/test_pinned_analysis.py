@@ -310,6 +310,16 @@ def test_lexical_overlap_by_label_against_scipy():
     assert (t.loc["supported", "n"], t.loc["refuted", "n"]) == (2, 2)
 
 
+def test_lexical_overlap_of_one_label_only_has_no_test_and_asks_scipy_nothing():
+    import warnings
+    df = pd.DataFrame({"claim": ["a b c", "a b"], "passage": ["a b c d", "a"], "label": [1, 1]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scipy warns of a sample too small when asked; it must not be asked
+        t = lexical_overlap_by_label(df).set_index("label")
+    assert (t.loc["supported", "n"], t.loc["refuted", "n"]) == (2, 0)
+    assert np.isnan(t.loc["supported", "mannwhitney_p"]) and np.isnan(t.loc["refuted", "mean_jaccard"])
+
+
 def _boot_idx(n, n_boot, seed):
     return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
 

@@ -24,6 +24,13 @@ def test_the_auc_counts_every_pair_ties_half():
     assert np.isnan(K.auc(pos, np.array([])))
 
 
+def test_the_auc_of_one_empty_side_is_nan_without_asking_scipy():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scipy (and a 0 denominator) would warn: neither may be reached
+        assert np.isnan(K.auc(np.array([]), np.array([0.1, 0.2]))) and np.isnan(K.auc(np.array([0.3]), np.array([])))
+
+
 def test_the_gain_and_its_paired_bootstrap_drawn_again_here():
     """Each resample draws as many positives as there are (here 3) and as many negatives (here 5), with
     replacement, positives first; the interval is the 2.5th and 97.5th percentiles of the resampled gains."""

@@ -82,6 +82,7 @@ def test_dedupe_against_evaluation_claims():
     assert claim_key("  Aspirin, WORKS! ") == "aspirin works"
     kept, removed = dedupe_against(pairs, {"scifact_dev": ["aspirin works"], "gold": ["statins too", "aspirin works."]})
     assert list(kept.claim) == ["Other"]
+    assert list(kept.columns) == ["source", "claim", "evidence", "label"] and kept.index.tolist() == [0]
     r = removed.set_index(["eval_set", "source"])["removed"]
     assert (r["scifact_dev", "a"], r["scifact_dev", "b"], r["gold", "a"], r["gold", "b"]) == (1, 1, 2, 1)
 

@@ -158,6 +158,38 @@ def test_design_table_and_choice_by_hand():
     assert not d3["adopted"] and "no leave-one-source-out evaluation for this variant" in d3["reasons"]
 
 
+HEAD_COLS = ["variant", "C", "evaluation", "n", "auc", "embedding_auc", "delta", "delta_ci_low", "delta_ci_high"]
+NET_COLS = ["design", "variant", "examples"] + HEAD_COLS[2:]
+
+
+def test_the_design_table_keeps_the_order_its_tables_list_variants_in():
+    """Variants listed domain_matched first (not alphabetical order): the table keeps that order, the head's
+    rows before the network's, one row label each."""
+    head = pd.DataFrame([["domain_matched", 1.0, "gold1", 9, 0.7, 0.6, 0.1, 0.0, 0.2],
+                         ["all", 0.1, "gold1", 9, 0.6, 0.6, 0.0, -0.1, 0.1]], columns=HEAD_COLS)
+    net = pd.DataFrame([["cross_encoder", "domain_matched", 8, "gold1", 9, 0.8, 0.6, 0.2, 0.1, 0.3],
+                        ["cross_encoder", "all", 8, "gold1", 9, 0.5, 0.6, -0.1, -0.2, 0.0]], columns=NET_COLS)
+    t = design_table(head, [net])
+    assert list(zip(t.design, t.variant, t.setting)) == [
+        ("frozen_head", "domain_matched", "C=1"), ("frozen_head", "all", "C=0.1"),
+        ("cross_encoder", "domain_matched", "examples=8"), ("cross_encoder", "all", "examples=8")]
+    assert t.index.tolist() == [0, 1, 2, 3]
+
+
+def test_a_tie_in_mean_gold_auc_goes_to_the_design_listed_first():
+    """The frozen head (listed first, the cheaper design) and the cross-encoder tie at a mean gold AUC of 0.7:
+    the head is chosen, though 'cross_encoder' sorts before 'frozen_head'."""
+    t = pd.DataFrame([["frozen_head", "all", "C=0.1", "gold1", 9, 0.7, 0.6, 0.1, 0.05, 0.15],
+                      ["frozen_head", "all", "C=0.1", "loso:a", 9, 0.7, 0.6, 0.1, np.nan, np.nan],
+                      ["cross_encoder", "all", "examples=8", "gold1", 9, 0.7, 0.6, 0.1, 0.05, 0.15],
+                      ["cross_encoder", "all", "examples=8", "loso:a", 9, 0.7, 0.6, 0.1, np.nan, np.nan]],
+                     columns=["design", "variant", "setting"] + HEAD_COLS[2:])
+    d = choose_design(t, ["gold1"], 0.05)
+    assert (d["design"], d["setting"], d["mean_gold_auc"]) == ("frozen_head", "C=0.1", 0.7)
+    flipped = choose_design(t.iloc[[2, 3, 0, 1]], ["gold1"], 0.05)
+    assert flipped["design"] == "cross_encoder"
+
+
 def test_kit_slice_texts_are_questions_and_answer_sentences_and_dedupe_removes_them(tmp_path):
     from citebound.study.train_verifier import kit_slice_texts
     from citebound.training.evaluation import dedupe_against

@@ -48,6 +48,20 @@ def test_sample_per_source_caps_each_source():
     assert s.equals(sample_per_source(pairs, 3, seed=1)) and set(s.claim) <= set(pairs.claim)
 
 
+def test_sample_per_source_draws_sources_in_name_order_without_replacement():
+    """Sources a (6 pairs) and b (5), 4 drawn from each: the seed's first draw is a's, its second b's, whatever
+    order the rows come in; each draw holds 4 distinct pairs, in their table order; rows labelled 0 to 7."""
+    pairs = pd.DataFrame({"source": ["b"] * 5 + ["a"] * 6, "claim": [f"b{i}" for i in range(5)] + [f"a{i}" for i in range(6)]})
+    rng = np.random.default_rng(3)
+    want_a = [f"a{i}" for i in np.sort(rng.choice(6, size=4, replace=False))]
+    want_b = [f"b{i}" for i in np.sort(rng.choice(5, size=4, replace=False))]
+    s = sample_per_source(pairs, 4, seed=3)
+    assert s.claim.tolist() == want_a + want_b and s.index.tolist() == list(range(8))
+    for seed in range(30):  # never the same pair twice (with replacement, 4 of 5 repeat one in most seeds)
+        got = sample_per_source(pairs, 4, seed=seed)
+        assert got.claim.is_unique and len(got) == 8
+
+
 def _synthetic(n_per=40, seed=0):
     rng = np.random.default_rng(seed)
     rows, xs = [], []
@@ -218,6 +232,12 @@ def test_load_training_adds_the_attribution_golds_fit_split_deduped_against_its_
     # the bootstrap resamples answers (item_id), not pairs: q3's two pairs are one cluster
     assert data["gold"]["attribution_gold_eval"]["cluster"].tolist() == ["q3", "q3"]
     assert data["gold"]["scifact_dev"]["cluster"].tolist() == ["d1", "d2"]
+    # the staged sources' pairs first, then the fit split's, labelled 0 to 2; the gold keeps its own columns
+    assert t.source.tolist() == ["fever_symmetric", FIT_SOURCE, FIT_SOURCE] and t.index.tolist() == [0, 1, 2]
+    assert list(t.columns) == ["source", "domain", "pair_id", "claim", "evidence", "label", "kind"]  # none added
+    assert list(data["gold"]["attribution_gold_eval"].columns) == ["pair_id", "item_id", "claim", "passage",
+                                                                   "label", "split", "cluster"]
+    assert data["gold"]["attribution_gold_eval"].index.tolist() == [0, 1]
     # without a fit split the source is a clear error naming the set
     nofit = _gold_parquet(tmp_path / "nofit.parquet", [["a4", "q3", "Eval claim one.", "passage D", 1, "eval"]])
     with pytest.raises(DataError, match="gold/attr: no 'fit' split"):
@@ -241,3 +261,19 @@ def test_the_model_card_says_the_attribution_gold_is_deduped_by_its_evaluation_s
     # without the fit split among the sources, the plain sentence
     plain = model_card({**cfg, "sources": ["begin"]}, counts, removed, {}, table, decision, {}, {})
     assert "were removed first:" in plain and "its fit split" not in plain
+    assert "(none matched)" not in card and "Rows the readers could not use: none." in card
+
+
+def test_the_model_card_says_when_nothing_was_removed_and_names_each_skip():
+    from citebound.study.train_verifier import model_card
+
+    cfg = {"design": "frozen_head", "encoder": "e", "C": [0.1], "n_bootstrap": 10, "seed": 1, "sources": ["begin"]}
+    counts = pd.DataFrame({"source": ["begin"], "domain": ["general"], "pairs": [4], "supported": [1]})
+    removed = pd.DataFrame({"eval_set": ["gold/a", "gold/b"], "source": ["begin", "begin"], "removed": [0, 0]})
+    table = pd.DataFrame(columns=["variant", "C", "evaluation", "n", "auc", "embedding_auc", "delta",
+                                  "delta_ci_low", "delta_ci_high"])
+    decision = {"variant": "all", "C": 0.1, "adopted": False, "reasons": ["x"]}
+    skipped = {("fever_symmetric", "no label"): 3, ("begin", "empty claim"): 1}
+    card = model_card(cfg, counts, removed, skipped, table, decision, {}, {})
+    assert "| (none matched) | | 0 |" in card and "| gold/a |" not in card
+    assert "Rows the readers could not use: begin empty claim: 1, fever_symmetric no label: 3." in card

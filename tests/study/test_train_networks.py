@@ -328,3 +328,75 @@ def test_the_cross_encoder_reads_the_claim_then_the_window_in_training_and_in_ju
         loss = float(net._loss(batch, None))
     by_hand = -(np.log(prob(claims[0], windows[0])) + np.log(1 - prob(claims[1], windows[1]))) / 2
     assert loss == pytest.approx(by_hand, rel=1e-4)
+
+
+WIN = {"window_chars": 600, "stride": 300, "claim_cap": 600}
+
+
+@pytest.mark.parametrize("design,keep", [("cross_encoder", 26), ("bi_encoder", 30)])
+def test_texts_past_max_length_are_cut_to_it_in_training_and_judging(tiny_bert, design, keep):
+    """A 700-word window (past max_length 32 and BERT's 512 positions) trains and is judged as its first words:
+    30 alone ([CLS] and [SEP] around them), 26 beside a 3-word claim ([CLS] claim [SEP] window [SEP])."""
+    words = (WORDS * 40)[:700]
+    long = " ".join(words)
+    net = Network(design, tiny_bert, batch_size=2, lr=1e-3, max_length=32, seed=7)
+    units = pd.DataFrame({"source": ["s1", "s1"], "claim": ["statins lower ldl", "aspirin does not inhibit cox"],
+                          "window": [long, "the library budget"], "label": [1, 0], "hard": ["the library budget", ""]})
+    net.fit(units, 2)
+    assert np.isfinite(net.curve[0]["loss"])
+    s_long, _ = net.judge(["statins lower ldl"], [long])
+    s_cut, _ = net.judge(["statins lower ldl"], [" ".join(words[:keep])])
+    s_more, _ = net.judge(["statins lower ldl"], [" ".join(words[:keep + 1])])
+    assert s_long[0] == s_cut[0] == s_more[0]  # the same tokens, bit for bit
+    s_less, _ = net.judge(["statins lower ldl"], [" ".join(words[:keep - 1])])
+    assert s_less[0] != s_cut[0]  # one word fewer is seen
+
+
+@pytest.mark.parametrize("design,n,labels", [("cross_encoder", 10, [0] * 6 + [1] * 4), ("bi_encoder", 4, [1] * 4)])
+def test_the_cross_encoder_trains_on_every_pair_and_the_bi_encoder_on_supported_ones(tiny_bert, monkeypatch,
+                                                                                      design, n, labels):
+    """The toy pool has 10 pairs, 4 supported: one pass over them draws each exactly once. The cross-encoder's
+    classes are weighted by total / (2 x count): 10/12 for the 6 unsupported, 10/8 for the 4 supported."""
+    import torch
+
+    seen, weights = [], []
+    real = Network._loss
+
+    def recording(self, batch, class_weight):
+        seen.extend(batch["label"].tolist())
+        weights.append(class_weight)
+        return real(self, batch, class_weight)
+
+    monkeypatch.setattr(Network, "_loss", recording)
+    units = training_units(toy_pool(), WIN)
+    Network(design, tiny_bert, batch_size=3, lr=1e-3, max_length=32, seed=7).fit(units, n)
+    assert sorted(seen) == labels
+    if design == "cross_encoder":
+        assert all(torch.allclose(w, torch.tensor([10 / 12, 10 / 8])) for w in weights)
+    else:
+        assert weights == [None, None]
+
+
+def test_training_and_scoring_show_a_bar_only_when_asked(tiny_bert, capsys):
+    net = Network("cross_encoder", tiny_bert, batch_size=2, lr=1e-3, max_length=32, seed=7)
+    units = training_units(toy_pool(), WIN)
+    capsys.readouterr()  # (loading the weights shows transformers' own bar)
+    net.fit(units, 2)
+    net.pair_scores(["statins lower ldl"], ["statins lower ldl in men"], WIN)
+    assert capsys.readouterr().err == ""
+    net.fit(units, 2, progress=True)
+    assert "train[cross_encoder]" in capsys.readouterr().err
+
+
+def test_a_model_is_saved_into_a_new_nested_folder_and_again_over_itself(tiny_bert, tmp_path):
+    net = Network("cross_encoder", tiny_bert, batch_size=2, lr=1e-3, max_length=32, seed=7)
+    out = tmp_path / "a" / "b" / "m"
+    net.save(out, {"encoder": "tiny"})
+    net.save(out, {"encoder": "tiny", "again": True})
+    assert json.loads((out / "citebound.json").read_text())["again"] is True
+
+
+def test_training_units_keep_the_pairs_columns_and_add_the_window_and_hard_negative():
+    u = training_units(toy_pool(), WIN)
+    assert list(u.columns) == ["source", "claim", "evidence", "label", "window", "hard"]
+    assert u.index.tolist() == list(range(10))

@@ -416,6 +416,22 @@ def test_certified_betas_empirical_rates_are_the_populations_at_its_tau():
     assert (row.empirical_miss_at_tau, row.empirical_false_flag_at_tau) == (miss, flag)
 
 
+def test_the_tables_count_each_class_by_its_own_label():
+    """3 unsupported and 5 supported labels (unequal, so a swapped class counts 5 and 3); too few to certify."""
+    s, y = np.array([0.1, 0.2, 0.3, 0.6, 0.7, 0.8, 0.9, 0.95]), np.array([0, 0, 0, 1, 1, 1, 1, 1])
+    row = G.certified_beta({"v": frame(s, y)}, [0.1], 0.1).iloc[0]
+    assert (row.n_unsupported, row.n_supported, row.certified_beta) == (3, 5, None)
+    t = G.ltt_violations({"v": frame(s, y)}, 0.1, [0.1], 0.1, 3, 0.5, seed=0).iloc[0]
+    assert (t.n_unsupported, t.n_population, t.n_cal) == (3, 8, 4)
+
+
+@pytest.mark.parametrize("scores,lo,hi", [([0.2, 0.7], 0.0, 1.0), ([-2.3, 0.5], -3.0, 1.0), ([0.2, 3.4], 0.0, 4.0),
+                                          ([-0.5, 1.5], -1.0, 2.0), ([0.0, 1.0], 0.0, 1.0)])
+def test_the_grid_is_0_to_1_widened_to_whole_numbers_around_a_scale_outside_it(scores, lo, hi):
+    g = G.grid_for(np.array(scores))
+    assert (g[0], g[-1], len(g)) == (lo, hi, 201) and g[100] == pytest.approx((lo + hi) / 2)
+
+
 def test_the_alarm_rows_count_the_streams_that_alarmed_and_their_delays(monkeypatch):
     """A monitor that alarms on the streams of odd seed b, at step b + 1: of 5 streams, 2 alarm (b = 1, 3) in each
     setting, a rate of 2 / 5 with scipy's Clopper-Pearson interval; the transfer delays are 2 and 4 (median 3, 90th

@@ -321,6 +321,33 @@ def test_the_catch_rate_before_the_alarm_counts_a_hard_negative_at_exactly_tau(m
     assert out.loc["transfer", "alarms"] == 0 and out.loc["exchangeable", "alarms"] == 0
 
 
+def test_the_catch_rate_before_the_alarm_reads_only_the_scores_before_it(monkeypatch):
+    """Every stream alarms at its second score: each stream's catch rate is that of its first two scores (tau =
+    0.19 as above; a hard set of four unsupported scores, only 0.1 caught: 1 of 4 over the whole stream), drawn
+    here with the same generator (five calibration permutations, then five of the hard set)."""
+    class AlarmsAtTwo:
+        alarm_at = 2
+
+        def __init__(self, *a, **kw):
+            pass
+
+        def update(self, *a, **kw):
+            return "alarm"
+
+    monkeypatch.setattr(G, "DriftMonitor", AlarmsAtTwo)
+    cal = frame(np.r_[np.round(np.arange(1, 21) * 0.01, 2), np.full(10, 0.9)], np.r_[np.zeros(20), np.ones(10)])
+    hs = np.array([0.1, 0.5, 0.6, 0.7])
+    out = G.monitor_alarms({"v": cal}, {"v": frame(hs, [0, 0, 0, 0])}, 0.1, 0.1, 5, seed=3).set_index("setting")
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        rng.permutation(30)
+    firsts = [rng.permutation(4)[:2] for _ in range(5)]
+    want = float(np.median([np.mean(hs[f] <= 0.19) for f in firsts]))
+    assert out.loc["transfer", "catch_rate_before_alarm"] == want != 0.25
+    # with no supported citation in the hard set, the catch rate at tau is still its unsupported share caught
+    assert out.loc["transfer", "catch_rate_at_tau"] == 0.25 and out.loc["transfer", "alarms"] == 5
+
+
 def test_a_group_of_exactly_min_group_is_kept_and_a_supported_score_at_tau_is_flagged(monkeypatch):
     """Every calibration of over 12 citations deploys tau = 0.5 (the pooled half; the big group's too), a smaller one
     certifies nothing (the group of 10 falls back to the pooled tau);

@@ -547,6 +547,26 @@ def test_an_unsupported_score_at_exactly_a_groups_tau_is_caught_not_missed(monke
     assert (row.pooled_share_miss_above_alpha, row.group_share_miss_above_alpha) == (0.0, 0.0)
 
 
+def test_a_group_with_one_class_only_has_that_classs_rate_and_no_other(monkeypatch):
+    """tau = 0.5 everywhere; group "neg" holds 12 unsupported citations only (0.2 and 0.7 alternating: half missed,
+    above tau), group "pos" 12 supported only (0.3 and 0.9: half falsely flagged). Each test half reads the rate its
+    class gives and NaN for the class it lacks (never the other class's rate in its place)."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(G, "calibrate_two_sided", lambda *a, **kw: SimpleNamespace(tau=0.5, certified=[0.5]))
+    neg = frame([0.2, 0.7] * 6, [0] * 12, "neg")
+    pos = frame([0.3, 0.9] * 6, [1] * 12, "pos")
+    out = G.group_vs_pooled({"v": pd.concat([neg, pos])}, "group", 0.1, 0.2, 0.1, 8, seed=2,
+                            min_group=10).set_index("group")
+    rng = np.random.default_rng(2)
+    halves = [rng.random(24) < 0.5 for _ in range(8)]
+    miss = np.mean([np.mean(np.array([0.2, 0.7] * 6)[~h[:12]] > 0.5) for h in halves if (~h[:12]).any()])
+    flag = np.mean([np.mean(np.array([0.3, 0.9] * 6)[~h[12:]] <= 0.5) for h in halves if (~h[12:]).any()])
+    assert out.loc["neg", "pooled_miss"] == pytest.approx(miss) and np.isnan(out.loc["neg", "pooled_false_flag"])
+    assert out.loc["pos", "group_false_flag"] == pytest.approx(flag) and np.isnan(out.loc["pos", "group_miss"])
+    assert (out.loc["neg", "n_unsupported"], out.loc["pos", "n_unsupported"]) == (12, 0)
+
+
 def test_four_of_each_class_are_enough_and_a_hard_score_at_exactly_tau_is_never_a_miss():
     """Four unsupported (0.1 to 0.4) and four supported calibration scores: enough (four of each) for the shift
     alarm. At alpha 0.2 the deployed tau is the 4th of 4 (k = ceil(5 * 0.8) = 4): 0.4. Every hard unsupported score

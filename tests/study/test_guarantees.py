@@ -567,6 +567,33 @@ def test_a_group_with_one_class_only_has_that_classs_rate_and_no_other(monkeypat
     assert (out.loc["neg", "n_unsupported"], out.loc["pos", "n_unsupported"]) == (12, 0)
 
 
+@pytest.mark.parametrize("hard_class", [0, 1])
+def test_the_robust_alarm_on_the_transfer_set_is_referred_to_each_class_apart(hard_class):
+    """200 unsupported calibration scores on 0..0.5 and 200 supported on 0.5..1; a hard set of 400 drawn like one
+    class only is a mixture of the reference (share 0 or 1), so the robust alarm stays quiet in (nearly) every
+    stream; referred to one class twice it fires in all ten. The realised miss of a hard set of unsupported
+    citations only is its share above the conformal tau (k = ceil(201 * 0.8) = 161st of the 200)."""
+    rng = np.random.default_rng(0)
+    neg, pos = rng.uniform(0, 0.5, 200), rng.uniform(0.5, 1, 200)
+    cal = frame(np.r_[neg, pos], [0] * 200 + [1] * 200)
+    hs = rng.uniform(0, 0.5, 400) if hard_class == 0 else rng.uniform(0.5, 1, 400)
+    t = G.shift_alarm({"v": cal}, {"v": frame(hs, [hard_class] * 400)}, 0.1, [0.5], streams=10, length=20, seed=0,
+                      mixture=False, alpha=0.2).set_index(["setting", "alarm"])
+    robust = t.loc[("transfer", "label-shift robust")]
+    assert robust.alarms <= 2
+    if hard_class == 0:
+        assert robust.realised_miss == np.mean(hs > np.sort(neg)[160])
+    else:
+        assert np.isnan(robust.realised_miss)
+
+
+@pytest.mark.parametrize("n0,n1", [(3, 5), (5, 3)])
+def test_a_calibration_without_four_of_each_class_has_no_shift_rows(n0, n1):
+    cal = frame(np.r_[np.linspace(0.1, 0.4, n0), np.linspace(0.6, 0.9, n1)], [0] * n0 + [1] * n1)
+    t = G.shift_alarm({"v": cal}, {"v": cal}, 0.1, [0.5], streams=3, length=5, seed=0, mixture=False)
+    assert t.empty
+
+
 def test_four_of_each_class_are_enough_and_a_hard_score_at_exactly_tau_is_never_a_miss():
     """Four unsupported (0.1 to 0.4) and four supported calibration scores: enough (four of each) for the shift
     alarm. At alpha 0.2 the deployed tau is the 4th of 4 (k = ceil(5 * 0.8) = 4): 0.4. Every hard unsupported score

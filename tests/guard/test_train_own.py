@@ -102,6 +102,36 @@ def test_the_card_counts_supported_pairs_and_the_summary_names_the_chosen_c(trai
     assert f"); C = {chosen:g}; " in err and "0 training pairs removed" in err
 
 
+def test_another_packaged_encoder_reaches_the_features_as_its_weights_folder_on_torch(tmp_path, monkeypatch):
+    """An encoder shipped in another package (``package:lab_encoder``, a package whose ``model/`` holds weights):
+    the features get that folder, on the exact torch path (no runtime keys), never the ``package:`` name."""
+    import sys
+
+    import citebound.training.head as head
+    from citebound.training.own import train_own
+
+    pkg = tmp_path / "lab_encoder"
+    (pkg / "model").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def recording(model_path, **kw):
+        seen.append((model_path, kw.get("runtime")))
+        raise Stop
+
+    monkeypatch.setattr(head, "FrozenFeatures", recording)
+    import pandas as pd
+
+    with pytest.raises(Stop):
+        train_own(pd.DataFrame(pairs(("a", "b"), 3)), {}, encoder="package:lab_encoder", grid=[1.0], n_boot=5,
+                  seed=0, windowing={"window_chars": 600, "stride": 300, "claim_cap": 600}, progress=False)
+    assert seen == [(str(pkg / "model"), None)]
+
+
 def test_without_an_evaluation_set_the_head_is_not_adopted(tmp_path, capsys):
     out = tmp_path / "m"
     rc = main(["train", "--input", jsonl(tmp_path / "p.jsonl", pairs(("a",), 5)), "--out", str(out), "--C", "1",

@@ -594,6 +594,17 @@ def test_a_calibration_without_four_of_each_class_has_no_shift_rows(n0, n1):
     assert t.empty
 
 
+def test_with_no_finite_tau_the_realised_miss_is_unknown_and_the_labels_never_void():
+    """Four unsupported calibration scores at alpha 0.1: k = ceil(5 * 0.9) = 5 > 4, so no finite tau (everything
+    flagged): the realised miss is not 0 of the hard set but unknown, and the label test has nothing to void."""
+    cal = frame([0.1, 0.2, 0.3, 0.4, 0.8, 0.85, 0.9, 0.95], [0, 0, 0, 0, 1, 1, 1, 1])
+    hard = frame([0.3] * 10 + [0.9] * 5, [0] * 10 + [1] * 5)
+    t = G.shift_alarm({"v": cal}, {"v": hard}, 0.1, [0.5], streams=4, length=10, seed=0, mixture=False, alpha=0.1)
+    tr = t[t.setting == "transfer"].set_index("alarm")
+    assert tr.realised_miss.isna().all()
+    assert tr.loc["labels (anytime-valid e-process)", "alarms"] == 0
+
+
 def test_four_of_each_class_are_enough_and_a_hard_score_at_exactly_tau_is_never_a_miss():
     """Four unsupported (0.1 to 0.4) and four supported calibration scores: enough (four of each) for the shift
     alarm. At alpha 0.2 the deployed tau is the 4th of 4 (k = ceil(5 * 0.8) = 4): 0.4. Every hard unsupported score

@@ -66,3 +66,16 @@ def test_past_the_depth_limit_an_element_keeps_what_its_parent_hid_and_how():
 def test_a_star_after_a_separator_is_a_declaration_and_only_slash_star_opens_a_comment(frag, want):
     assert cls(frag) == want
     faces(frag, "x", want)
+
+
+@pytest.mark.parametrize("frag,want", [
+    # background-color is one colour, spaces and all; background's colour is its first word
+    ('<span style="background-color:rgb(0, 0, 0);color:rgb(255, 255, 255)">x</span>', SHOWN),
+    ('<span style="background-color:rgb(0, 0, 0)">x</span>', OBSCURED),  # black text on black
+    ('<span style="background:#000 no-repeat;color:#fff">x</span>', SHOWN),
+    ('<span style="background:#000 no-repeat">x</span>', OBSCURED),
+    ('<span style="background:#fff no-repeat">x</span>', SHOWN),
+])
+def test_a_backdrop_is_read_from_background_color_whole_and_from_backgrounds_first_word(frag, want):
+    assert cls(frag) == want
+    faces(frag, "x", want)

@@ -300,20 +300,25 @@ def test_the_exchangeable_check_streams_the_half_the_reference_did_not_see(monke
         assert len(ref) == 20 and len(stream) == 21 and not ref & stream and ref | stream == set(s.tolist())
 
 
-def test_the_catch_rate_before_the_alarm_counts_a_hard_negative_at_exactly_tau(monkeypatch):
-    """A monitor that never alarms sees the whole stream: the catch rate before the alarm is then the share of the
-    hard set's unsupported scores <= tau, where tau = 0.19 (k = ceil(21 * 0.9) = 19 of 0.01..0.20); 0.19 itself is
-    caught (score <= tau is flagged): 2 of 4."""
-    class NeverAlarms:
-        alarm_at = None
+def alarming_at(step):
+    """A drift monitor that alarms at ``step`` of every stream (None: never), whatever it is fed."""
+    class Fixed:
+        alarm_at = step
 
         def __init__(self, *a, **kw):
             pass
 
         def update(self, *a, **kw):
-            return "ok"
+            return "ok" if step is None else "alarm"
 
-    monkeypatch.setattr(G, "DriftMonitor", NeverAlarms)
+    return Fixed
+
+
+def test_the_catch_rate_before_the_alarm_counts_a_hard_negative_at_exactly_tau(monkeypatch):
+    """A monitor that never alarms sees the whole stream: the catch rate before the alarm is then the share of the
+    hard set's unsupported scores <= tau, where tau = 0.19 (k = ceil(21 * 0.9) = 19 of 0.01..0.20); 0.19 itself is
+    caught (score <= tau is flagged): 2 of 4."""
+    monkeypatch.setattr(G, "DriftMonitor", alarming_at(None))
     cal = frame(np.r_[np.round(np.arange(1, 21) * 0.01, 2), np.full(10, 0.9)], np.r_[np.zeros(20), np.ones(10)])
     hard = frame([0.19, 0.1, 0.5, 0.7, 0.95], [0, 0, 0, 0, 1])
     out = G.monitor_alarms({"v": cal}, {"v": hard}, 0.1, 0.1, 5, seed=3).set_index("setting")
@@ -325,16 +330,7 @@ def test_the_catch_rate_before_the_alarm_reads_only_the_scores_before_it(monkeyp
     """Every stream alarms at its second score: each stream's catch rate is that of its first two scores (tau =
     0.19 as above; a hard set of four unsupported scores, only 0.1 caught: 1 of 4 over the whole stream), drawn
     here with the same generator (five calibration permutations, then five of the hard set)."""
-    class AlarmsAtTwo:
-        alarm_at = 2
-
-        def __init__(self, *a, **kw):
-            pass
-
-        def update(self, *a, **kw):
-            return "alarm"
-
-    monkeypatch.setattr(G, "DriftMonitor", AlarmsAtTwo)
+    monkeypatch.setattr(G, "DriftMonitor", alarming_at(2))
     cal = frame(np.r_[np.round(np.arange(1, 21) * 0.01, 2), np.full(10, 0.9)], np.r_[np.zeros(20), np.ones(10)])
     hs = np.array([0.1, 0.5, 0.6, 0.7])
     out = G.monitor_alarms({"v": cal}, {"v": frame(hs, [0, 0, 0, 0])}, 0.1, 0.1, 5, seed=3).set_index("setting")

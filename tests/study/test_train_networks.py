@@ -38,6 +38,9 @@ def tiny_bert(tmp_path_factory):
     return str(d)
 
 
+WIN = {"window_chars": 600, "stride": 300, "claim_cap": 600}
+
+
 def toy_pool():
     c = ["aspirin reduced heart attack risk", "statins lower ldl", "coffee reduced sleep", "aspirin does not inhibit cox",
          "heart attack risk in men"]
@@ -77,7 +80,7 @@ def test_hard_negative_is_the_claims_own_refutation_else_bm25_in_the_same_source
 def test_training_units_cap_claims_and_pair_supported_rows_with_a_hard_negative():
     pool = toy_pool()
     pool.loc[0, "claim"] = "aspirin " * 200
-    u = training_units(pool, {"window_chars": 600, "stride": 300, "claim_cap": 600})
+    u = training_units(pool, WIN)
     assert len(u.loc[0, "claim"]) == 600
     assert (u.loc[u.label == 0, "hard"] == "").all() and (u.loc[u.label == 1, "hard"] != "").all()
 
@@ -85,7 +88,7 @@ def test_training_units_cap_claims_and_pair_supported_rows_with_a_hard_negative(
 @pytest.mark.parametrize("design", ["cross_encoder", "bi_encoder"])
 def test_seeded_training_checkpoints_and_the_saved_model_scores_the_same(tiny_bert, tmp_path, design):
     pool = toy_pool()
-    units = training_units(pool, {"window_chars": 600, "stride": 300, "claim_cap": 600})
+    units = training_units(pool, WIN)
     seen = []
     a = Network(design, tiny_bert, batch_size=2, lr=1e-3, max_length=32, seed=7)
     a.fit(units, 6, checkpoints=[2, 4, 6, 99], at_checkpoint=seen.append)
@@ -94,12 +97,11 @@ def test_seeded_training_checkpoints_and_the_saved_model_scores_the_same(tiny_be
     b = Network(design, tiny_bert, batch_size=2, lr=1e-3, max_length=32, seed=7)
     b.fit(units, 6)
     claims, passages = pool["claim"].tolist(), pool["evidence"].tolist()
-    win = {"window_chars": 600, "stride": 300, "claim_cap": 600}
-    sa, sb = a.pair_scores(claims, passages, win), b.pair_scores(claims, passages, win)
+    sa, sb = a.pair_scores(claims, passages, WIN), b.pair_scores(claims, passages, WIN)
     assert sa == pytest.approx(sb, abs=1e-6)  # same seed, same model
     c = Network(design, tiny_bert, batch_size=2, lr=1e-3, max_length=32, seed=8)
     c.fit(units, 6)
-    assert not np.allclose(c.pair_scores(claims, passages, win), sa, atol=1e-6)
+    assert not np.allclose(c.pair_scores(claims, passages, WIN), sa, atol=1e-6)
     a.save(tmp_path / "m", {"encoder": "tiny"})
     meta = json.loads((tmp_path / "m" / "citebound.json").read_text())
     assert meta["design"] == design and meta["threshold"] == a.threshold
@@ -329,8 +331,6 @@ def test_the_cross_encoder_reads_the_claim_then_the_window_in_training_and_in_ju
     by_hand = -(np.log(prob(claims[0], windows[0])) + np.log(1 - prob(claims[1], windows[1]))) / 2
     assert loss == pytest.approx(by_hand, rel=1e-4)
 
-
-WIN = {"window_chars": 600, "stride": 300, "claim_cap": 600}
 
 
 @pytest.mark.parametrize("design,keep", [("cross_encoder", 26), ("bi_encoder", 30)])

@@ -244,6 +244,11 @@ def test_load_training_adds_the_attribution_golds_fit_split_deduped_against_its_
         load_training([str(fever / "fever_symmetric_dev.jsonl")], [nofit, sci], cfg)
 
 
+NO_EVALUATIONS = pd.DataFrame(columns=["variant", "C", "evaluation", "n", "auc", "embedding_auc", "delta",
+                                       "delta_ci_low", "delta_ci_high"])
+NOT_ADOPTED = {"variant": "all", "C": 0.1, "adopted": False, "reasons": ["x"]}
+
+
 def test_the_model_card_says_the_attribution_gold_is_deduped_by_its_evaluation_split_only():
     from citebound.study.train_verifier import FIT_SOURCE, model_card
 
@@ -251,9 +256,7 @@ def test_the_model_card_says_the_attribution_gold_is_deduped_by_its_evaluation_s
            "seed": 1, "sources": ["begin", FIT_SOURCE]}
     counts = pd.DataFrame({"source": [FIT_SOURCE], "domain": ["scholarly"], "pairs": [4], "supported": [1]})
     removed = pd.DataFrame({"eval_set": ["gold/attribution_gold"], "source": [FIT_SOURCE], "removed": [2]})
-    table = pd.DataFrame(columns=["variant", "C", "evaluation", "n", "auc", "embedding_auc", "delta",
-                                  "delta_ci_low", "delta_ci_high"])
-    decision = {"variant": "all", "C": 0.1, "adopted": False, "reasons": ["x"]}
+    table, decision = NO_EVALUATIONS, NOT_ADOPTED
     card = model_card(cfg, counts, removed, {}, table, decision, {}, {FIT_SOURCE: "ODC-BY"})
     assert f"its fit split is the training source {FIT_SOURCE}):" in card
     assert f"| {FIT_SOURCE} | scholarly | 4 | 1 | ODC-BY |" in card
@@ -270,9 +273,7 @@ def test_the_model_card_says_when_nothing_was_removed_and_names_each_skip():
     cfg = {"design": "frozen_head", "encoder": "e", "C": [0.1], "n_bootstrap": 10, "seed": 1, "sources": ["begin"]}
     counts = pd.DataFrame({"source": ["begin"], "domain": ["general"], "pairs": [4], "supported": [1]})
     removed = pd.DataFrame({"eval_set": ["gold/a", "gold/b"], "source": ["begin", "begin"], "removed": [0, 0]})
-    table = pd.DataFrame(columns=["variant", "C", "evaluation", "n", "auc", "embedding_auc", "delta",
-                                  "delta_ci_low", "delta_ci_high"])
-    decision = {"variant": "all", "C": 0.1, "adopted": False, "reasons": ["x"]}
+    table, decision = NO_EVALUATIONS, NOT_ADOPTED
     skipped = {("fever_symmetric", "no label"): 3, ("begin", "empty claim"): 1}
     card = model_card(cfg, counts, removed, skipped, table, decision, {}, {})
     assert "| (none matched) | | 0 |" in card and "| gold/a |" not in card
